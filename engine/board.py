@@ -1,0 +1,109 @@
+"""Boards as bitmasks, and the lock: place a piece's cells, count, clear full rows.
+
+A *board* is a numpy ``uint16`` array of ``height`` rows, row ``y`` (0 = top) holding bit ``x`` set
+when cell (x, y) is occupied. Kernels work on int64 masks internally (numba's uint64 arithmetic
+mixes badly with signed integers). Nothing here knows about evaluators or search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+BOARD_DTYPE = np.uint16
+
+
+@njit(cache=True, inline="always")
+def popcount(v):
+    """Number of set bits of a non-negative int64 below 2**32."""
+    v = v - ((v >> 1) & 0x55555555)
+    v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
+    v = (v + (v >> 4)) & 0x0F0F0F0F
+    return (v * 0x01010101 & 0xFFFFFFFF) >> 24
+
+
+@njit(cache=True)
+def place(board, cells, cx, cy):
+    """Set the cells ``(cx + dx, cy + dy)`` of a piece on ``board`` in place; rows y < 0 are dropped."""
+    for k in range(4):
+        y = cy + cells[k, 1]
+        if y >= 0:
+            board[y] |= np.uint16(1 << (cx + cells[k, 0]))
+
+
+@njit(cache=True)
+def count_and_clear(board, full):
+    """Count, then clear, in place.
+
+    Returns ``(cells, full_rows, occupied_rows)`` counted before clearing: occupied cells on the
+    board, rows equal to ``full``, rows holding at least one occupied cell. Full rows are then
+    removed; the rows above them move down and empty rows enter at the top.
+    """
+    height = board.shape[0]
+    cells = 0
+    full_rows = 0
+    occupied_rows = 0
+    for y in range(height):
+        r = np.int64(board[y])
+        if r != 0:
+            occupied_rows += 1
+            cells += popcount(r)
+            if r == full:
+                full_rows += 1
+    if full_rows:
+        dst = height - 1
+        for y in range(height - 1, -1, -1):
+            if np.int64(board[y]) != full:
+                board[dst] = board[y]
+                dst -= 1
+        while dst >= 0:
+            board[dst] = 0
+            dst -= 1
+    return cells, full_rows, occupied_rows
+
+
+@njit(cache=True)
+def lock(board, cells, cx, cy, full):
+    """Place the piece at (cx, cy) and count and clear: ``(cells, full_rows, occupied_rows)``."""
+    place(board, cells, cx, cy)
+    return count_and_clear(board, full)
+
+
+@njit(cache=True)
+def is_valid(board, cells, cx, cy, width):
+    """Whether every cell of the piece is inside the columns, above the floor, and above the
+    board (y < 0) or on an empty cell."""
+    height = board.shape[0]
+    for k in range(4):
+        x = cx + cells[k, 0]
+        y = cy + cells[k, 1]
+        if x < 0 or x >= width or y >= height:
+            return False
+        if y >= 0 and (np.int64(board[y]) >> x) & 1:
+            return False
+    return True
+
+
+def from_strings(rows: list[str] | str, width: int = 10, height: int = 20) -> np.ndarray:
+    """A board from text rows (``#`` or ``X`` occupied, anything else empty), bottom-aligned.
+
+    ``rows`` may be one multi-line string; blank lines are ignored. Fewer rows than ``height`` are
+    padded with empty rows on top.
+    """
+    if isinstance(rows, str):
+        rows = [r for r in rows.strip("\n").split("\n") if r.strip()]
+    if len(rows) > height:
+        raise ValueError(f"{len(rows)} rows given for a board of height {height}")
+    board = np.zeros(height, dtype=BOARD_DTYPE)
+    for i, row in enumerate(rows):
+        row = row.strip()
+        if len(row) != width:
+            raise ValueError(f"row {i} {row!r} has {len(row)} cells, expected {width}")
+        y = height - len(rows) + i
+        board[y] = sum(1 << x for x, ch in enumerate(row) if ch in "#X")
+    return board
+
+
+def to_strings(board: np.ndarray, width: int = 10) -> list[str]:
+    """Text rows of a board, top to bottom (``#`` occupied, ``.`` empty)."""
+    return ["".join("#" if (int(r) >> x) & 1 else "." for x in range(width)) for r in board]

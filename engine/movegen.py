@@ -1,0 +1,302 @@
+"""Move generation: every resting position a piece can reach from its spawn, and a route to each.
+
+Terms:
+- a *step* is one single L, R, D or C move (codes 0..3 below); a step whose result is invalid is
+  not an edge of the search (the replay consumes it without moving);
+- a position is *resting* when one more D step would be invalid;
+- a *placement* is a distinct set of cells of a resting position reachable from the spawn in at
+  most ``max_steps`` steps (the contest allows 100 per piece). States with identical offsets (I, S
+  and Z states 0/2 and 1/3, O's four) give the same cells and count once, under the lowest state.
+
+The search is bit-parallel: ``fit[s, y]`` holds, at bit ``x + XOFF``, whether the piece in state
+``s`` with its centre at (x, y) is valid; a breadth-first search then advances whole rows of
+positions per step with shifts and masks (L: ``>> 1``, R: ``<< 1``, D: row y-1 -> y, C: state
+s-1 -> s), one layer per step count, so the first layer holding a position is its distance.
+Kernels take scratch arrays so the hot loop allocates nothing; ``Scratch`` bundles them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .board import popcount
+
+STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
+STEP_LETTERS = "LRDC"
+XOFF = 8  # bit x + XOFF of a mask stands for centre column x (room for centres left of the wall)
+EXTRA_ROWS = 4  # centre rows 0 .. height + EXTRA_ROWS - 1 are searched
+
+
+def rows_for(height: int) -> int:
+    """Number of centre rows in the search masks of a board of ``height`` rows."""
+    return height + EXTRA_ROWS
+
+
+@njit(cache=True)
+def fit_masks(board, cells, width, fit, free):
+    """Fill ``fit[s, cy]`` (s in 0..3, cy in 0..rows-1): bit ``cx + XOFF`` set when the piece with
+    offsets ``cells[s]`` centred at (cx, cy) is valid on ``board``; and ``free[s]``, the same mask
+    for a row where every cell the piece covers is empty (only the walls limit it)."""
+    height = board.shape[0]
+    wall = ~(((1 << width) - 1) << XOFF)
+    span = ((1 << (width + 8)) - 1) << (XOFF - 4)
+    for s in range(4):
+        bad_free = 0
+        for k in range(4):
+            dx = cells[s, k, 0]
+            bad_free |= (wall >> dx) if dx >= 0 else (wall << (-dx))
+        free[s] = ~bad_free & span
+        for cy in range(fit.shape[1]):
+            bad = 0
+            for k in range(4):
+                y = cy + cells[s, k, 1]
+                if y < 0:
+                    e = wall
+                elif y >= height:
+                    e = -1
+                else:
+                    e = wall | (np.int64(board[y]) << XOFF)
+                dx = cells[s, k, 0]
+                if dx >= 0:
+                    bad |= e >> dx
+                else:
+                    bad |= e << (-dx)
+            fit[s, cy] = ~bad & span
+
+
+@njit(cache=True, inline="always")
+def _within(sx, reach):
+    """Mask of the centre columns x with |x - sx| <= reach (empty when reach < 0)."""
+    if reach < 0:
+        return np.int64(0)
+    lo = max(sx + XOFF - reach, 0)
+    hi = min(sx + XOFF + reach, 62)
+    return ((np.int64(1) << (hi - lo + 1)) - 1) << lo
+
+
+@njit(cache=True)
+def sky_row(fit, free, sx, sy):
+    """The lowest row Y such that every centre row sy..Y is open sky: in each state the piece
+    fits exactly where it fits on an empty board, and every state fits at the spawn. Returns -1
+    when the spawn row is not open sky.
+
+    In open sky the distance from the spawn (sx, sy, ss) to (x, y, s) is exactly
+    ``(y - sy) + |x - sx| + (s - ss) mod 4``: each step changes one coordinate by one, and the path
+    that rotates at the spawn, shifts, then drops is valid."""
+    bit = np.int64(1) << (sx + XOFF)
+    y = sy
+    while y < fit.shape[1]:
+        for s in range(4):
+            if fit[s, y] != free[s] or free[s] & bit == 0:
+                return y - 1
+        y += 1
+    return y - 1
+
+
+@njit(cache=True)
+def search(fit, free, sx, sy, ss, max_steps, visited, front, nxt, layers, store):
+    """Breadth-first search from the spawn (sx, sy, ss) over at most ``max_steps`` steps.
+
+    Fills ``visited[s, y]`` with every position reachable in at most ``max_steps`` steps. With
+    ``store``, ``layers[d]`` receives the positions first reached after exactly ``d`` steps and the
+    search runs layer by layer from the spawn. Without it, rows of open sky (`sky_row`) are filled
+    in closed form and the layered search starts at the lowest of them, whose positions join the
+    frontier at their exact distances. Returns the last layer's number, or -1 when the spawn
+    position is invalid.
+    """
+    rows = fit.shape[1]
+    visited[:] = 0
+    front[:] = 0
+    nxt[:] = 0
+    if fit[ss, sy] & (np.int64(1) << (sx + XOFF)) == 0:
+        return -1
+    sky = -1 if store else min(sky_row(fit, free, sx, sy), sy + max_steps)
+    if sky < 0:
+        sky = sy  # the spawn alone is the seed: at distance 0 it is the only position of its row
+        seed_rows_only_spawn = True
+    else:
+        seed_rows_only_spawn = False
+        for y in range(sy, sky):
+            for s in range(4):
+                visited[s, y] = free[s] & _within(sx, max_steps - (y - sy) - ((s - ss) & 3))
+    d = sky - sy
+    last_seed = d  # the distance of the farthest seed of the sky's lowest row
+    if not seed_rows_only_spawn:
+        for s in range(4):
+            m = free[s]
+            lowest = popcount((m & -m) - 1)
+            highest = lowest
+            while m >> (highest + 1):
+                highest += 1
+            far = max(sx + XOFF - lowest, highest - sx - XOFF)
+            last_seed = max(last_seed, d + ((s - ss) & 3) + far)
+    lo = sky
+    hi = sky
+    # seeds of the sky's lowest row at distance d
+    for s in range(4):
+        if seed_rows_only_spawn:
+            m = (np.int64(1) << (sx + XOFF)) if s == ss else np.int64(0)
+        else:
+            j = d - (sky - sy) - ((s - ss) & 3)
+            m = free[s] & (_within(sx, j) ^ _within(sx, j - 1))
+        front[s, sky] = m
+        visited[s, sky] |= m
+    if store:
+        layers[0] = front
+    while d < max_steps:
+        top = min(hi + 1, rows - 1)
+        new_lo = rows
+        new_hi = -1
+        for s in range(4):
+            prev = (s + 3) & 3
+            for y in range(lo, top + 1):
+                f = front[s, y]
+                m = (f << 1) | (f >> 1) | front[prev, y]
+                if y > lo:
+                    m |= front[s, y - 1]
+                m &= fit[s, y] & ~visited[s, y]
+                nxt[s, y] = m
+                if m:
+                    visited[s, y] |= m
+                    if y < new_lo:
+                        new_lo = y
+                    if y > new_hi:
+                        new_hi = y
+        for s in range(4):
+            for y in range(lo, hi + 1):
+                front[s, y] = 0
+        front, nxt = nxt, front
+        d += 1
+        if d <= last_seed:
+            for s in range(4):
+                j = d - (sky - sy) - ((s - ss) & 3)
+                m = free[s] & (_within(sx, j) ^ _within(sx, j - 1)) & ~visited[s, sky]
+                if m:
+                    front[s, sky] |= m
+                    visited[s, sky] |= m
+                    new_lo = min(new_lo, sky)
+                    new_hi = max(new_hi, sky)
+        if new_hi < 0:
+            d -= 1
+            break
+        if store:
+            layers[d] = front
+        lo = new_lo
+        hi = new_hi
+    return d
+
+
+@njit(cache=True)
+def resting_mask(visited, fit, s, y):
+    """Positions of state ``s`` in row ``y`` that were reached and cannot move one row down."""
+    below = fit[s, y + 1] if y + 1 < fit.shape[1] else 0
+    return visited[s, y] & ~below
+
+
+@njit(cache=True)
+def placements_into(board, cells, alias, width, sx, sy, ss, max_steps, fit, free, visited, front, nxt, layers, out):
+    """Write every placement as a row (x, y, state) of ``out``; return how many (0 when the spawn
+    is blocked). Rows are ordered by state, then y, then x."""
+    fit_masks(board, cells, width, fit, free)
+    if search(fit, free, sx, sy, ss, max_steps, visited, front, nxt, layers, False) < 0:
+        return 0
+    n = 0
+    for c in range(4):
+        if alias[c] != c:
+            continue
+        for y in range(fit.shape[1]):
+            m = 0
+            for s in range(4):
+                if alias[s] == c:
+                    m |= resting_mask(visited, fit, s, y)
+            while m:
+                low = m & -m
+                out[n, 0] = popcount(low - 1) - XOFF
+                out[n, 1] = y
+                out[n, 2] = c
+                n += 1
+                m ^= low
+    return n
+
+
+@njit(cache=True)
+def route_into(board, cells, alias, width, sx, sy, ss, tx, ty, ts, max_steps, fit, free, visited, front, nxt, layers, out):
+    """A shortest list of steps from the spawn to the cells of position (tx, ty, ts), written to
+    ``out`` (step codes); returns its length, or -1 when no state with those cells reaches it.
+
+    Among shortest routes, the one found by walking back from the target preferring D, then L, R,
+    C, so routes end with their drops and begin with rotations and shifts."""
+    fit_masks(board, cells, width, fit, free)
+    d_max = search(fit, free, sx, sy, ss, max_steps, visited, front, nxt, layers, True)
+    if d_max < 0:
+        return -1
+    bit = np.int64(1) << (tx + XOFF)
+    target = alias[ts]
+    found = -1
+    s = -1
+    for d in range(d_max + 1):
+        for k in range(4):
+            if alias[k] == target and layers[d, k, ty] & bit:
+                found = d
+                s = k
+                break
+        if found >= 0:
+            break
+    if found < 0:
+        return -1
+    x = tx
+    y = ty
+    for d in range(found, 0, -1):
+        below = layers[d - 1]
+        if y > 0 and below[s, y - 1] & (np.int64(1) << (x + XOFF)):
+            out[d - 1] = STEP_D
+            y -= 1
+        elif below[s, y] & (np.int64(1) << (x + 1 + XOFF)):
+            out[d - 1] = STEP_L
+            x += 1
+        elif below[s, y] & (np.int64(1) << (x - 1 + XOFF)):
+            out[d - 1] = STEP_R
+            x -= 1
+        else:
+            out[d - 1] = STEP_C
+            s = (s + 3) & 3
+    return found
+
+
+class Scratch:
+    """Preallocated arrays for the move-generation kernels on boards of one height."""
+
+    def __init__(self, height: int, max_steps: int = 100):
+        rows = rows_for(height)
+        self.fit = np.zeros((4, rows), np.int64)
+        self.free = np.zeros(4, np.int64)
+        self.visited = np.zeros((4, rows), np.int64)
+        self.front = np.zeros((4, rows), np.int64)
+        self.nxt = np.zeros((4, rows), np.int64)
+        self.layers = np.zeros((max_steps + 1, 4, rows), np.int64)
+        self.out = np.zeros((4 * rows * 64, 3), np.int64)
+        self.steps = np.zeros(max_steps, np.int64)
+
+
+def placements(board, rules, shape: int, state: int, scratch: Scratch | None = None) -> np.ndarray:
+    """All placements of ``shape`` spawning in ``state`` on ``board``: an (n, 3) array (x, y, state)."""
+    sc = scratch or Scratch(rules.height, rules.max_steps)
+    n = placements_into(
+        board, rules.cells[shape], rules.alias[shape], rules.width, rules.spawn_x, rules.spawn_y, state,
+        rules.max_steps, sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out,
+    )
+    return sc.out[:n].copy()
+
+
+def route(board, rules, shape: int, state: int, target, scratch: Scratch | None = None) -> list[int]:
+    """A shortest step list (codes 0..3 = L, R, D, C) from the spawn to ``target`` (x, y, state)."""
+    sc = scratch or Scratch(rules.height, rules.max_steps)
+    tx, ty, ts = (int(v) for v in target)
+    n = route_into(
+        board, rules.cells[shape], rules.alias[shape], rules.width, rules.spawn_x, rules.spawn_y, state,
+        tx, ty, ts, rules.max_steps, sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.steps,
+    )
+    if n < 0:
+        raise ValueError(f"position {target} is not reachable within {rules.max_steps} steps")
+    return sc.steps[:n].tolist()

@@ -1,0 +1,142 @@
+"""Records: the contest's comma-separated key operations.
+
+A record is ``N`` (a new piece) and ``L<k>``, ``R<k>``, ``D<k>``, ``C<k>`` (k single steps left,
+right, down, or rotations). This module reads a record (plain, or inside either console line the
+contest accepted), validates it exactly as the contest does, encodes routes into a record and
+writes the console lines. Replaying is `engine.replay`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .movegen import STEP_LETTERS
+
+OP_N = 4  # operation codes: 0..3 are the steps L, R, D, C (engine.movegen), 4 is N
+MAX_STEPS_PER_PIECE = 100
+
+# JavaScript's String.prototype.trim() removes exactly these (WhiteSpace and LineTerminator).
+JS_WHITESPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+OPERATION = re.compile(r"([LRDCN])([0-9]*)")
+PLAY_LINE = re.compile(r"playRecord\(\s*(['\"`])(.*?)\1", re.S)
+UPLOAD_LINE = re.compile(r"record\s*:\s*(['\"`])(.*?)\1", re.S)
+
+
+class RecordError(ValueError):
+    """A record the contest would reject; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """A validated record as two arrays: ``kinds`` (0..3 = L, R, D, C; 4 = N) and ``counts``
+    (the number k of an L/R/D/C operation; 0 for N)."""
+
+    kinds: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def pieces(self) -> int:
+        """Number of N operations."""
+        return int(np.count_nonzero(self.kinds == OP_N))
+
+
+def extract(text: str) -> str:
+    """The record inside ``text``: a plain record, a ``game.playRecord('...')`` replay line or an
+    ``axios.post(..., {record: '...', ...})`` upload line."""
+    for pattern in (PLAY_LINE, UPLOAD_LINE):
+        m = pattern.search(text)
+        if m:
+            return m.group(2)
+    return text.strip(JS_WHITESPACE)
+
+
+def parse(record: str) -> Record:
+    """Validate a record with the contest's rules and return it as arrays.
+
+    Raises `RecordError` naming the first operation (1-based) that breaks a rule:
+    1. the first operation must be N; 2. N takes no number; 3. L, R, D and C take a number of at
+    least 1 (leading zeros allowed); 4. a piece's numbers (between two N, or after the last) add up
+    to at most 100. Each operation is trimmed of white space first, as the contest does.
+    """
+    ops = record.split(",")
+    kinds = np.empty(len(ops), dtype=np.int64)
+    counts = np.zeros(len(ops), dtype=np.int64)
+    piece_total = 0
+    piece_start = 0
+    for i, raw in enumerate(ops):
+        op = raw.strip(JS_WHITESPACE)
+        m = OPERATION.fullmatch(op)
+        where = f"operation {i + 1} ({op!r})"
+        if m is None:
+            raise RecordError(f"{where} is not N, L<k>, R<k>, D<k> or C<k>")
+        letter, digits = m.groups()
+        if i == 0 and letter != "N":
+            raise RecordError(f"{where}: a record must start with N")
+        if letter == "N":
+            if digits:
+                raise RecordError(f"{where}: N takes no number")
+            kinds[i] = OP_N
+            piece_total = 0
+            piece_start = i + 1
+            continue
+        if not digits or int(digits) < 1:
+            raise RecordError(f"{where}: {letter} needs a number of at least 1")
+        kinds[i] = STEP_LETTERS.index(letter)
+        counts[i] = int(digits)
+        piece_total += counts[i]
+        if piece_total > MAX_STEPS_PER_PIECE:
+            raise RecordError(
+                f"{where}: the numbers of the piece begun at operation {piece_start} add up to "
+                f"{piece_total}, more than {MAX_STEPS_PER_PIECE}"
+            )
+    return Record(kinds, counts)
+
+
+def validate(record: str) -> str | None:
+    """The reason the contest would reject ``record``, or None when it is valid."""
+    try:
+        parse(record)
+    except RecordError as e:
+        return str(e)
+    return None
+
+
+def piece_operations(steps) -> list[str]:
+    """The operations of one piece from its single steps (codes 0..3), runs merged: [3, 0, 0, 2] ->
+    ['C1', 'L2', 'D1']. An empty route becomes ['D1']: a step down that cannot happen (the piece
+    rests at its spawn) but makes the piece lock instead of vanishing at the next N."""
+    ops: list[str] = []
+    run_letter, run = "", 0
+    for code in steps:
+        letter = STEP_LETTERS[code]
+        if letter == run_letter:
+            run += 1
+        else:
+            if run:
+                ops.append(f"{run_letter}{run}")
+            run_letter, run = letter, 1
+    if run:
+        ops.append(f"{run_letter}{run}")
+    return ops or ["D1"]
+
+
+def encode(routes) -> str:
+    """A record placing one piece per route (each a list of step codes)."""
+    parts: list[str] = []
+    for steps in routes:
+        parts.append("N")
+        parts.extend(piece_operations(steps))
+    return ",".join(parts)
+
+
+def replay_line(record: str) -> str:
+    """The browser-console line that replays ``record`` in the contest page."""
+    return f"game.pause();game.playRecord('{record}'.split(','));"
+
+
+def upload_line(record: str, score: int) -> str:
+    """The browser-console line that uploads ``record`` with its ``score``."""
+    return f"axios.post(`api/upload`, {{record: '{record}', score: {score}}})"

@@ -1,0 +1,241 @@
+"""The rules of a game of the family, as data.
+
+A `Rules` value says everything the kernels need to play one member of the family: the board size,
+the shape and state tables, where and in which state a piece appears, where the pieces come from,
+how a lock is scored, when the game is over and how many pieces it has at most. The kernels in
+`engine/` take the arrays derived here; a new variant is a new preset, never a new kernel.
+
+Terms used across the engine:
+
+- *shape*: one of the seven pieces, indexed 0..6 in the order I, L, J, T, O, S, Z for every preset.
+- *state*: one of a shape's four orientations, 0..3; a rotation goes from state s to (s + 1) mod 4.
+- *centre*: the anchor (cx, cy) of a piece; its cells are (cx + dx, cy + dy) for the state's four
+  offsets (dx, dy). x grows to the right, y downwards (y = 0 is the top row).
+- *position*: (x, y, state) of the centre; *valid* when every cell has 0 <= x < width, y < height,
+  and is above the board (y < 0) or on an empty cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+SHAPE_NAMES = ("I", "L", "J", "T", "O", "S", "Z")
+
+#: Geek contest offsets (dx, dy) per shape and state, as in GEEK_RULES.md.
+GEEK_OFFSETS = {
+    "I": [[(0, 0), (0, -1), (0, -2), (0, 1)], [(0, 0), (1, 0), (2, 0), (-1, 0)]] * 2,
+    "L": [
+        [(0, 0), (0, -1), (0, -2), (1, 0)],
+        [(0, 0), (1, 0), (2, 0), (0, 1)],
+        [(0, 0), (-1, 0), (0, 1), (0, 2)],
+        [(0, 0), (0, -1), (-1, 0), (-2, 0)],
+    ],
+    "J": [
+        [(0, 0), (0, -1), (0, -2), (-1, 0)],
+        [(0, 0), (0, -1), (1, 0), (2, 0)],
+        [(0, 0), (1, 0), (0, 1), (0, 2)],
+        [(0, 0), (-1, 0), (-2, 0), (0, 1)],
+    ],
+    "T": [
+        [(0, 0), (1, 0), (0, 1), (-1, 0)],
+        [(0, 0), (0, -1), (0, 1), (-1, 0)],
+        [(0, 0), (0, -1), (1, 0), (-1, 0)],
+        [(0, 0), (0, -1), (1, 0), (0, 1)],
+    ],
+    "O": [[(0, 0), (0, -1), (1, -1), (1, 0)]] * 4,
+    "S": [[(0, 0), (0, -1), (1, -1), (-1, 0)], [(0, 0), (-1, 0), (-1, -1), (0, 1)]] * 2,
+    "Z": [[(0, 0), (0, -1), (1, 0), (-1, -1)], [(0, 0), (0, -1), (-1, 1), (-1, 0)]] * 2,
+}
+
+#: Classic game matrices (CLASSIC_RULES.md): four 4x4 boxes per shape, rows top to bottom.
+CLASSIC_MATRICES = {
+    "I": ["..#. ..#. ..#. ..#.", ".... #### .... ....", "..#. ..#. ..#. ..#.", ".... #### .... ...."],
+    "L": ["..#. ..#. ..## ....", ".... .### .#.. ....", ".##. ..#. ..#. ....", "...# .### .... ...."],
+    "J": ["..#. ..#. .##. ....", ".#.. .### .... ....", "..## ..#. ..#. ....", ".... .### ...# ...."],
+    "T": [".... .### ..#. ....", "..#. .##. ..#. ....", "..#. .### .... ....", "..#. ..## ..#. ...."],
+    "O": [".... .##. .##. ...."] * 4,
+    "S": [".... ..## .##. ....", ".#.. .##. ..#. ....", ".... ..## .##. ....", ".#.. .##. ..#. ...."],
+    "Z": [".... .##. ..## ....", "..#. .##. .#.. ....", ".... .##. ..## ....", "..#. .##. .#.. ...."],
+}
+
+
+def offsets_from_matrix(matrix: str) -> list[tuple[int, int]]:
+    """Offsets (column, row) of the `#` cells of a 4x4 box written as four space-separated rows."""
+    rows = matrix.split()
+    return [(x, y) for y, row in enumerate(rows) for x, ch in enumerate(row) if ch == "#"]
+
+
+@dataclass(frozen=True)
+class PieceSource:
+    """Where the pieces come from.
+
+    - ``kind="lcg"``: a fixed sequence. ``v`` starts at ``seed``; before each piece
+      ``v = (v * multiplier + increment) mod modulus`` and ``w = v mod sum(weights)`` picks the shape
+      whose cumulative weight range holds ``w`` (shapes in the order I, L, J, T, O, S, Z).
+    - ``kind="uniform"``: shapes drawn uniformly from numpy's PCG64 generator seeded with ``seed``.
+    """
+
+    kind: str = "lcg"
+    seed: int = 12358
+    multiplier: int = 27073
+    increment: int = 17713
+    modulus: int = 32749
+    weights: tuple[int, ...] = (2, 3, 3, 4, 5, 6, 6)
+
+    def sequence(self, n: int, seed: int | None = None) -> np.ndarray:
+        """The first ``n`` shapes (int8 array); ``seed`` overrides the source's own seed."""
+        seed = self.seed if seed is None else seed
+        if self.kind == "uniform":
+            return np.random.Generator(np.random.PCG64(seed)).integers(0, 7, size=n).astype(np.int8)
+        if self.kind != "lcg":
+            raise ValueError(f"unknown piece source kind {self.kind!r} (expected 'lcg' or 'uniform')")
+        bounds = np.cumsum(self.weights)
+        out = np.empty(n, dtype=np.int8)
+        v = seed
+        for i in range(n):
+            v = (v * self.multiplier + self.increment) % self.modulus
+            out[i] = np.searchsorted(bounds, v % int(bounds[-1]), side="right")
+        return out
+
+
+@dataclass(frozen=True)
+class Rules:
+    """One game of the family.
+
+    Scoring: a lock that fills ``f`` rows scores ``score_table[f]``, multiplied by the number of
+    occupied cells on the board (counted after locking, before clearing) when ``score_by_cells``.
+    Game over:
+    - ``top_out == "all_rows"``: after a lock, if every row holds an occupied cell ("top touched");
+      the piece scores nothing;
+    - the piece numbered ``piece_limit`` (1-based) ends the game when it locks and scores nothing;
+    - a new piece whose spawn position is invalid ("spawn blocked"), or, with ``spawn_must_drop``,
+      that cannot move down one row from it.
+    Spawn: centre (spawn_x, spawn_y), state ``piece_index mod 4`` when ``spawn_state == "cycle"``,
+    else state 0.
+    """
+
+    name: str
+    width: int
+    height: int
+    offsets: tuple  # shape -> state -> four (dx, dy)
+    spawn_x: int
+    spawn_y: int
+    spawn_state: str  # "cycle" or "zero"
+    pieces: PieceSource
+    score_table: tuple[int, int, int, int, int]
+    score_by_cells: bool
+    top_out: str  # "all_rows" or "none"
+    spawn_must_drop: bool
+    piece_limit: int | None
+    max_steps: int = 100  # unit steps allowed per piece (the contest's limit)
+
+    def __post_init__(self):
+        if not 4 <= self.width <= 16:
+            raise ValueError(f"rules {self.name!r}: width must be 4..16 (boards are 16-bit rows)")
+        if not 4 <= self.height <= 60:
+            raise ValueError(f"rules {self.name!r}: height must be 4..60")
+        if self.spawn_y < 0:
+            raise ValueError(f"rules {self.name!r}: spawn_y must be >= 0")
+        if self.spawn_state not in ("cycle", "zero"):
+            raise ValueError(f"rules {self.name!r}: spawn_state must be 'cycle' or 'zero'")
+        if self.top_out not in ("all_rows", "none"):
+            raise ValueError(f"rules {self.name!r}: top_out must be 'all_rows' or 'none'")
+        cells = self.cells
+        if np.abs(cells).max() > 3:
+            raise ValueError(f"rules {self.name!r}: offsets must lie within -3..3")
+        for s in range(7):
+            sets = [frozenset(map(tuple, cells[s, k])) for k in range(4)]
+            for a in range(4):
+                for b in range(a):
+                    if sets[a] != sets[b] and _same_up_to_translation(sets[a], sets[b]):
+                        raise ValueError(
+                            f"rules {self.name!r}: shape {SHAPE_NAMES[s]} states {b} and {a} have the "
+                            "same cells up to a shift; give them identical offsets"
+                        )
+
+    @cached_property
+    def cells(self) -> np.ndarray:
+        """Offsets as an int64 array of shape (7, 4, 4, 2): shape, state, cell, (dx, dy)."""
+        return np.array(self.offsets, dtype=np.int64).reshape(7, 4, 4, 2)
+
+    @cached_property
+    def alias(self) -> np.ndarray:
+        """``alias[shape, state]``: the lowest state with exactly the same offsets (same cells)."""
+        out = np.zeros((7, 4), dtype=np.int64)
+        c = self.cells
+        for s in range(7):
+            for k in range(4):
+                out[s, k] = next(j for j in range(4) if set(map(tuple, c[s, j])) == set(map(tuple, c[s, k])))
+        return out
+
+    @cached_property
+    def scores(self) -> np.ndarray:
+        return np.array(self.score_table, dtype=np.int64)
+
+    def spawn_state_of(self, index: int) -> int:
+        """State in which the piece of 0-based ``index`` appears."""
+        return index % 4 if self.spawn_state == "cycle" else 0
+
+    def sequence(self, n: int | None = None, seed: int | None = None) -> np.ndarray:
+        """The first ``n`` shapes (default: ``piece_limit``)."""
+        if n is None:
+            if self.piece_limit is None:
+                raise ValueError(f"rules {self.name!r} have no piece limit: give the number of pieces")
+            n = self.piece_limit
+        return self.pieces.sequence(n, seed)
+
+    @property
+    def full_row(self) -> int:
+        return (1 << self.width) - 1
+
+
+def _same_up_to_translation(a: frozenset, b: frozenset) -> bool:
+    ax, ay = min(x for x, _ in a), min(y for _, y in a)
+    bx, by = min(x for x, _ in b), min(y for _, y in b)
+    return {(x - ax, y - ay) for x, y in a} == {(x - bx, y - by) for x, y in b}
+
+
+GEEK = Rules(
+    name="geek",
+    width=10,
+    height=20,
+    offsets=tuple(tuple(tuple(GEEK_OFFSETS[n][k]) for k in range(4)) for n in SHAPE_NAMES),
+    spawn_x=4,
+    spawn_y=0,
+    spawn_state="cycle",
+    pieces=PieceSource(),
+    score_table=(0, 1, 3, 6, 10),
+    score_by_cells=True,
+    top_out="all_rows",
+    spawn_must_drop=False,
+    piece_limit=10_000,
+)
+
+CLASSIC = Rules(
+    name="classic",
+    width=12,
+    height=26,
+    offsets=tuple(tuple(tuple(offsets_from_matrix(m)) for m in CLASSIC_MATRICES[n]) for n in SHAPE_NAMES),
+    spawn_x=4,
+    spawn_y=0,
+    spawn_state="zero",
+    pieces=PieceSource(kind="uniform", seed=0),
+    score_table=(0, 10, 25, 40, 55),
+    score_by_cells=False,
+    top_out="none",
+    spawn_must_drop=True,
+    piece_limit=None,
+)
+
+PRESETS = {"geek": GEEK, "classic": CLASSIC}
+
+
+def get_rules(name: str) -> Rules:
+    """The preset called ``name`` (``geek`` or ``classic``)."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown rules preset {name!r} (known: {', '.join(PRESETS)})") from None
