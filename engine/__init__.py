@@ -1,0 +1,21 @@
+"""The exact, fast simulator of the Geek contest game and its family.
+
+Layers, lowest first: `rules` (a game as data), `board` (bitboard lock and clear), `movegen`
+(placements and routes), `record` (the contest's record format), `replay` (the contest engine's
+replay), `state` (one game between pieces), `batch` (one piece on many boards).
+"""
+
+from .batch import Children, expand
+from .board import BOARD_DTYPE, from_strings, to_strings
+from .movegen import Scratch, placements, route
+from .record import Record, RecordError, encode, extract, parse, replay_line, upload_line, validate
+from .replay import END_NAMES, ReplayResult, final_board, replay, replay_record
+from .rules import CLASSIC, GEEK, PRESETS, PieceSource, Rules, get_rules
+from .state import GameState, Transition
+
+__all__ = [
+    "BOARD_DTYPE", "CLASSIC", "Children", "END_NAMES", "GEEK", "GameState", "PRESETS", "PieceSource",
+    "Record", "RecordError", "ReplayResult", "Rules", "Scratch", "Transition", "encode", "expand",
+    "extract", "final_board", "from_strings", "get_rules", "parse", "placements", "replay",
+    "replay_line", "replay_record", "route", "to_strings", "upload_line", "validate",
+]

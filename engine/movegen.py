@@ -41,13 +41,21 @@ def fit_masks(board, cells, width, fit, free):
     height = board.shape[0]
     wall = ~(((1 << width) - 1) << XOFF)
     span = ((1 << (width + 8)) - 1) << (XOFF - 4)
+    top = 0  # the first occupied row: centres with every cell above it fit as on an empty board
+    while top < height and board[top] == 0:
+        top += 1
     for s in range(4):
         bad_free = 0
+        lowest = -4
         for k in range(4):
             dx = cells[s, k, 0]
             bad_free |= (wall >> dx) if dx >= 0 else (wall << (-dx))
+            lowest = max(lowest, cells[s, k, 1])
         free[s] = ~bad_free & span
         for cy in range(fit.shape[1]):
+            if cy + lowest < top:
+                fit[s, cy] = free[s]
+                continue
             bad = 0
             for k in range(4):
                 y = cy + cells[s, k, 1]

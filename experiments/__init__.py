@@ -1,0 +1,1 @@
+"""Command-line entry points of the workbench (the only layer that reads files and parses arguments)."""
