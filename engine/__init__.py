@@ -9,7 +9,8 @@ from .batch import Children, expand
 from .board import BOARD_DTYPE, from_strings, to_strings
 from .movegen import Scratch, placements, route
 from .record import Record, RecordError, encode, extract, parse, replay_line, upload_line, validate
-from .replay import END_NAMES, ReplayResult, final_board, replay, replay_record
+from .play import END_NAMES
+from .replay import ReplayResult, final_board, replay, replay_record
 from .rules import CLASSIC, GEEK, PRESETS, PieceSource, Rules, get_rules
 from .state import GameState, Transition
 

@@ -19,34 +19,23 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from .board import BOARD_DTYPE, is_valid, lock
+from .board import BOARD_DTYPE, is_valid
+from .play import END_NAMES, GOING_ON, PIECE_LIMIT, RECORD_END, SPAWN_BLOCKED, lock_and_score, spawn_blocked, spawn_state
 from .record import OP_N, Record, RecordError, extract, parse
 from .rules import GEEK, Rules
 
-END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit")
-RECORD_END, TOP_TOUCHED, SPAWN_BLOCKED, PIECE_LIMIT = range(4)
 STEP_DX = np.array([-1, 1, 0, 0], dtype=np.int64)
 STEP_DY = np.array([0, 0, 1, 0], dtype=np.int64)
 
 
 @njit(cache=True)
-def _lock_and_score(board, cells, x, y, full, counter, limit, top_out_all_rows, table, by_cells):
-    """Lock the current piece; return (end code or -1, points)."""
-    c, f, occupied = lock(board, cells, x, y, full)
-    if top_out_all_rows and occupied == board.shape[0]:
-        return TOP_TOUCHED, 0
-    if counter == limit:
-        return PIECE_LIMIT, 0
-    return -1, table[f] * (c if by_cells else 1)
-
-
-@njit(cache=True)
-def replay_kernel(kinds, counts, sequence, cells, width, height, spawn_x, spawn_y, cycle_states,
-                  spawn_must_drop, top_out_all_rows, limit, table, by_cells, score_by_piece, board):
-    """Replay operations on ``board`` (empty at the start, the final board at the end); return
-    (score, counter, end code). ``score_by_piece[n]`` receives the score after piece n locked
-    (n = 1..counter; left at 0 for a vanished piece)."""
-    full = (1 << width) - 1
+def replay_kernel(kinds, counts, sequence, R, score_by_piece, board):
+    """Replay operations under the rules ``R`` (`Rules.kernel`) on ``board`` (empty at the start,
+    the final board at the end); return (score, counter, end code). ``score_by_piece[n]`` receives
+    the score after piece n locked (n = 1..counter; left at 0 for a vanished piece)."""
+    cells = R[0]
+    width = R[3]
+    limit = R[11]
     score = 0
     counter = 0
     shape = 0
@@ -59,24 +48,21 @@ def replay_kernel(kinds, counts, sequence, cells, width, height, spawn_x, spawn_
         k = kinds[i]
         if k == OP_N:
             if has_piece and moved:
-                end, pts = _lock_and_score(board, cells[shape, state], x, y, full, counter, limit,
-                                           top_out_all_rows, table, by_cells)
-                if end >= 0:
+                end, _, points = lock_and_score(board, cells[shape, state], x, y, counter, R)
+                if end != GOING_ON:
                     return score, counter, end
-                score += pts
+                score += points
             score_by_piece[counter] = score
             if counter == limit:
                 return score, counter, PIECE_LIMIT
             counter += 1
             shape = sequence[counter - 1]
-            state = (counter - 1) % 4 if cycle_states else 0
-            x = spawn_x
-            y = spawn_y
+            state = spawn_state(counter - 1, R)
+            x = R[5]
+            y = R[6]
             has_piece = True
             moved = False
-            if not is_valid(board, cells[shape, state], x, y, width):
-                return score, counter, SPAWN_BLOCKED
-            if spawn_must_drop and not is_valid(board, cells[shape, state], x, y + 1, width):
+            if spawn_blocked(board, cells[shape, state], R):
                 return score, counter, SPAWN_BLOCKED
         else:
             moved = True
@@ -85,18 +71,14 @@ def replay_kernel(kinds, counts, sequence, cells, width, height, spawn_x, spawn_
                     nstate = (state + 1) % 4
                     if is_valid(board, cells[shape, nstate], x, y, width):
                         state = nstate
-                else:
-                    nx = x + STEP_DX[k]
-                    ny = y + STEP_DY[k]
-                    if is_valid(board, cells[shape, state], nx, ny, width):
-                        x = nx
-                        y = ny
+                elif is_valid(board, cells[shape, state], x + STEP_DX[k], y + STEP_DY[k], width):
+                    x += STEP_DX[k]
+                    y += STEP_DY[k]
     if has_piece:
-        end, pts = _lock_and_score(board, cells[shape, state], x, y, full, counter, limit,
-                                   top_out_all_rows, table, by_cells)
-        if end >= 0:
+        end, _, points = lock_and_score(board, cells[shape, state], x, y, counter, R)
+        if end != GOING_ON:
             return score, counter, end
-        score += pts
+        score += points
         score_by_piece[counter] = score
     return score, counter, RECORD_END
 
@@ -128,11 +110,8 @@ def replay_record(record: Record, rules: Rules = GEEK, seed: int | None = None,
         n = min(n, rules.piece_limit)
     sequence = rules.sequence(max(n, 1), seed)
     trace = np.zeros(n + 1, dtype=np.int64)
-    limit = rules.piece_limit if rules.piece_limit is not None else -1
     score, counter, end = replay_kernel(
-        record.kinds, record.counts, sequence, rules.cells, rules.width, rules.height,
-        rules.spawn_x, rules.spawn_y, rules.spawn_state == "cycle", rules.spawn_must_drop,
-        rules.top_out == "all_rows", limit, rules.scores, rules.score_by_cells, trace,
+        record.kinds, record.counts, sequence, rules.kernel, trace,
         np.zeros(rules.height, dtype=BOARD_DTYPE) if board is None else board,
     )
     trace = np.maximum.accumulate(trace[: counter + 1])

@@ -187,6 +187,16 @@ class Rules:
             n = self.piece_limit
         return self.pieces.sequence(n, seed)
 
+    @cached_property
+    def kernel(self) -> tuple:
+        """The rules as one tuple for numba kernels (see `engine.play`): (cells, alias, scores,
+        width, height, spawn_x, spawn_y, cycle_states, score_by_cells, top_out_all_rows,
+        spawn_must_drop, piece_limit or -1, max_steps)."""
+        return (self.cells, self.alias, self.scores, self.width, self.height, self.spawn_x,
+                self.spawn_y, self.spawn_state == "cycle", self.score_by_cells,
+                self.top_out == "all_rows", self.spawn_must_drop,
+                -1 if self.piece_limit is None else self.piece_limit, self.max_steps)
+
     @property
     def full_row(self) -> int:
         return (1 << self.width) - 1

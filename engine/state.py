@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .board import BOARD_DTYPE, is_valid, lock, popcount
+from .board import BOARD_DTYPE, popcount
+from .play import END_NAMES, GOING_ON, lock_and_score, spawn_blocked
 from .movegen import Scratch, placements, route
 from .rules import GEEK, Rules
 
@@ -104,23 +105,16 @@ class GameState:
         x, y, s = (int(v) for v in placement)
         if check and not any((p == (x, y, s)).all() for p in self.placements()):
             raise ValueError(f"({x}, {y}, {s}) is not a placement of piece {self.piece}")
-        rules = self.rules
         board = self.board.copy()
-        cells, full_rows, occupied_rows = lock(board, rules.cells[self.shape, s], x, y, rules.full_row)
-        number = self.piece + 1
-        end = None
-        points = 0
-        if rules.top_out == "all_rows" and occupied_rows == rules.height:
-            end = "top_touched"
-        elif rules.piece_limit is not None and number == rules.piece_limit:
-            end = "piece_limit"
-        else:
-            points = int(rules.scores[full_rows]) * (cells if rules.score_by_cells else 1)
+        code, full_rows, points = lock_and_score(board, self.rules.cells[self.shape, s], x, y, self.piece + 1,
+                                                 self.rules.kernel)
+        end = None if code == GOING_ON else END_NAMES[code]
+        points = int(points)
         kinds = list(self.clear_kinds)
         if full_rows and end is None:
             kinds[full_rows] += 1
         new = replace(
-            self, board=board, piece=number, score=self.score + points,
+            self, board=board, piece=self.piece + 1, score=self.score + points,
             clears=self.clears + (1 if full_rows and end is None else 0),
             lines=self.lines + (full_rows if end is None else 0), clear_kinds=tuple(kinds), end=end,
         )
@@ -132,10 +126,6 @@ class GameState:
         """Why the next piece cannot appear, or None."""
         if self.piece >= len(self.sequence):
             return "sequence_end"
-        rules = self.rules
-        cells = rules.cells[self.shape, self.spawn_state]
-        if not is_valid(self.board, cells, rules.spawn_x, rules.spawn_y, rules.width):
-            return "spawn_blocked"
-        if rules.spawn_must_drop and not is_valid(self.board, cells, rules.spawn_x, rules.spawn_y + 1, rules.width):
+        if spawn_blocked(self.board, self.rules.cells[self.shape, self.spawn_state], self.rules.kernel):
             return "spawn_blocked"
         return None
