@@ -5,6 +5,7 @@ Layers, lowest first: `rules` (a game as data), `board` (bitboard lock and clear
 replay), `state` (one game between pieces), `batch` (one piece on many boards).
 """
 
+from . import _numba_cache  # noqa: F401  (first: numba's cache directory is set before any kernel)
 from .batch import Children, expand
 from .board import BOARD_DTYPE, from_strings, to_strings
 from .movegen import Scratch, placements, route

@@ -1,0 +1,70 @@
+"""Keep numba's on-disk cache in step with the sources.
+
+numba invalidates a cached kernel only when the file defining it changes, yet the kernels here
+inline functions from other modules (a solver kernel calls the engine's lock and the evaluators'
+features). So every kernel is cached in a directory named by a digest of all kernel sources
+(`engine`, `evaluators`, `solver`): editing any of them starts a fresh cache, and every process of
+the same sources (joblib or dask workers included) shares one. The directory is ``.numba_cache/``
+in the project when writable, else ``~/.cache/tetris-workbench/numba``; the three most recently
+used digests are kept. An explicit ``NUMBA_CACHE_DIR`` wins and is left alone.
+
+This must run before any ``@njit(cache=True)`` function is defined: numba picks the cache
+directory at decoration time. `engine/__init__.py` runs it first, and every package imports the
+engine before defining kernels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import numba
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL_PACKAGES = ("engine", "evaluators", "solver")
+KEEP = 3
+
+
+def source_digest() -> str:
+    h = hashlib.sha1()
+    for package in KERNEL_PACKAGES:
+        for path in sorted((ROOT / package).glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _writable(base: Path) -> bool:
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        probe = base / f".probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+        return True
+    except OSError:
+        return False
+
+
+def configure() -> str | None:
+    """Point numba's cache at the directory for these sources; returns it (None when the user set
+    NUMBA_CACHE_DIR or no directory is writable, leaving numba's default)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return None
+    for base in (ROOT / ".numba_cache", Path.home() / ".cache" / "tetris-workbench" / "numba"):
+        if _writable(base):
+            break
+    else:
+        return None
+    target = base / source_digest()
+    target.mkdir(exist_ok=True)
+    os.utime(target)
+    numba.config.CACHE_DIR = str(target)
+    old = sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+    for stale in old[KEEP:]:
+        shutil.rmtree(stale, ignore_errors=True)
+    return str(target)
+
+
+CACHE_DIR = configure()
