@@ -1,0 +1,87 @@
+"""Play the sequence with a solver configuration and write the contest record.
+
+    python -m experiments.solve CONFIG [--pieces N] [--out DIR] [key=value ...]
+
+CONFIG is a solver YAML (see configs/solver.yaml) or the best.yaml a tuning run exports;
+``key=value`` overrides any dotted key (``beam.width=100``). Writes DIR/record.txt, DIR/replay.js,
+DIR/submit.js (the contest's console lines) and DIR/summary.json, after the project's replayer has
+confirmed the record's score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from engine import replay_line, upload_line
+from evaluators import EvaluatorError
+from solver import SolverConfig, solve
+
+from ._io import write_json, write_text
+from .config import ConfigError, apply_overrides, load_yaml, resolve_relative, validate
+
+
+def load_solver_config(path: str | Path, overrides: list[str] = ()) -> SolverConfig:
+    """A validated solver configuration from a YAML file and dotted overrides."""
+    path = Path(path)
+    data = apply_overrides(load_yaml(path), list(overrides))
+    if "evaluator" in data:
+        data["evaluator"] = resolve_relative(data["evaluator"], path.parent)
+    return validate(SolverConfig, data, str(path))
+
+
+def write_solution(out: Path, result, config: SolverConfig) -> None:
+    """The record, the two console lines and the summary, each written whole."""
+    write_text(out / "record.txt", result.record + "\n")
+    write_text(out / "replay.js", replay_line(result.record) + "\n")
+    write_text(out / "submit.js", upload_line(result.record, result.score) + "\n")
+    write_json(out / "summary.json", {**result.summary(), "config": config.model_dump(mode="json")})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.solve", description=__doc__.splitlines()[0])
+    parser.add_argument("config", help="solver YAML or a run's best.yaml")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. beam.width=100")
+    parser.add_argument("--pieces", type=int, help="play only the first N pieces")
+    parser.add_argument("--out", type=Path, help="output directory (default: solves/<config>-<time>)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_intermixed_args(argv)
+    overrides = list(args.overrides) + ([f"pieces={args.pieces}"] if args.pieces is not None else [])
+    try:
+        config = load_solver_config(args.config, overrides)
+        from evaluators import load_evaluator
+
+        evaluator = load_evaluator(config.evaluator)
+    except (ConfigError, EvaluatorError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = args.out or Path("solves") / f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    bar = tqdm(total=None, unit="piece", desc=config.policy, disable=args.quiet, dynamic_ncols=True)
+
+    def progress(done: int, total: int, best: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+        bar.set_postfix_str(f"score {best:,}", refresh=False)
+
+    try:
+        result = solve(config, progress=progress, evaluator=evaluator)
+    except KeyboardInterrupt:
+        bar.close()
+        print("interrupted: nothing written", file=sys.stderr)
+        return 130
+    bar.close()
+    if not result.pieces:
+        print("error: the policy placed no piece; nothing written", file=sys.stderr)
+        return 1
+    write_solution(out, result, config)
+    print(f"{result.score:,} points, {result.pieces:,} pieces ({result.end}; {result.stop}) in "
+          f"{result.seconds:.1f} s; verified by the replayer; written to {out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""What every policy shares: its inputs, and the run loop around the search."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+from engine import Rules
+from engine.board import count_and_clear, place
+from engine.play import GOING_ON, lock_and_score
+from evaluators import Evaluator
+from evaluators.kernel import evaluate
+
+from .config import SolverConfig
+from .result import SolveResult
+
+#: progress(pieces_done, pieces_total, best_score) is called as the search advances
+Progress = Callable[[int, int, int], None]
+
+#: evaluator tie-break codes for the kernels
+TIE_BREAKS = {None: 0, "pd_priority": 1}
+
+
+@njit(cache=True, inline="always")
+def priority(tie_break, x, s, spawn_x, spawn_s):
+    """The tie-break rank of a placement, lower first: for ``pd_priority`` (Pierre Dellacherie)
+    100 x columns moved from the spawn + rotations from the spawn state; 0 otherwise."""
+    if tie_break == 1:
+        return 100 * abs(x - spawn_x) + ((s - spawn_s) & 3)
+    return 0
+
+
+@njit(cache=True)
+def value_child(board, pvals, piece_cells, x, y, R, spec, locked, cleared):
+    """Lock a piece with offsets ``piece_cells`` at (x, y) on a copy of ``board`` and value the
+    result with the evaluator ``spec`` (``pvals``: the parent's values, `parent_values`).
+    Returns (alive, value): ``alive`` is False when the lock touches the top (the game would end).
+    ``locked`` and ``cleared`` receive the board before and after the clear."""
+    width = R[3]
+    locked[:] = board
+    place(locked, piece_cells, x, y)
+    cleared[:] = locked
+    c, f, occupied = count_and_clear(cleared, (1 << width) - 1)
+    if R[9] and occupied == R[4]:
+        return False, 0.0
+    points = R[2][f] * (c if R[8] else 1)
+    return True, evaluate(board, pvals, locked, cleared, piece_cells, x, y, f, points, width, spec)
+
+
+@njit(cache=True)
+def _path_scores(placements, sequence, R, height, out, kinds):
+    board = np.zeros(height, np.uint16)
+    score = 0
+    for t in range(placements.shape[0]):
+        x, y, s = placements[t, 0], placements[t, 1], placements[t, 2]
+        end, f, points = lock_and_score(board, R[0][sequence[t], s], x, y, t + 1, R)
+        score += points
+        if f and end == GOING_ON:
+            kinds[f] += 1
+        out[t] = score
+    return score
+
+
+def path_scores(placements: np.ndarray, sequence: np.ndarray, R: tuple) -> tuple[np.ndarray, tuple]:
+    """The score after each placement of a path from the empty board, and its clears by kind."""
+    out = np.zeros(len(placements), np.int64)
+    kinds = np.zeros(5, np.int64)
+    _path_scores(np.ascontiguousarray(placements, np.int64), sequence, R, R[4], out, kinds)
+    return out, tuple(int(v) for v in kinds)
+
+
+class Policy(ABC):
+    """A search policy over the known piece sequence. Subclasses implement `search`."""
+
+    name: str = ""
+
+    def __init__(self, config: SolverConfig, rules: Rules, evaluator: Evaluator, sequence: np.ndarray, pieces: int):
+        self.config = config
+        self.rules = rules
+        self.evaluator = evaluator
+        self.sequence = np.ascontiguousarray(sequence, dtype=np.int64)
+        self.pieces = pieces
+
+    @abstractmethod
+    def search(self, threshold: np.ndarray, progress: Progress | None) -> SolveResult:
+        """Play up to ``self.pieces`` pieces; ``threshold[t]`` is the least best score allowed after
+        piece t + 1 (-inf: unchecked)."""
+
+    def run(self, threshold: np.ndarray, progress: Progress | None = None) -> SolveResult:
+        start = time.perf_counter()
+        result = self.search(threshold, progress)
+        result.seconds = time.perf_counter() - start
+        return result

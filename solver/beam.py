@@ -1,0 +1,365 @@
+"""Beam search over whole boards: the design behind the 1,395,326 record.
+
+One layer per piece. Every node of the layer is expanded with every placement of the piece;
+children are dropped when they break a hard rule:
+- the lock touches the top (every row occupied: the game would end);
+- it clears 1-4 rows while the parent stack is lower than ``clear_min_height[rows - 1]`` rows or
+  holds fewer than ``clear_min_cells[rows - 1]`` cells (clearing early wastes the multiplier);
+- its top ``sky_rows`` occupied rows each hold at most ``sky_max_cells`` cells (a branch reaching
+  into the sky).
+Children with the same board are merged (the higher score wins, then fewer clears). Nodes more than
+``score_gap`` points below the layer's best, or whose stack is more than ``height_gap`` rows lower
+than the tallest, are dropped. The rest is cut back to ``width``: ``score_share`` of it by the score
+ranking, the rest by the quality ranking (the evaluator's value of the board), each pick subject to
+quotas — at most a share of the picks per occupied height and per ancestor 1, 2, 3, 4 generations
+up — so the beam keeps its diversity. Ties are broken by a hash of the board's bits, so the result
+does not depend on the number of threads.
+
+Data are arrays: a layer is boards (N, height), scores, clear counts, qualities, heights, cells and
+ancestor indices; children are generated and valued by numba kernels over parents in parallel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from engine.batch import capacity
+from engine.board import count_and_clear, place, popcount
+from engine.movegen import placements_into
+from engine.play import spawn_state
+from evaluators.kernel import evaluate, parent_values
+
+from ._base import Policy, path_scores
+from .result import SolveResult
+
+
+@njit(cache=True, inline="always")
+def pack(x, y, s):
+    """A placement as one int16: (x + 4) << 7 | y << 2 | s."""
+    return ((x + 4) << 7) | (y << 2) | s
+
+
+@njit(cache=True, inline="always")
+def unpack(code):
+    return (code >> 7) - 4, (code >> 2) & 31, code & 3
+
+
+@njit(cache=True, inline="always")
+def occupied_height(board):
+    """Rows from the top occupied row down to the floor (0 for an empty board)."""
+    h = board.shape[0]
+    for y in range(h):
+        if board[y] != 0:
+            return h - y
+    return 0
+
+
+@njit(cache=True, parallel=True)
+def expand_placements(boards, n, shape, ss, R, codes, counts, chunks):
+    """``codes[i, :counts[i]]``: the packed placements of the piece on ``boards[i]``, i < n."""
+    rows = boards.shape[1] + 4
+    chunks = min(n, chunks)
+    for c in prange(chunks):
+        fit = np.zeros((4, rows), np.int64)
+        free = np.zeros(4, np.int64)
+        visited = np.zeros((4, rows), np.int64)
+        front = np.zeros((4, rows), np.int64)
+        nxt = np.zeros((4, rows), np.int64)
+        layers = np.zeros((1, 4, rows), np.int64)
+        out = np.zeros((codes.shape[1], 3), np.int64)
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            m = placements_into(boards[i], R[0][shape], R[1][shape], R[3], R[5], R[6], ss, R[12], fit, free,
+                                visited, front, nxt, layers, out)
+            for k in range(m):
+                codes[i, k] = pack(out[k, 0], out[k, 1], out[k, 2])
+            counts[i] = m
+
+
+@njit(cache=True, parallel=True)
+def make_children(boards, n, scores, clears, heights, cells_count, codes, counts, starts, shape, number, R, spec,
+                  min_height, min_cells, sky_rows, sky_max, out_boards, out_score, out_clears, out_quality,
+                  out_height, out_cells, out_parent, out_code, out_alive, out_full):
+    """Lock every placement on a copy of its parent, apply the hard rules, value the survivors."""
+    height = boards.shape[1]
+    width = R[3]
+    full = (1 << width) - 1
+    for i in prange(n):
+        pvals = np.zeros(spec[0].shape[0])
+        parent_values(boards[i], width, spec, pvals)
+        locked = np.empty(height, np.uint16)
+        for k in range(counts[i]):
+            j = starts[i] + k
+            x, y, s = unpack(codes[i, k])
+            piece = R[0][shape, s]
+            locked[:] = boards[i]
+            place(locked, piece, x, y)
+            child = out_boards[j]
+            child[:] = locked
+            c, f, occupied = count_and_clear(child, full)
+            out_parent[j] = i
+            out_code[j] = codes[i, k]
+            out_full[j] = f
+            alive = True
+            if R[9] and occupied == height:
+                alive = False
+            elif f > 0 and (heights[i] < min_height[f] or cells_count[i] < min_cells[f]):
+                alive = False
+            h = occupied_height(child)
+            if alive and sky_rows > 0 and h >= sky_rows:
+                thin = True
+                for r in range(height - h, height - h + sky_rows):
+                    if popcount(np.int64(child[r])) > sky_max:
+                        thin = False
+                        break
+                if thin:
+                    alive = False
+            out_alive[j] = alive
+            if not alive:
+                continue
+            points = 0 if number == R[11] else R[2][f] * (c if R[8] else 1)
+            out_score[j] = scores[i] + points
+            out_clears[j] = clears[i] + (1 if f > 0 else 0)
+            out_height[j] = h
+            out_cells[j] = c - f * width
+            out_quality[j] = evaluate(boards[i], pvals, locked, child, piece, x, y, f, points, width, spec)
+
+
+@njit(cache=True)
+def board_hashes(boards, idx):
+    """A 64-bit mix of each board's rows (FNV-style), for merging equal boards and breaking ties."""
+    out = np.empty(idx.shape[0], np.int64)
+    for m in range(idx.shape[0]):
+        h = np.uint64(14695981039346656037)
+        for r in boards[idx[m]]:
+            h = (h ^ np.uint64(r)) * np.uint64(1099511628211)
+        out[m] = np.int64(h >> np.uint64(1))
+    return out
+
+
+@njit(cache=True)
+def merge_equal_boards(boards, idx, hashes, scores, clears):
+    """Of children with equal boards keep one: the higher score, then fewer clears, then the first.
+    Returns positions into ``idx`` of the kept children, in generation order."""
+    order = np.argsort(hashes, kind="mergesort")
+    keep = np.ones(idx.shape[0], np.bool_)
+    i = 0
+    m = order.shape[0]
+    while i < m:
+        j = i
+        while j + 1 < m and hashes[order[j + 1]] == hashes[order[i]]:
+            j += 1
+        if j > i:  # a group with equal hashes: compare boards exactly
+            for a in range(i, j + 1):
+                pa = order[a]
+                if not keep[pa]:
+                    continue
+                for b in range(a + 1, j + 1):
+                    pb = order[b]
+                    if not keep[pb]:
+                        continue
+                    if (boards[idx[pa]] == boards[idx[pb]]).all():
+                        sa, sb = scores[idx[pa]], scores[idx[pb]]
+                        ca, cb = clears[idx[pa]], clears[idx[pb]]
+                        if sb > sa or (sb == sa and (cb < ca or (cb == ca and pb < pa))):
+                            keep[pa] = False
+                            break
+                        keep[pb] = False
+        i = j + 1
+    return np.flatnonzero(keep)
+
+
+@njit(cache=True)
+def pick(order, want, anc, quota, heights, height_max, taken, counters, hcount):
+    """Walk ``order`` (best first) and take up to ``want`` nodes not yet ``taken``, at most
+    ``quota[g]`` sharing an ancestor g + 1 generations up and ``height_max`` per occupied height."""
+    out = np.empty(want, np.int64)
+    counters[:] = 0
+    hcount[:] = 0
+    gens = quota.shape[0]
+    n = 0
+    for idx in order:
+        if n >= want:
+            break
+        if taken[idx]:
+            continue
+        ok = True
+        for g in range(gens):
+            a = anc[idx, g]
+            if a < 0:
+                break
+            if counters[g, a] >= quota[g]:
+                ok = False
+                break
+        if not ok or hcount[heights[idx]] >= height_max:
+            continue
+        for g in range(gens):
+            a = anc[idx, g]
+            if a < 0:
+                break
+            counters[g, a] += 1
+        hcount[heights[idx]] += 1
+        taken[idx] = True
+        out[n] = idx
+        n += 1
+    return out[:n]
+
+
+def pick_in_order(keys, want, depth, anc, quota, heights, height_max, taken, counters, hcount):
+    """`pick` over the order ``np.lexsort(keys)`` (last key most significant, smallest first).
+
+    Only a prefix of that order is usually walked, so it is sorted alone: the nodes whose most
+    significant key is within the ``depth`` x ``want`` smallest (whole tie groups included) come
+    first in the full order too. If the quotas leave picks unmade within the prefix, the full order
+    is used. The result is the same as walking the full order."""
+    primary = keys[-1]
+    n = len(primary)
+    k = depth * want + 64
+    if n > k:
+        bound = np.partition(primary, k)[k]
+        prefix = np.flatnonzero(primary <= bound)
+        if len(prefix) < n:
+            saved = taken.copy()
+            order = prefix[np.lexsort(tuple(key[prefix] for key in keys))]
+            got = pick(order, want, anc, quota, heights, height_max, taken, counters, hcount)
+            if len(got) == want:
+                return got
+            taken[:] = saved
+    return pick(np.lexsort(keys), want, anc, quota, heights, height_max, taken, counters, hcount)
+
+
+class Beam(Policy):
+    name = "beam"
+
+    def search(self, threshold, progress):
+        cfg = self.config.beam
+        rules, R, n_pieces = self.rules, self.rules.kernel, self.pieces
+        spec = self.evaluator.spec
+        H, W = rules.height, cfg.width
+        cap = capacity(rules)
+        gens = max(len(cfg.ancestor_quotas_score), len(cfg.ancestor_quotas_quality), 1)
+        n_quality = int(W * (1.0 - cfg.score_share))
+        n_score = W - n_quality
+        quotas = {
+            "score": (n_score, self._quota(cfg.ancestor_quotas_score, n_score, gens),
+                      max(1, int(n_score * cfg.height_quota_score))),
+            "quality": (n_quality, self._quota(cfg.ancestor_quotas_quality, n_quality, gens),
+                        max(1, int(n_quality * cfg.height_quota_quality))),
+        }
+        min_height = np.array([0] + list(cfg.clear_min_height), np.int64)
+        min_cells = np.array([0] + list(cfg.clear_min_cells), np.int64)
+        chunks = 4 * _threads()
+
+        # the layer: root = the empty board
+        boards = np.zeros((1, H), np.uint16)
+        scores = np.zeros(1, np.int64)
+        clears = np.zeros(1, np.int64)
+        heights = np.zeros(1, np.int64)
+        cells = np.zeros(1, np.int64)
+        anc = np.full((1, gens), -1, np.int64)
+        codes_buf = np.zeros((W, cap), np.int16)
+        counts = np.zeros(W, np.int64)
+        counters = np.zeros((gens, W), np.int64)
+        hcount = np.zeros(H + 1, np.int64)
+        trace_parent: list[np.ndarray] = []
+        trace_code: list[np.ndarray] = []
+        best_by_step = np.zeros(n_pieces, np.int64)
+        best = (-1, -1, -np.inf, 0)  # (score, piece, quality, index) of the best node so far
+        nodes = 0
+        stop = "done"
+        abort_piece = abort_threshold = None
+        for t in range(n_pieces):
+            shape = int(self.sequence[t])
+            n = boards.shape[0]
+            expand_placements(boards, n, shape, spawn_state(t, R), R, codes_buf, counts, chunks)
+            starts = np.zeros(n, np.int64)
+            np.cumsum(counts[: n - 1], out=starts[1:])
+            total = int(counts[:n].sum())
+            nodes += n
+            ch_boards = np.empty((total, H), np.uint16)
+            ch_score, ch_clears = np.empty(total, np.int64), np.empty(total, np.int64)
+            ch_quality = np.empty(total, np.float64)
+            ch_height, ch_cells = np.empty(total, np.int64), np.empty(total, np.int64)
+            ch_parent, ch_code = np.empty(total, np.int64), np.empty(total, np.int16)
+            ch_alive, ch_full = np.empty(total, np.bool_), np.empty(total, np.int64)
+            make_children(boards, n, scores, clears, heights, cells, codes_buf, counts, starts, shape, t + 1, R,
+                          spec, min_height, min_cells, cfg.sky_rows, cfg.sky_max_cells, ch_boards, ch_score,
+                          ch_clears, ch_quality, ch_height, ch_cells, ch_parent, ch_code, ch_alive, ch_full)
+            idx = np.flatnonzero(ch_alive)
+            if len(idx) == 0:
+                stop = "stuck"
+                break
+            hashes = board_hashes(ch_boards, idx)
+            kept = merge_equal_boards(ch_boards, idx, hashes, ch_score, ch_clears)
+            idx, hashes = idx[kept], hashes[kept]
+            sc = ch_score[idx]
+            top = int(sc.max())
+            best_by_step[t] = top
+            hs = ch_height[idx]
+            near = (sc + cfg.score_gap >= top) & (hs + cfg.height_gap >= hs.max())
+            idx, hashes, sc, hs = idx[near], hashes[near], sc[near], hs[near]
+            q = ch_quality[idx]
+            if len(idx) > W:
+                cl = ch_clears[idx]
+                par = ch_parent[idx]
+                child_anc = np.empty((len(idx), gens), np.int64)
+                child_anc[:, 0] = par
+                child_anc[:, 1:] = anc[par, :-1]
+                taken = np.zeros(len(idx), np.bool_)
+                if cfg.score_ranking == "score_per_clear":
+                    keys = (hashes, -q, -sc, -(sc * 10_000 // np.maximum(cl, 1)))
+                else:
+                    keys = (hashes, -q, -sc)
+                want, quota, hmax = quotas["score"]
+                first = pick_in_order(keys, want, 32, child_anc, quota, hs, hmax, taken, counters, hcount)
+                keys = (hashes, -sc, -q) if cfg.quality_ranking == "quality" else (hashes, -q, -sc)
+                want, quota, hmax = quotas["quality"]
+                second = pick_in_order(keys, want, 10, child_anc, quota, hs, hmax, taken, counters, hcount)
+                sel = np.concatenate((first, second))
+                anc = child_anc[sel]
+                idx, sc, hs, q, hashes = idx[sel], sc[sel], hs[sel], q[sel], hashes[sel]
+            else:
+                par = ch_parent[idx]
+                child_anc = np.empty((len(idx), gens), np.int64)
+                child_anc[:, 0] = par
+                child_anc[:, 1:] = anc[par, :-1]
+                anc = child_anc
+            boards = ch_boards[idx]
+            scores, clears, heights, cells = sc, ch_clears[idx], hs, ch_cells[idx]
+            trace_parent.append(ch_parent[idx].astype(np.int32))
+            trace_code.append(ch_code[idx])
+            # the best node so far: higher score, then the later piece, then higher quality, then lower hash
+            order = np.lexsort((hashes, -q, -sc))
+            i = int(order[0])
+            if (sc[i], t) > best[:2] or (sc[i] == best[0] and t == best[1] and q[i] > best[2]):
+                best = (int(sc[i]), t, float(q[i]), i)
+            if progress and (t % 50 == 49 or t == n_pieces - 1):
+                progress(t + 1, n_pieces, best[0])
+            if top < threshold[t]:
+                stop, abort_piece, abort_threshold = "aborted", t + 1, float(threshold[t])
+                break
+        placed = best[1] + 1
+        placements = np.zeros((placed, 3), np.int64)
+        i = best[3]
+        for t in range(best[1], -1, -1):
+            placements[t] = unpack(int(trace_code[t][i]))
+            i = int(trace_parent[t][i])
+        by_step, kinds = path_scores(placements, self.sequence, R)
+        last = len(trace_parent)
+        return SolveResult(
+            score=int(by_step[-1]) if placed else 0, pieces=placed, score_by_step=by_step,
+            best_by_step=best_by_step[:last], clear_kinds=kinds, placements=placements, stop=stop,
+            abort_piece=abort_piece, abort_threshold=abort_threshold, nodes=nodes)
+
+    @staticmethod
+    def _quota(shares, picks, gens):
+        out = np.full(gens, np.iinfo(np.int64).max, np.int64)
+        for g, share in enumerate(shares):
+            out[g] = max(1, int(picks * share))
+        return out
+
+
+def _threads() -> int:
+    import numba
+
+    return numba.get_num_threads()

@@ -1,0 +1,95 @@
+"""The solver's configuration: one schema, the single source of truth for keys, types, defaults and
+the README's reference. Files are read by `experiments.config`; this module only validates data.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class GreedyConfig(Strict):
+    """``greedy``: the placement with the highest evaluator value (ties: the evaluator's
+    tie-break, then the first generated)."""
+
+
+class LookaheadConfig(Strict):
+    """``lookahead``: a depth-first search over the next ``depth`` known pieces. At each depth only
+    the best ``keep_fraction`` of the children (by evaluator value, at least one) are searched
+    further. A path's worth is the sum of the evaluator values along it (``objective: sum``, as the
+    881,026 Go solver) or the value of its last board (``objective: last``)."""
+
+    depth: int = Field(2, ge=1, le=8, description="pieces searched ahead, the current one included")
+    keep_fraction: float = Field(0.25, gt=0, le=1, description="share of children searched further at each depth")
+    objective: Literal["sum", "last"] = Field("sum", description="sum of values along a path, or the last value")
+
+
+class BeamConfig(Strict):
+    """``beam``: a beam over whole boards, the design of the 1,395,326 record. Every kept node is
+    expanded; children with the same board are merged (higher score, then fewer clears); children
+    breaking a hard rule are dropped; the rest is cut back to ``width`` nodes, a ``score_share`` by
+    the score ranking and the rest by the quality ranking, under height and ancestor quotas."""
+
+    width: int = Field(1000, ge=1, description="nodes kept per piece (W)")
+    score_share: float = Field(0.163, ge=0, le=1, description="share of W picked by the score ranking")
+    score_ranking: Literal["score_per_clear", "score"] = Field(
+        "score_per_clear",
+        description="score picks by (score x 10^4 / max(clears, 1), score, quality) or by (score, quality)")
+    quality_ranking: Literal["quality", "score_then_quality"] = Field(
+        "quality", description="quality picks by (quality, score) or by (score, quality)")
+    height_quota_score: float = Field(0.210, gt=0, le=1, description="most score picks with one occupied height, as a share of the score picks")
+    height_quota_quality: float = Field(0.355, gt=0, le=1, description="the same for the quality picks")
+    ancestor_quotas_score: list[float] = Field(
+        [0.3, 0.5, 0.7, 0.9], max_length=8,
+        description="most score picks sharing an ancestor 1, 2, 3, ... generations up, as shares of the score picks")
+    ancestor_quotas_quality: list[float] = Field([0.3, 0.5, 0.7, 0.9], max_length=8, description="the same for the quality picks")
+    score_gap: int = Field(2200, ge=0, description="drop nodes more than this many points below the layer's best")
+    height_gap: int = Field(6, ge=0, description="drop nodes whose stack is more than this many rows lower than the layer's tallest")
+    clear_min_height: list[int] = Field(
+        [16, 16, 17, 17], min_length=4, max_length=4,
+        description="clearing 1, 2, 3, 4 rows needs a parent stack at least this tall (occupied height)")
+    clear_min_cells: list[int] = Field(
+        [126, 126, 135, 135], min_length=4, max_length=4,
+        description="clearing 1, 2, 3, 4 rows needs at least this many cells on the parent board")
+    sky_rows: int = Field(5, ge=0, description="drop boards whose top sky_rows occupied rows ...")
+    sky_max_cells: int = Field(3, ge=0, description="... each hold at most this many cells (0 rows: rule off)")
+
+    @field_validator("ancestor_quotas_score", "ancestor_quotas_quality")
+    @classmethod
+    def _shares(cls, v):
+        if any(not 0 < q <= 1 for q in v):
+            raise ValueError("every quota must be in (0, 1]")
+        return v
+
+
+EvaluatorSource = Union[str, dict]
+
+
+class SolverConfig(Strict):
+    """A solver run: which policy plays which pieces with which evaluator."""
+
+    policy: Literal["greedy", "lookahead", "beam"] = Field("beam", description="the search policy")
+    rules: Literal["geek", "classic"] = Field("geek", description="rules preset")
+    seed: int | None = Field(None, description="piece source seed (random-piece rules; default the preset's)")
+    pieces: int | None = Field(
+        None, ge=1,
+        description="pieces to play (default: all that can score; the Geek game's 10,000th piece never scores)")
+    evaluator: EvaluatorSource = Field(
+        "chys_quality",
+        description="evaluator: a preset name, a YAML path, or an inline mapping (for beam: its quality)")
+    threads: int | None = Field(None, ge=1, description="numba threads (default: all cores)")
+    meta: dict | None = Field(None, description="free-form notes (e.g. where a tuned config came from); ignored by the solver")
+    greedy: GreedyConfig = Field(default_factory=GreedyConfig)
+    lookahead: LookaheadConfig = Field(default_factory=LookaheadConfig)
+    beam: BeamConfig = Field(default_factory=BeamConfig)
+
+    @model_validator(mode="after")
+    def _evaluator_given(self):
+        if isinstance(self.evaluator, str) and not self.evaluator.strip():
+            raise ValueError("evaluator: must name a preset or a file")
+        return self

@@ -1,0 +1,219 @@
+"""Lookahead: a depth-first search over the next ``depth`` known pieces with a kept fraction.
+
+For the current piece, every child (placement) is valued by the evaluator; the best
+``keep_fraction`` of them (at least one) are expanded with the next piece, and so on to ``depth``
+pieces. A path's worth is the sum of the values along it (``sum``) or its last value (``last``);
+a path that cannot go on (every placement tops out) is worth its value so far minus 10^12, so any
+surviving path is preferred. The current piece goes to the first placement of the best path.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from engine.batch import capacity
+from engine.movegen import placements_into
+from engine.play import GOING_ON, lock_and_score, spawn_blocked, spawn_state
+from evaluators.kernel import parent_values
+
+from ._base import TIE_BREAKS, Policy, priority, value_child
+from .greedy import STOP_NAMES
+from .result import SolveResult
+
+DEAD = 1e12
+
+
+@njit(cache=True)
+def _expand(level, boards, t, sequence, R, spec, tie_break, keep_fraction, found, values, ranks, order, nkept,
+            pvals, locked, cleared, sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers):
+    """Children of ``boards[level]`` for piece ``t``: placements into ``found[level]``, values into
+    ``values[level]``, and the kept ones, best first, into ``order[level, :nkept[level]]``."""
+    cells = R[0]
+    width = R[3]
+    shape = sequence[t]
+    ss = spawn_state(t, R)
+    board = boards[level]
+    nkept[level] = 0
+    if spawn_blocked(board, cells[shape, ss], R):
+        return
+    n = placements_into(board, cells[shape], R[1][shape], width, R[5], R[6], ss, R[12], sc_fit, sc_free,
+                        sc_visited, sc_front, sc_nxt, sc_layers, found[level])
+    parent_values(board, width, spec, pvals)
+    alive = 0
+    for k in range(n):
+        x, y, s = found[level, k, 0], found[level, k, 1], found[level, k, 2]
+        ok, v = value_child(board, pvals, cells[shape, s], x, y, R, spec, locked, cleared)
+        if not ok:
+            continue
+        values[level, alive] = v
+        ranks[level, alive] = priority(tie_break, x, s, R[5], ss)
+        order[level, alive] = k
+        alive += 1
+    if alive == 0:
+        return
+    # best first: value descending, then tie-break rank, then generation order (stable)
+    key = np.empty(alive)
+    for i in range(alive):
+        key[i] = -values[level, i]
+    idx = np.argsort(key, kind="mergesort")
+    keep = max(1, int(math.ceil(keep_fraction * alive)))
+    # apply the rank tie-break within equal values
+    tmp_k = np.empty(alive, np.int64)
+    tmp_v = np.empty(alive)
+    tmp_r = np.empty(alive, np.int64)
+    for i in range(alive):
+        tmp_k[i] = order[level, idx[i]]
+        tmp_v[i] = values[level, idx[i]]
+        tmp_r[i] = ranks[level, idx[i]]
+    i = 0
+    while i < alive:
+        j = i
+        while j + 1 < alive and tmp_v[j + 1] == tmp_v[i]:
+            j += 1
+        if j > i:
+            sub = np.argsort(tmp_r[i:j + 1], kind="mergesort")
+            ks = tmp_k[i:j + 1].copy()
+            rs = tmp_r[i:j + 1].copy()
+            for m in range(j - i + 1):
+                tmp_k[i + m] = ks[sub[m]]
+                tmp_r[i + m] = rs[sub[m]]
+        i = j + 1
+    for i in range(keep):
+        order[level, i] = tmp_k[i]
+        values[level, i] = tmp_v[i]
+    nkept[level] = keep
+
+
+@njit(cache=True)
+def lookahead_choice(board, t, n_total, sequence, R, spec, tie_break, depth, keep_fraction, last_only,
+                     found, values, ranks, order, nkept, pos, acc, boards, pvals, locked, cleared,
+                     sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers):
+    """The best first placement (x, y, s) for piece ``t`` and the number of nodes searched;
+    x = -1 when no placement survives."""
+    depth = min(depth, n_total - t)
+    boards[0] = board
+    _expand(0, boards, t, sequence, R, spec, tie_break, keep_fraction, found, values, ranks, order, nkept,
+            pvals, locked, cleared, sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers)
+    nodes = nkept[0]
+    if nkept[0] == 0:
+        return -1, 0, 0, nodes
+    best_worth = -np.inf
+    best_first = 0
+    first = 0
+    level = 0
+    pos[0] = 0
+    acc[0] = 0.0
+    cells = R[0]
+    while level >= 0:
+        if pos[level] >= nkept[level]:
+            level -= 1
+            continue
+        i = pos[level]
+        pos[level] += 1
+        if level == 0:
+            first = i
+        v = values[level, i]
+        worth = v if last_only else acc[level] + v
+        if level == depth - 1:
+            if worth > best_worth:
+                best_worth, best_first = worth, first
+            continue
+        k = order[level, i]
+        shape = sequence[t + level]
+        boards[level + 1] = boards[level]
+        lock_and_score(boards[level + 1], cells[shape, found[level, k, 2]], found[level, k, 0],
+                       found[level, k, 1], t + level + 1, R)
+        _expand(level + 1, boards, t + level + 1, sequence, R, spec, tie_break, keep_fraction, found, values,
+                ranks, order, nkept, pvals, locked, cleared, sc_fit, sc_free, sc_visited, sc_front, sc_nxt,
+                sc_layers)
+        nodes += nkept[level + 1]
+        if nkept[level + 1] == 0:
+            if worth - DEAD > best_worth:
+                best_worth, best_first = worth - DEAD, first
+            continue
+        acc[level + 1] = worth
+        pos[level + 1] = 0
+        level += 1
+    k = order[0, best_first]
+    return found[0, k, 0], found[0, k, 1], found[0, k, 2], nodes
+
+
+@njit(cache=True)
+def lookahead_run(sequence, t0, t1, n_total, board, R, spec, tie_break, depth, keep_fraction, last_only,
+                  threshold, score_in, kinds, out_place, score_by_step, cap):
+    height = board.shape[0]
+    rows = height + 4
+    found = np.zeros((depth, cap, 3), np.int64)
+    values = np.zeros((depth, cap))
+    ranks = np.zeros((depth, cap), np.int64)
+    order = np.zeros((depth, cap), np.int64)
+    nkept = np.zeros(depth, np.int64)
+    pos = np.zeros(depth, np.int64)
+    acc = np.zeros(depth)
+    boards = np.zeros((depth, height), np.uint16)
+    pvals = np.zeros(spec[0].shape[0])
+    locked = np.zeros(height, np.uint16)
+    cleared = np.zeros(height, np.uint16)
+    sc_fit = np.zeros((4, rows), np.int64)
+    sc_free = np.zeros(4, np.int64)
+    sc_visited = np.zeros((4, rows), np.int64)
+    sc_front = np.zeros((4, rows), np.int64)
+    sc_nxt = np.zeros((4, rows), np.int64)
+    sc_layers = np.zeros((1, 4, rows), np.int64)
+    score = score_in
+    nodes = 0
+    for t in range(t0, t1):
+        shape = sequence[t]
+        if spawn_blocked(board, R[0][shape, spawn_state(t, R)], R):
+            return t, score, 2, nodes
+        x, y, s, searched = lookahead_choice(
+            board, t, n_total, sequence, R, spec, tie_break, depth, keep_fraction, last_only, found, values,
+            ranks, order, nkept, pos, acc, boards, pvals, locked, cleared, sc_fit, sc_free, sc_visited,
+            sc_front, sc_nxt, sc_layers)
+        nodes += searched
+        if x == -1 and searched == 0:
+            return t, score, 1, nodes
+        end, f, points = lock_and_score(board, R[0][shape, s], x, y, t + 1, R)
+        score += points
+        if f and end == GOING_ON:
+            kinds[f] += 1
+        out_place[t, 0] = x
+        out_place[t, 1] = y
+        out_place[t, 2] = s
+        score_by_step[t] = score
+        if score < threshold[t]:
+            return t + 1, score, 3, nodes
+    return t1, score, -1, nodes
+
+
+class Lookahead(Policy):
+    name = "lookahead"
+
+    def search(self, threshold, progress):
+        rules, n, cfg = self.rules, self.pieces, self.config.lookahead
+        board = np.zeros(rules.height, np.uint16)
+        kinds = np.zeros(5, np.int64)
+        places = np.zeros((n, 3), np.int64)
+        by_step = np.zeros(n, np.int64)
+        tie = TIE_BREAKS[self.evaluator.tie_break]
+        done, score, stop, nodes = 0, 0, -1, 0
+        chunk = max(10, 2000 // (cfg.depth ** 2))
+        while done < n and stop < 0:
+            done, score, stop, searched = lookahead_run(
+                self.sequence, done, min(n, done + chunk), n, board, rules.kernel, self.evaluator.spec, tie,
+                cfg.depth, cfg.keep_fraction, cfg.objective == "last", threshold, score, kinds, places, by_step,
+                capacity(rules))
+            nodes += searched
+            if progress:
+                progress(done, n, int(score))
+        result = SolveResult(
+            score=int(score), pieces=done, score_by_step=by_step[:done], best_by_step=by_step[:done].copy(),
+            clear_kinds=tuple(int(v) for v in kinds), placements=places[:done],
+            stop=STOP_NAMES[stop] if stop >= 0 else "done", nodes=nodes)
+        if result.aborted:
+            result.abort_piece = done
+            result.abort_threshold = float(threshold[done - 1])
+        return result

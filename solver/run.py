@@ -1,0 +1,47 @@
+"""Run a solver configuration: rules, pieces, evaluator, threads, policy, verified record."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from engine import Rules, get_rules
+from evaluators import Evaluator, load_evaluator
+
+from ._base import Policy, Progress
+from .beam import Beam
+from .config import SolverConfig
+from .greedy import Greedy
+from .lookahead import Lookahead
+from .record import attach_record
+from .result import SolveResult
+from .threshold import Threshold
+
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Greedy, Lookahead, Beam)}
+
+
+def default_pieces(rules: Rules) -> int:
+    """Pieces worth playing: the Geek game's last piece (the limit) never scores, so one fewer."""
+    if rules.piece_limit is None:
+        raise ValueError(f"rules {rules.name!r} have no piece limit: set 'pieces'")
+    return rules.piece_limit - 1
+
+
+def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Progress | None = None,
+          evaluator: Evaluator | None = None, record: bool = True) -> SolveResult:
+    """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
+    project's replayer and checked against the result (`RecordMismatch` on any difference)."""
+    rules = get_rules(config.rules)
+    pieces = config.pieces or default_pieces(rules)
+    if rules.piece_limit is not None:
+        pieces = min(pieces, rules.piece_limit)
+    sequence = rules.sequence(pieces, config.seed)
+    evaluator = evaluator or load_evaluator(config.evaluator)
+    if config.threads:
+        numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
+    curve = threshold.kernel_arrays(pieces) if threshold else np.full(pieces, -np.inf)
+    policy = POLICIES[config.policy](config, rules, evaluator, sequence, pieces)
+    result = policy.run(curve, progress)
+    if record and result.pieces:
+        attach_record(result, rules, sequence, config.seed)
+    return result

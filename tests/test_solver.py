@@ -1,0 +1,111 @@
+"""Policies on short prefixes, the threshold stop, determinism across threads, the solve CLI."""
+
+import json
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+
+from engine import GEEK, replay
+from solver import SolverConfig, Threshold, solve
+
+
+def small(policy, **kw):
+    base = {"policy": policy, "pieces": 120, "evaluator": "pierre_dellacherie"}
+    if policy == "beam":
+        base.update(evaluator="chys_quality", beam={"width": 24})
+    base.update(kw)
+    return SolverConfig(**base)
+
+
+@pytest.mark.parametrize("policy", ["greedy", "lookahead", "beam"])
+def test_policy_plays_a_prefix_and_its_record_replays(policy):
+    r = solve(small(policy))
+    assert r.pieces == 120 and r.stop == "done"
+    verdict = replay(r.record)
+    assert (verdict.score, verdict.bricks, verdict.end) == (r.score, 120, "record_end")
+    assert list(r.score_by_step) == list(verdict.score_by_piece[1:])
+    assert len(r.best_by_step) == 120 and (np.diff(r.score_by_step) >= 0).all()
+    assert sum(r.clear_kinds[k] * k for k in range(1, 5)) > 0  # it clears rows
+    if policy == "beam":
+        assert (r.best_by_step >= r.score_by_step).all()
+    else:
+        assert (r.best_by_step == r.score_by_step).all()
+
+
+def test_pd_greedy_known_prefix_score():
+    # Pierre Dellacherie's greedy clears early and often: a fixed, checked value on 500 pieces.
+    r = solve(SolverConfig(policy="greedy", evaluator="pierre_dellacherie", pieces=500))
+    assert r.score == replay(r.record).score
+    assert r.score > 0 and r.clear_kinds[1] > r.clear_kinds[4]
+
+
+def test_lookahead_depth_one_equals_greedy():
+    g = solve(SolverConfig(policy="greedy", evaluator="el_tetris", pieces=200))
+    la = solve(SolverConfig(policy="lookahead", evaluator="el_tetris", pieces=200,
+                            lookahead={"depth": 1, "keep_fraction": 1.0}))
+    assert la.record == g.record
+
+
+@pytest.mark.parametrize("policy", ["greedy", "beam"])
+def test_threshold_stops_at_the_right_piece(policy):
+    cfg = small(policy)
+    free = solve(cfg, record=False)
+    curve = free.best_by_step.astype(float).copy()
+    curve[70] += 1  # the search's best at piece 71 is one point short
+    r = solve(cfg, threshold=Threshold(curve))
+    assert (r.stop, r.abort_piece, r.abort_threshold) == ("aborted", 71, curve[70])
+    # checked only every 25 pieces: piece 71 is not a checkpoint, piece 75 is
+    curve2 = free.best_by_step.astype(float).copy()
+    curve2[70] += 1
+    curve2[74] += 1
+    r2 = solve(cfg, threshold=Threshold(curve2, every=25))
+    assert r2.abort_piece == 75
+
+
+def test_beam_same_record_whatever_the_threads():
+    cfg = small("beam", pieces=300, beam={"width": 40})
+    numba.set_num_threads(1)
+    one = solve(cfg)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    many = solve(cfg)
+    assert one.record == many.record and one.score == many.score
+    assert list(one.best_by_step) == list(many.best_by_step)
+
+
+def run_solve(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "experiments.solve", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_solve_cli_writes_verified_files(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("policy: beam\nevaluator: chys_quality\nbeam:\n  width: 10\n")
+    out = tmp_path / "out"
+    p = run_solve(str(cfg), "--pieces", "80", "--out", str(out), "--quiet", "beam.width=12")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    record = (out / "record.txt").read_text().strip()
+    assert replay(record).score == summary["score"] and summary["pieces"] == 80
+    assert summary["config"]["beam"]["width"] == 12
+    assert (out / "replay.js").read_text().startswith("game.pause();game.playRecord('N,")
+    assert f"score: {summary['score']}}})" in (out / "submit.js").read_text()
+    assert len(summary["score_by_step"]) == 80 and summary["end"] == "record_end"
+
+
+@pytest.mark.parametrize("text, override, message", [
+    ("policy: beam\nbeam:\n  widht: 3\n", [], "beam.widht: unknown key"),
+    ("policy: beam\n", ["beam.width=0"], "beam.width: Input should be greater than or equal to 1"),
+    ("policy: sideways\n", [], "policy: Input should be 'greedy', 'lookahead' or 'beam'"),
+    ("policy: greedy\nevaluator: nope.yaml\n", [], "nope.yaml"),
+    ("policy: [\n", [], "invalid YAML"),
+])
+def test_solve_cli_config_errors(tmp_path, text, override, message):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(text)
+    p = run_solve(str(cfg), *override, "--out", str(tmp_path / "o"))
+    assert p.returncode == 2
+    assert message in p.stderr and str(cfg) in p.stderr or message in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
