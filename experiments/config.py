@@ -80,6 +80,9 @@ def validate(model: type[M], data: Any, origin: str) -> M:
             msg = "unknown key"
         elif err["type"] == "missing":
             msg = "missing key"
+        msg = msg.removeprefix("Value error, ")
+        if not loc and ": " in msg:  # a whole-model check names its key first
+            loc, msg = msg.split(": ", 1)
         raise ConfigError(f"{origin}: {loc or '(top level)'}: {msg}") from None
 
 

@@ -56,8 +56,9 @@ def occupied_height(board):
 
 
 @njit(cache=True, parallel=True)
-def expand_placements(boards, n, shape, ss, R, codes, counts, chunks):
-    """``codes[i, :counts[i]]``: the packed placements of the piece on ``boards[i]``, i < n."""
+def expand_placements(boards, n, shape, ss, R, codes, counts, chunks, lowest_only):
+    """``codes[i, :counts[i]]``: the packed placements of the piece on ``boards[i]``, i < n; with
+    ``lowest_only``, only the lowest placement of each (state, centre column)."""
     rows = boards.shape[1] + 4
     chunks = min(n, chunks)
     for c in prange(chunks):
@@ -71,9 +72,23 @@ def expand_placements(boards, n, shape, ss, R, codes, counts, chunks):
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             m = placements_into(boards[i], R[0][shape], R[1][shape], R[3], R[5], R[6], ss, R[12], fit, free,
                                 visited, front, nxt, layers, out)
+            kept = 0
             for k in range(m):
-                codes[i, k] = pack(out[k, 0], out[k, 1], out[k, 2])
-            counts[i] = m
+                # placements come ordered by state, then y, then x: a later one of the same state
+                # and column is lower
+                if lowest_only:
+                    lower = False
+                    for k2 in range(k + 1, m):
+                        if out[k2, 2] != out[k, 2]:
+                            break
+                        if out[k2, 0] == out[k, 0]:
+                            lower = True
+                            break
+                    if lower:
+                        continue
+                codes[i, kept] = pack(out[k, 0], out[k, 1], out[k, 2])
+                kept += 1
+            counts[i] = kept
 
 
 @njit(cache=True, parallel=True)
@@ -271,7 +286,8 @@ class Beam(Policy):
         for t in range(n_pieces):
             shape = int(self.sequence[t])
             n = boards.shape[0]
-            expand_placements(boards, n, shape, spawn_state(t, R), R, codes_buf, counts, chunks)
+            expand_placements(boards, n, shape, spawn_state(t, R), R, codes_buf, counts, chunks,
+                              cfg.placements == "lowest")
             starts = np.zeros(n, np.int64)
             np.cumsum(counts[: n - 1], out=starts[1:])
             total = int(counts[:n].sum())

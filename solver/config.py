@@ -8,6 +8,8 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine import get_rules
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -36,6 +38,8 @@ class BeamConfig(Strict):
     the score ranking and the rest by the quality ranking, under height and ancestor quotas."""
 
     width: int = Field(1000, ge=1, description="nodes kept per piece (W)")
+    placements: Literal["all", "lowest"] = Field(
+        "all", description="expand every placement, or only the lowest of each (state, column) as the 1,395,326 solver did")
     score_share: float = Field(0.163, ge=0, le=1, description="share of W picked by the score ranking")
     score_ranking: Literal["score_per_clear", "score"] = Field(
         "score_per_clear",
@@ -89,7 +93,9 @@ class SolverConfig(Strict):
     beam: BeamConfig = Field(default_factory=BeamConfig)
 
     @model_validator(mode="after")
-    def _evaluator_given(self):
+    def _complete(self):
         if isinstance(self.evaluator, str) and not self.evaluator.strip():
             raise ValueError("evaluator: must name a preset or a file")
+        if self.pieces is None and get_rules(self.rules).piece_limit is None:
+            raise ValueError(f"pieces: required for rules {self.rules!r}, which have no piece limit")
         return self

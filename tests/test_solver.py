@@ -109,3 +109,22 @@ def test_solve_cli_config_errors(tmp_path, text, override, message):
     assert message in p.stderr and str(cfg) in p.stderr or message in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_lowest_placements_keep_the_lowest_of_each_state_and_column():
+    from engine import final_board, placements
+    from engine.batch import capacity
+    from solver.beam import expand_placements, unpack
+
+    boards = np.stack([final_board("N,N,D19,N,C1,D17,N,R3,D18", GEEK), np.zeros(20, np.uint16)])
+    codes = np.zeros((2, capacity(GEEK)), np.int16)
+    counts = np.zeros(2, np.int64)
+    for shape in range(7):
+        expand_placements(boards, 2, shape, 1, GEEK.kernel, codes, counts, 2, True)
+        for i in range(2):
+            got = {unpack(int(c)) for c in codes[i, :counts[i]]}
+            full = placements(boards[i], GEEK, shape, 1)
+            lowest = {}
+            for x, y, s in full:
+                lowest[(s, x)] = max(lowest.get((s, x), -1), y)
+            assert got == {(x, y, s) for (s, x), y in lowest.items()}
