@@ -14,7 +14,7 @@ import numpy as np
 from numba import get_num_threads, njit, prange
 
 from .board import count_and_clear, place
-from .movegen import placements_into, rows_for
+from .movegen import placements_into, rows_for, scratch_arrays
 from .rules import Rules
 
 
@@ -31,12 +31,7 @@ def placements_batch(boards, cells, alias, width, sx, sy, ss, max_steps, out, co
     rows = boards.shape[1] + 4
     chunks = min(n, chunks)
     for c in prange(chunks):
-        fit = np.zeros((4, rows), np.int64)
-        free = np.zeros(4, np.int64)
-        visited = np.zeros((4, rows), np.int64)
-        front = np.zeros((4, rows), np.int64)
-        nxt = np.zeros((4, rows), np.int64)
-        layers = np.zeros((1, 4, rows), np.int64)
+        fit, free, visited, front, nxt, layers = scratch_arrays(rows)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             counts[i] = placements_into(boards[i], cells, alias, width, sx, sy, ss, max_steps,
                                         fit, free, visited, front, nxt, layers, out[i])

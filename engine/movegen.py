@@ -272,6 +272,14 @@ def route_into(board, cells, alias, width, sx, sy, ss, tx, ty, ts, max_steps, fi
     return found
 
 
+@njit(cache=True)
+def scratch_arrays(rows):
+    """Scratch for `placements_into` inside a kernel: (fit, free, visited, front, nxt, layers),
+    ``layers`` holding a single layer (placements need no stored layers)."""
+    return (np.zeros((4, rows), np.int64), np.zeros(4, np.int64), np.zeros((4, rows), np.int64),
+            np.zeros((4, rows), np.int64), np.zeros((4, rows), np.int64), np.zeros((1, 4, rows), np.int64))
+
+
 class Scratch:
     """Preallocated arrays for the move-generation kernels on boards of one height."""
 

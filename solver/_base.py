@@ -73,6 +73,36 @@ def path_scores(placements: np.ndarray, sequence: np.ndarray, R: tuple) -> tuple
     return out, tuple(int(v) for v in kinds)
 
 
+@njit(cache=True)
+def commit(board, shape, x, y, s, t, R, score, kinds, out_place, score_by_step):
+    """Lock piece ``t`` (0-based) at (x, y, s) on ``board`` for good: record the placement, the
+    score after it and its clear kind; returns the new score."""
+    end, f, points = lock_and_score(board, R[0][shape, s], x, y, t + 1, R)
+    if f and end == GOING_ON:
+        kinds[f] += 1
+    out_place[t, 0] = x
+    out_place[t, 1] = y
+    out_place[t, 2] = s
+    score_by_step[t] = score + points
+    return score + points
+
+
+#: stop codes of the single-path kernels (greedy, lookahead); -1 = still going
+STOP_NAMES = ("done", "stuck", "spawn_blocked", "aborted")
+
+
+def path_result(score, done, stop, kinds, places, by_step, threshold, nodes) -> SolveResult:
+    """The result of a single-path policy whose kernel placed ``done`` pieces (its best is its path)."""
+    result = SolveResult(
+        score=int(score), pieces=done, score_by_step=by_step[:done], best_by_step=by_step[:done].copy(),
+        clear_kinds=tuple(int(v) for v in kinds), placements=places[:done],
+        stop=STOP_NAMES[stop] if stop >= 0 else "done", nodes=nodes)
+    if result.aborted:
+        result.abort_piece = done
+        result.abort_threshold = float(threshold[done - 1])
+    return result
+
+
 class Policy(ABC):
     """A search policy over the known piece sequence. Subclasses implement `search`."""
 

@@ -26,7 +26,7 @@ from numba import njit, prange
 
 from engine.batch import capacity
 from engine.board import count_and_clear, place, popcount
-from engine.movegen import placements_into
+from engine.movegen import placements_into, scratch_arrays
 from engine.play import spawn_state
 from evaluators.kernel import evaluate, parent_values
 
@@ -62,12 +62,7 @@ def expand_placements(boards, n, shape, ss, R, codes, counts, chunks, lowest_onl
     rows = boards.shape[1] + 4
     chunks = min(n, chunks)
     for c in prange(chunks):
-        fit = np.zeros((4, rows), np.int64)
-        free = np.zeros(4, np.int64)
-        visited = np.zeros((4, rows), np.int64)
-        front = np.zeros((4, rows), np.int64)
-        nxt = np.zeros((4, rows), np.int64)
-        layers = np.zeros((1, 4, rows), np.int64)
+        fit, free, visited, front, nxt, layers = scratch_arrays(rows)
         out = np.zeros((codes.shape[1], 3), np.int64)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             m = placements_into(boards[i], R[0][shape], R[1][shape], R[3], R[5], R[6], ss, R[12], fit, free,

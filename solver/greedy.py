@@ -6,13 +6,10 @@ import numpy as np
 from numba import njit
 
 from engine.movegen import Scratch, placements_into
-from engine.play import GOING_ON, lock_and_score, spawn_blocked, spawn_state
+from engine.play import spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
 
-from ._base import TIE_BREAKS, Policy, priority, value_child
-from .result import SolveResult
-
-STOP_NAMES = ("done", "stuck", "spawn_blocked", "aborted")
+from ._base import TIE_BREAKS, Policy, commit, path_result, priority, value_child
 
 
 @njit(cache=True)
@@ -58,15 +55,8 @@ def greedy_run(sequence, t0, t1, board, R, spec, tie_break, threshold, score_in,
                               sc_nxt, sc_layers, found, pvals, locked, cleared)
         if k < 0:
             return t, score, 1
-        x, y, s = found[k, 0], found[k, 1], found[k, 2]
-        end, f, points = lock_and_score(board, R[0][shape, s], x, y, t + 1, R)
-        score += points
-        if f and end == GOING_ON:
-            kinds[f] += 1
-        out_place[t, 0] = x
-        out_place[t, 1] = y
-        out_place[t, 2] = s
-        score_by_step[t] = score
+        score = commit(board, shape, found[k, 0], found[k, 1], found[k, 2], t, R, score, kinds, out_place,
+                       score_by_step)
         if score < threshold[t]:
             return t + 1, score, 3
     return t1, score, -1
@@ -92,11 +82,4 @@ class Greedy(Policy):
                 kinds, places, by_step, sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out)
             if progress:
                 progress(done, n, int(score))
-        result = SolveResult(
-            score=int(score), pieces=done, score_by_step=by_step[:done], best_by_step=by_step[:done].copy(),
-            clear_kinds=tuple(int(v) for v in kinds), placements=places[:done],
-            stop=STOP_NAMES[stop] if stop >= 0 else "done", nodes=done)
-        if result.aborted:
-            result.abort_piece = done
-            result.abort_threshold = float(threshold[done - 1])
-        return result
+        return path_result(score, done, stop, kinds, places, by_step, threshold, done)

@@ -15,13 +15,11 @@ import numpy as np
 from numba import njit
 
 from engine.batch import capacity
-from engine.movegen import placements_into
-from engine.play import GOING_ON, lock_and_score, spawn_blocked, spawn_state
+from engine.movegen import placements_into, scratch_arrays
+from engine.play import lock_and_score, spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
 
-from ._base import TIE_BREAKS, Policy, priority, value_child
-from .greedy import STOP_NAMES
-from .result import SolveResult
+from ._base import TIE_BREAKS, Policy, commit, path_result, priority, value_child
 
 DEAD = 1e12
 
@@ -157,12 +155,7 @@ def lookahead_run(sequence, t0, t1, n_total, board, R, spec, tie_break, depth, k
     pvals = np.zeros(spec[0].shape[0])
     locked = np.zeros(height, np.uint16)
     cleared = np.zeros(height, np.uint16)
-    sc_fit = np.zeros((4, rows), np.int64)
-    sc_free = np.zeros(4, np.int64)
-    sc_visited = np.zeros((4, rows), np.int64)
-    sc_front = np.zeros((4, rows), np.int64)
-    sc_nxt = np.zeros((4, rows), np.int64)
-    sc_layers = np.zeros((1, 4, rows), np.int64)
+    sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers = scratch_arrays(rows)
     score = score_in
     nodes = 0
     for t in range(t0, t1):
@@ -176,14 +169,7 @@ def lookahead_run(sequence, t0, t1, n_total, board, R, spec, tie_break, depth, k
         nodes += searched
         if x == -1 and searched == 0:
             return t, score, 1, nodes
-        end, f, points = lock_and_score(board, R[0][shape, s], x, y, t + 1, R)
-        score += points
-        if f and end == GOING_ON:
-            kinds[f] += 1
-        out_place[t, 0] = x
-        out_place[t, 1] = y
-        out_place[t, 2] = s
-        score_by_step[t] = score
+        score = commit(board, shape, x, y, s, t, R, score, kinds, out_place, score_by_step)
         if score < threshold[t]:
             return t + 1, score, 3, nodes
     return t1, score, -1, nodes
@@ -209,11 +195,4 @@ class Lookahead(Policy):
             nodes += searched
             if progress:
                 progress(done, n, int(score))
-        result = SolveResult(
-            score=int(score), pieces=done, score_by_step=by_step[:done], best_by_step=by_step[:done].copy(),
-            clear_kinds=tuple(int(v) for v in kinds), placements=places[:done],
-            stop=STOP_NAMES[stop] if stop >= 0 else "done", nodes=nodes)
-        if result.aborted:
-            result.abort_piece = done
-            result.abort_threshold = float(threshold[done - 1])
-        return result
+        return path_result(score, done, stop, kinds, places, by_step, threshold, nodes)
