@@ -1,6 +1,7 @@
 """Regenerate results/: the record and summary behind every score the README quotes.
 
     python benchmarks/make_results.py [NAME ...]     # default: all except beam-w9041 (≈ 20 min)
+    python benchmarks/make_results.py --table        # the README's score table from results/
 
 Each entry runs ``python -m experiments.solve`` with the listed config and overrides into
 ``results/<name>/``. The README's score table quotes ``summary.json``'s score and seconds.
@@ -25,7 +26,32 @@ for ev in ("pierre_dellacherie", "el_tetris", "lecture_v1", "lecture_v2"):
                                                         "lookahead.depth=2", "lookahead.keep_fraction=0.25"])
 
 
+def table() -> str:
+    """The README's score table rows, from results/*/summary.json."""
+    import json
+
+    rows = ["| result | policy | evaluator | score | pieces | search time | pieces/s |", "|---|---|---|---|---|---|---|"]
+    for name in RUNS:
+        path = ROOT / "results" / name / "summary.json"
+        if not path.exists():
+            continue
+        s = json.loads(path.read_text())
+        cfg = s["config"]
+        policy = cfg["policy"]
+        if policy == "beam":
+            policy += f" W = {cfg['beam']['width']:,}" + (", lowest" if cfg["beam"].get("placements") == "lowest" else "")
+        elif policy == "lookahead":
+            policy += f" depth {cfg['lookahead']['depth']}, keep {cfg['lookahead']['keep_fraction']}"
+        evaluator = cfg["evaluator"] if isinstance(cfg["evaluator"], str) else "inline"
+        rows.append(f"| [{name}](results/{name}/) | {policy} | {evaluator} | {s['score']:,} | {s['pieces']:,} | "
+                    f"{s['seconds']:,.1f} s | {s['pieces'] / s['seconds']:,.0f} |")
+    return "\n".join(rows)
+
+
 def main(names: list[str]) -> int:
+    if names == ["--table"]:
+        print(table())
+        return 0
     names = names or [n for n in RUNS if n != "beam-w9041"]
     for name in names:
         config, overrides = RUNS[name]

@@ -2,7 +2,8 @@
 
 One layer per piece. Every node of the layer is expanded with every placement of the piece;
 children are dropped when they break a hard rule:
-- the lock touches the top (every row occupied: the game would end);
+- the lock touches the top (every row occupied: the game would end), or, with ``top_row_free``,
+  occupies the top row at all (before clearing), as the 1,395,326 solver's shortcut did;
 - it clears 1-4 rows while the parent stack is lower than ``clear_min_height[rows - 1]`` rows or
   holds fewer than ``clear_min_cells[rows - 1]`` cells (clearing early wastes the multiplier);
 - its top ``sky_rows`` occupied rows each hold at most ``sky_max_cells`` cells (a branch reaching
@@ -88,7 +89,7 @@ def expand_placements(boards, n, shape, ss, R, codes, counts, chunks, lowest_onl
 
 @njit(cache=True, parallel=True)
 def make_children(boards, n, scores, clears, heights, cells_count, codes, counts, starts, shape, number, R, spec,
-                  min_height, min_cells, sky_rows, sky_max, out_boards, out_score, out_clears, out_quality,
+                  min_height, min_cells, sky_rows, sky_max, top_row_free, out_boards, out_score, out_clears, out_quality,
                   out_height, out_cells, out_parent, out_code, out_alive, out_full):
     """Lock every placement on a copy of its parent, apply the hard rules, value the survivors."""
     height = boards.shape[1]
@@ -112,6 +113,8 @@ def make_children(boards, n, scores, clears, heights, cells_count, codes, counts
             out_full[j] = f
             alive = True
             if R[9] and occupied == height:
+                alive = False
+            elif top_row_free and locked[0] != 0:
                 alive = False
             elif f > 0 and (heights[i] < min_height[f] or cells_count[i] < min_cells[f]):
                 alive = False
@@ -294,7 +297,8 @@ class Beam(Policy):
             ch_parent, ch_code = np.empty(total, np.int64), np.empty(total, np.int16)
             ch_alive, ch_full = np.empty(total, np.bool_), np.empty(total, np.int64)
             make_children(boards, n, scores, clears, heights, cells, codes_buf, counts, starts, shape, t + 1, R,
-                          spec, min_height, min_cells, cfg.sky_rows, cfg.sky_max_cells, ch_boards, ch_score,
+                          spec, min_height, min_cells, cfg.sky_rows, cfg.sky_max_cells, cfg.top_row_free,
+                          ch_boards, ch_score,
                           ch_clears, ch_quality, ch_height, ch_cells, ch_parent, ch_code, ch_alive, ch_full)
             idx = np.flatnonzero(ch_alive)
             if len(idx) == 0:

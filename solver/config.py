@@ -60,6 +60,8 @@ class BeamConfig(Strict):
     clear_min_cells: list[int] = Field(
         [126, 126, 135, 135], min_length=4, max_length=4,
         description="clearing 1, 2, 3, 4 rows needs at least this many cells on the parent board")
+    top_row_free: bool = Field(
+        False, description="drop children whose lock occupies the top row (before clearing), as the 1,395,326 solver did")
     sky_rows: int = Field(5, ge=0, description="drop boards whose top sky_rows occupied rows ...")
     sky_max_cells: int = Field(3, ge=0, description="... each hold at most this many cells (0 rows: rule off)")
 

@@ -20,8 +20,9 @@ class SolveResult:
     - ``stop``: why the policy stopped: ``done`` (all pieces placed), ``stuck`` (no placement
       survives), ``spawn_blocked``, or ``aborted`` (below the threshold curve, see ``abort_piece``
       and ``abort_threshold``);
-    - ``record``, ``replay``: filled in by `solver.record.attach_record` (the record and the
-      project replayer's verdict on it); ``seconds``: wall time of the search.
+    - ``record``, ``end``: filled in by `solver.record.attach_record` (the record and the
+      project replayer's verdict on it); ``seconds``: wall time of the search, kernels already
+      compiled or loaded (`Policy.run` warms them up first).
     """
 
     score: int
