@@ -1,0 +1,130 @@
+"""Tuning benchmark (run by hand; prints, asserts nothing):
+
+    python benchmarks/bench_tuning.py [--seeds 1 2 3] [--generations N] [--out DIR]
+
+1. GA vs random search vs PSO (configs/ga.yaml, random.yaml, pso.yaml): final best fitness per
+   seed, at the same number of evaluations (population x generations);
+2. configs/ga.yaml with and without early abort: pieces simulated, wall time, final best;
+3. no false abort: every candidate early abort stopped is run to the end (no threshold) and its
+   final fitness compared with the K-th best finished fitness its threshold was built from;
+4. parallel efficiency of the n_jobs = 2 runs: summed evaluation seconds / (n_jobs x wall), over
+   the generations (the run's start-up excluded) and over the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+
+from experiments.run import load_run_config, start  # noqa: E402
+from optimizers.fitness import evaluate  # noqa: E402
+from optimizers.parallel import Pool  # noqa: E402
+from optimizers.tuner import make_space  # noqa: E402
+
+
+def run(config_name: str, out: Path, overrides: list[str]) -> dict:
+    config = load_run_config(ROOT / "configs" / config_name, [f"runs_dir={out}", *overrides])
+    t0 = time.perf_counter()
+    run_dir, state = start(config, quiet=True)
+    wall = time.perf_counter() - t0
+    ev = pd.read_csv(run_dir / "evaluations.csv")
+    gens = pd.read_csv(run_dir / "generations.csv")
+    sim = ev[~ev.cached]
+    return {"config": config, "dir": run_dir, "best": state["best"]["fitness"], "evaluations": len(ev),
+            "simulated": len(sim), "aborted": int(ev.aborted.sum()), "pieces": int(sim.pieces.sum()),
+            "eval_seconds": float(sim.seconds.sum()), "gen_wall": float(gens.wall_seconds.sum()), "wall": wall,
+            "n_jobs": config.parallel.n_jobs, "ev": ev, "gens": gens}
+
+
+def false_aborts(r: dict) -> tuple[int, int, list]:
+    """Run every aborted candidate (memo repeats included) to the end without a threshold and
+    compare its final fitness with the K-th best finished fitness of the generation that aborted
+    it; returns (checks, false aborts, margins below the K-th best)."""
+    from optimizers.fitness import canonical
+
+    config, ev, gens = r["config"], r["ev"], r["gens"]
+    space = make_space(config)
+    kth = dict(zip(gens.generation, gens.kth_best))
+    aborted = ev[ev.aborted].drop_duplicates(["generation", "key"])
+    keys, tasks = [], []
+    for _, row in aborted.drop_duplicates("key").iterrows():
+        values = []
+        for p in space.params:
+            v = row[p.path]
+            values.append(int(v) if p.type == "int" else float(v) if p.type == "float" else v)
+        _, data = canonical(space.config(values))
+        keys.append(row.key)
+        tasks.append({"config": data, "threshold": None, "threads": 1, "aborted_fitness": "score_at_abort"})
+    with Pool(config.parallel) as pool:
+        final = {k: res["record"]["fitness"] for k, res in zip(keys, pool.map(evaluate, tasks))}
+    margins = [kth[row.generation] - final[row.key] for _, row in aborted.iterrows()]
+    return len(margins), sum(m <= 0 for m in margins), margins
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--generations", type=int, help="fewer generations (a quick look)")
+    parser.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")
+    args = parser.parse_args(argv)
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench-tuning-"))
+    gen = {"ga.yaml": "ga.generations", "random.yaml": "random.generations", "pso.yaml": "pso.iterations"}
+    extra = lambda name: [f"{gen[name]}={args.generations}"] if args.generations else []
+
+    print(f"runs in {out}/\n")
+    print("1. final best fitness at equal evaluations (configs/*.yaml)")
+    print(f"{'algorithm':<10}{'seed':>5}{'evaluations':>13}{'simulated':>11}{'aborted':>9}{'best':>11}{'wall s':>9}")
+    runs: dict[str, list[dict]] = {}
+    for name in ("ga.yaml", "random.yaml", "pso.yaml"):
+        for seed in args.seeds:
+            r = run(name, out, [f"seed={seed}", *extra(name)])
+            runs.setdefault(name, []).append(r)
+            print(f"{name[:-5]:<10}{seed:>5}{r['evaluations']:>13}{r['simulated']:>11}{r['aborted']:>9}"
+                  f"{r['best']:>11,.0f}{r['wall']:>9.1f}", flush=True)
+    for name, rs in runs.items():
+        bests = [r["best"] for r in rs]
+        print(f"  {name[:-5]:<8} mean best {sum(bests) / len(bests):,.0f}  (min {min(bests):,.0f}, max {max(bests):,.0f})")
+
+    print("\n2. configs/ga.yaml with and without early abort")
+    print(f"{'early abort':<12}{'seed':>5}{'simulated':>11}{'aborted':>9}{'pieces':>10}{'best':>11}{'wall s':>9}")
+    off = []
+    for seed, r_on in zip(args.seeds, runs["ga.yaml"]):
+        r_off = run("ga.yaml", out, [f"seed={seed}", "early_abort.enabled=false", *extra("ga.yaml")])
+        off.append(r_off)
+        for label, r in (("on", r_on), ("off", r_off)):
+            print(f"{label:<12}{seed:>5}{r['simulated']:>11}{r['aborted']:>9}{r['pieces']:>10,}{r['best']:>11,.0f}"
+                  f"{r['wall']:>9.1f}", flush=True)
+    on = runs["ga.yaml"]
+    p_on, p_off = sum(r["pieces"] for r in on), sum(r["pieces"] for r in off)
+    b_on, b_off = sum(r["best"] for r in on) / len(on), sum(r["best"] for r in off) / len(off)
+    print(f"  pieces simulated: {p_on:,} with, {p_off:,} without: {100 * (1 - p_on / p_off):.1f}% fewer")
+    print(f"  mean final best: {b_on:,.0f} with, {b_off:,.0f} without ({100 * (b_on / b_off - 1):+.2f}%)")
+    print(f"  wall: {sum(r['wall'] for r in on):.0f} s with, {sum(r['wall'] for r in off):.0f} s without")
+
+    print("\n3. no false abort: aborted candidates run to the end vs the K-th best they were compared with")
+    for seed, r in zip(args.seeds, on):
+        checked, bad, margins = false_aborts(r)
+        closest = min(margins) if margins else float("nan")
+        print(f"  seed {seed}: {checked} aborts checked, {bad} false aborts "
+              f"(closest: {closest:,.0f} points below the K-th best)", flush=True)
+
+    print("\n4. parallel efficiency (summed evaluation seconds / (n_jobs x wall))")
+    for name, rs in runs.items():
+        for seed, r in zip(args.seeds, rs):
+            n = r["n_jobs"]
+            print(f"  {name[:-5]:<8} seed {seed}: n_jobs {n}: generations {r['eval_seconds'] / (n * r['gen_wall']):.3f}, "
+                  f"whole run {r['eval_seconds'] / (n * r['wall']):.3f} ({r['eval_seconds']:.0f} s of evaluations, "
+                  f"{r['gen_wall']:.0f} s in generations, {r['wall']:.0f} s in all)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""Run a tuning: a GA, a particle swarm or random search over solver settings.
+
+    python -m experiments.run CONFIG [key=value ...]
+    python -m experiments.run --resume RUN_DIR [parallel.n_jobs=N ...]
+
+CONFIG is a run YAML (see configs/ga.yaml); ``key=value`` overrides any dotted key
+(``ga.generations=3``). A run writes ``<runs_dir>/<name>-<YYYYmmdd-HHMMSS>/``: config.yaml (the
+resolved config), evaluations.csv, generations.csv, best.yaml (run it with python -m
+experiments.solve RUN/best.yaml), fitness.png, run.log and checkpoint.pkl. An interrupted run
+(Ctrl-C, kill) continues with ``--resume RUN_DIR`` from its last finished generation, reading the
+evaluations already written back; only ``parallel.*`` may be overridden on resume.
+
+Every configuration problem is found before the run directory is created and reported as one line
+``error: <file>: <key>: <problem>`` (exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evaluators import EvaluatorError, load_evaluator
+from optimizers.config import RunConfig
+from solver import SolverConfig
+
+from ._io import write_yaml
+from .config import ConfigError, apply_overrides, load_yaml, resolve_relative
+from .solve import load_solver_config
+
+
+def _problem(e: ValidationError, prefix: str = "") -> tuple[str, str]:
+    """(dotted key, problem) of a pydantic error; a whole-model check names its key first."""
+    err = e.errors()[0]
+    loc = [str(p) for p in err["loc"] if not str(p).startswith("function-")]
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif err["type"] == "missing":
+        msg = "missing key"
+    head, sep, rest = msg.partition(": ")
+    if sep and head and " " not in head and "'" not in head:
+        loc.append(head)
+        msg = rest
+    key = ".".join(([prefix] if prefix else []) + loc)
+    return key or "(top level)", msg
+
+
+def _validate(model, data: Any, origin: str, prefix: str = ""):
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        key, msg = _problem(e, prefix)
+        raise ConfigError(f"{origin}: {key}: {msg}") from None
+
+
+def _path(value: str, base: Path) -> Path:
+    p = Path(value)
+    if not p.is_absolute() and (base / p).exists():
+        return base / p
+    return p
+
+
+def _solver_dict(config: SolverConfig, origin: str, key: str, base_dir: Path) -> dict:
+    """A solver config as a mapping with its evaluator inline (the tuned weights live there)."""
+    data = config.model_dump(mode="json")
+    source = config.evaluator
+    if isinstance(source, str):
+        source = resolve_relative(source, base_dir)
+    try:
+        data["evaluator"] = load_evaluator(source).to_dict()
+    except EvaluatorError as e:
+        raise ConfigError(f"{origin}: {key}.evaluator: {e}") from None
+    return data
+
+
+def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
+    """The validated, self-contained run config: the solver as an inline mapping (its evaluator
+    too), the initial point folded into ``space[].init``; every problem is a one-line ConfigError."""
+    from optimizers.space import SpaceError, get_path
+    from optimizers.tuner import apply_overrides as solver_overrides, make_optimizer, make_space
+    from optimizers.fitness import canonical
+
+    config = _validate(RunConfig, data, origin)
+    sources: dict[str, Any] = {}
+    if config.solver_config is not None:
+        path = _path(config.solver_config, base_dir)
+        try:
+            solver = load_solver_config(path)
+        except ConfigError as e:
+            raise ConfigError(f"{origin}: solver_config: {e}") from None
+        base = _solver_dict(solver, origin, "solver_config", path.parent)
+        sources["solver_config"] = str(path)
+    else:
+        solver = _validate(SolverConfig, config.solver or {}, origin, "solver")
+        base = _solver_dict(solver, origin, "solver", base_dir)
+    space_data = [s.model_dump() for s in config.space]
+    if config.init_from is not None:
+        path = _path(config.init_from, base_dir)
+        try:
+            start = load_solver_config(path)
+        except ConfigError as e:
+            raise ConfigError(f"{origin}: init_from: {e}") from None
+        start_data = _solver_dict(start, origin, "init_from", path.parent)
+        for s in space_data:
+            try:
+                s["init"] = get_path(start_data, s["path"])
+            except (KeyError, TypeError):
+                pass
+        sources["init_from"] = str(path)
+    resolved = config.model_dump(mode="json")
+    resolved.update(solver=base, solver_config=None, init_from=None, space=space_data)
+    if sources:
+        resolved["meta"] = {**(resolved.get("meta") or {}), "resolved_from": sources}
+    config = _validate(RunConfig, resolved, origin)
+    try:
+        space = make_space(config)
+    except SpaceError as e:
+        raise ConfigError(f"{origin}: {e}") from None
+    # every corner of the space must be a valid solver config
+    for i, p in enumerate(space.params):
+        corners = [("low", p.decode(p.lower)), ("high", p.decode(p.upper))] if p.type != "choice" else \
+            [(f"choices.{j}", c) for j, c in enumerate(p.choices)]
+        for what, value in corners:
+            values = list(space.init_values)
+            values[i] = value
+            try:
+                canonical(space.config(values))
+            except ValidationError as e:
+                key, msg = _problem(e)
+                raise ConfigError(f"{origin}: space.{i}.{what}: {p.path} = {value} makes the solver config "
+                                  f"invalid ({key}: {msg})") from None
+            except EvaluatorError as e:
+                raise ConfigError(f"{origin}: space.{i}.{what}: {e}") from None
+    try:
+        canonical(space.config(space.init_values))
+    except ValidationError as e:
+        key, msg = _problem(e)
+        raise ConfigError(f"{origin}: space: the initial point makes the solver config invalid ({key}: {msg})") from None
+    if config.rescore is not None:
+        try:
+            canonical(solver_overrides(space.config(space.init_values), config.rescore.overrides))
+        except ValidationError as e:
+            key, msg = _problem(e)
+            raise ConfigError(f"{origin}: rescore.overrides: {key}: {msg}") from None
+        except (AttributeError, TypeError, KeyError) as e:
+            raise ConfigError(f"{origin}: rescore.overrides: cannot apply ({e})") from None
+    try:
+        make_optimizer(config, space)
+    except SpaceError as e:
+        raise ConfigError(f"{origin}: {e}") from None
+    if config.parallel.backend == "dask":
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise ConfigError(f"{origin}: parallel.backend: dask is not installed (pip install -e \".[dask]\")") from None
+    return config
+
+
+def load_run_config(path: str | Path, overrides: list[str] = ()) -> RunConfig:
+    """A resolved run config from a run YAML and dotted overrides."""
+    path = Path(path)
+    data = apply_overrides(load_yaml(path), list(overrides))
+    return resolve(data, str(path), path.parent)
+
+
+def new_run_dir(config: RunConfig) -> Path:
+    root = Path(config.runs_dir)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = root / f"{config.name}-{stamp}"
+    n = 2
+    while run_dir.exists():
+        run_dir = root / f"{config.name}-{stamp}-{n}"
+        n += 1
+    return run_dir
+
+
+def start(config: RunConfig, quiet: bool = False, on_evaluation=None, run_dir: Path | None = None):
+    """Create the run directory, write config.yaml and run; returns (run_dir, final state)."""
+    from optimizers.tuner import Tuner
+
+    run_dir = run_dir or new_run_dir(config)
+    run_dir.mkdir(parents=True)
+    write_yaml(run_dir / "config.yaml", config.model_dump(mode="json"),
+               header=f"# the resolved configuration of run {run_dir.name}; resume with:\n"
+                      f"#   python -m experiments.run --resume {run_dir}")
+    tuner = Tuner(config, run_dir, quiet=quiet, on_evaluation=on_evaluation)
+    return run_dir, tuner.run()
+
+
+def load_resume(run_dir: str | Path, overrides: list[str] = ()) -> RunConfig:
+    run_dir = Path(run_dir)
+    path = run_dir / "config.yaml"
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir}: no such run directory")
+    for item in overrides:
+        key = item.partition("=")[0].strip()
+        if not key.startswith("parallel."):
+            raise ConfigError(f"command line: {key}: only parallel.* may change when resuming (the run must "
+                              "end as it would have)")
+    data = apply_overrides(load_yaml(path), list(overrides))
+    return _validate(RunConfig, data, str(path))
+
+
+def resume(run_dir: str | Path, config: RunConfig | None = None, quiet: bool = False, on_evaluation=None):
+    from optimizers.tuner import Tuner
+
+    config = config or load_resume(run_dir)
+    return Tuner(config, Path(run_dir), quiet=quiet, on_evaluation=on_evaluation).run(resume=True)
+
+
+def _report(run_dir: Path, state: dict) -> None:
+    best, rescored = state.get("best"), state.get("rescored")
+    if best is None:
+        print(f"no evaluation finished; run directory {run_dir}/")
+        return
+    b = rescored or best
+    what = "re-scored best" if rescored else "best"
+    print(f"{what} fitness {b['fitness']:,.0f} (generation {b['generation'] + 1}, candidate {b['index']}); "
+          f"written to {run_dir}/\n  run it: python -m experiments.solve {run_dir / 'best.yaml'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.run", description=__doc__.splitlines()[0])
+    parser.add_argument("config", nargs="?", help="run YAML (e.g. configs/ga.yaml)")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. ga.generations=3")
+    parser.add_argument("--resume", metavar="RUN_DIR", type=Path, help="continue an interrupted run")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or per-generation lines")
+    args = parser.parse_intermixed_args(argv)
+    overrides = list(args.overrides)
+    if args.config and "=" in args.config and args.resume is not None:
+        overrides.insert(0, args.config)
+        args.config = None
+    try:
+        if args.resume is not None:
+            if args.config:
+                raise ConfigError(f"command line: {args.config}: give either CONFIG or --resume RUN_DIR, not both")
+            config = load_resume(args.resume, overrides)
+        else:
+            if not args.config:
+                parser.error("CONFIG or --resume RUN_DIR is required")
+            config = load_run_config(args.config, overrides)
+    except (ConfigError, EvaluatorError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    run_dir = args.resume
+    try:
+        if args.resume is not None:
+            state = resume(args.resume, config, quiet=args.quiet)
+        else:
+            run_dir = new_run_dir(config)
+            if not args.quiet:
+                print(f"run directory: {run_dir}/", flush=True)
+            run_dir, state = start(config, quiet=args.quiet, run_dir=run_dir)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: continue with  python -m experiments.run --resume {run_dir}", file=sys.stderr)
+        return 130
+    _report(run_dir, state)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

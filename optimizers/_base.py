@@ -1,0 +1,72 @@
+"""What every tuner shares: the ask/tell protocol the run loop drives, and private random states.
+
+A tuner proposes one generation of candidate vectors at a time (`ask`) and is told their fitness
+(`tell`, higher is better). The run loop (`optimizers.tuner`) evaluates them, writes them down and
+pickles the tuner between generations, so a tuner keeps all its state, its random state included,
+in plain attributes.
+
+Randomness: one numpy `Generator` per run, seeded from the config's seed. DEAP draws from Python's
+`random` module and pyswarms from numpy's global state; a tuner keeps private copies of those states
+(seeded from its generator) and installs them only around the library calls (`library_random`),
+so nothing else in the process (joblib, dask) can disturb them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from .space import Space
+
+
+class Optimizer(ABC):
+    name: str = ""
+
+    def __init__(self, space: Space, settings, rng: np.random.Generator, init: str = "point",
+                 init_point: np.ndarray | None = None, init_sigma: float = 0.1):
+        self.space = space
+        self.settings = settings
+        self.rng = rng
+        self.init = init
+        self.init_point = space.point() if init_point is None else np.asarray(init_point, dtype=np.float64)
+        self.init_sigma = init_sigma
+        self.generation = 0  # the generation the next `ask` proposes
+        self._py_state = random.Random(int(rng.integers(2**63))).getstate()
+        self._np_state = np.random.RandomState(int(rng.integers(2**32))).get_state()
+
+    @property
+    @abstractmethod
+    def generations(self) -> int:
+        """Generations of the run, the first included."""
+
+    @abstractmethod
+    def ask(self) -> np.ndarray:
+        """The vectors of the current generation, shape (candidates, dimensions)."""
+
+    @abstractmethod
+    def tell(self, fitness: np.ndarray) -> None:
+        """The fitness of the vectors of the last `ask`; advances to the next generation."""
+
+    def initial(self, n: int) -> np.ndarray:
+        """The first generation: the initial point and perturbations of it, or uniform samples."""
+        if self.init == "random":
+            return self.space.sample(self.rng, n)
+        return self.space.around(self.rng, n, self.init_point, self.init_sigma)
+
+    @contextlib.contextmanager
+    def library_random(self):
+        """Install this tuner's Python and numpy global random states for a DEAP or pyswarms call,
+        then save them and put the outer states back."""
+        outer_py, outer_np = random.getstate(), np.random.get_state()
+        random.setstate(self._py_state)
+        np.random.set_state(self._np_state)
+        try:
+            yield
+        finally:
+            self._py_state = random.getstate()
+            self._np_state = np.random.get_state()
+            random.setstate(outer_py)
+            np.random.set_state(outer_np)

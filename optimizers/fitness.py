@@ -1,0 +1,146 @@
+"""Fitness: play one resolved solver configuration and reduce the result to a plain record.
+
+`evaluate` runs in the workers: it takes a plain task dict (the solver config mapping, the threshold
+array, numba threads) and returns a plain dict. A record holds:
+
+- ``fitness``: the score of the prefix played for a finished candidate; for an aborted one, per
+  ``aborted_fitness``, its running best at the abort piece (``score_at_abort``) or 0 (``zero``);
+- ``score``: the path's score (finished), or the running best at the abort piece (aborted: the value
+  compared with the threshold); ``pieces``: pieces simulated (the abort piece when aborted);
+- ``stop`` (the policy's), ``aborted``, ``abort_piece``, ``threshold`` (the value it fell below);
+- ``seconds``: wall time of the evaluation in the worker;
+- and, beside the record, ``curve``: the ``best_by_step`` curve (one value per piece simulated).
+
+`Memo` remembers records by the canonical JSON of the resolved solver config (``threads`` and
+``meta`` left out: they do not change a result), so a duplicate candidate is never simulated twice.
+A remembered record is reused when it is what a new simulation under the current threshold would
+give: a finished one the threshold lets through unchanged; one the threshold stops at piece p as
+aborted at p (its curve up to p is known); an aborted one when the threshold stops it no later than
+before. Otherwise (an aborted candidate that a laxer threshold would let run further) it is run again.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+import zlib
+
+import numpy as np
+
+SIMULATIONS = 0  # solver runs in this process (tests count them)
+
+RECORD_FIELDS = ("fitness", "score", "pieces", "stop", "aborted", "abort_piece", "threshold", "seconds")
+
+
+def canonical(config: dict) -> tuple[str, dict]:
+    """(key, normalised config): the config validated by `SolverConfig`, dumped as JSON-ready data
+    with ``threads`` and ``meta`` cleared; the key is a digest of its sorted JSON."""
+    from solver import SolverConfig
+
+    data = SolverConfig.model_validate(config).model_dump(mode="json")
+    data["threads"] = None
+    data["meta"] = None
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha1(text.encode()).hexdigest()[:16], data
+
+
+def first_abort(curve, threshold) -> int | None:
+    """The piece (1-based) at which ``curve`` first falls below ``threshold`` (both per piece; -inf
+    or NaN thresholds are not checked), or None."""
+    if threshold is None:
+        return None
+    n = min(len(curve), len(threshold))
+    if n == 0:
+        return None
+    c = np.asarray(curve[:n], dtype=np.float64)
+    t = np.asarray(threshold[:n], dtype=np.float64)
+    below = np.flatnonzero(c < t)  # NaN compares False
+    return int(below[0]) + 1 if len(below) else None
+
+
+def aborted_record(curve, piece: int, threshold: float, aborted_fitness: str) -> dict:
+    """The record of a candidate stopped at ``piece`` (1-based) whose running best is ``curve``."""
+    best = int(curve[piece - 1])
+    return {
+        "fitness": float(best) if aborted_fitness == "score_at_abort" else 0.0,
+        "score": best, "pieces": int(piece), "stop": "aborted", "aborted": True,
+        "abort_piece": int(piece), "threshold": float(threshold), "seconds": 0.0,
+    }
+
+
+def evaluate(task: dict) -> dict:
+    """Play ``task["config"]`` (a solver config mapping) under ``task["threshold"]`` (a per-piece
+    array or None) with ``task["threads"]`` numba threads; returns ``{"record": ..., "curve": [...]}``."""
+    global SIMULATIONS
+    start = time.perf_counter()
+    import numba
+
+    from solver import SolverConfig, Threshold, solve
+
+    threads = task.get("threads")
+    numba.set_num_threads(min(threads or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
+    config = SolverConfig.model_validate({**task["config"], "threads": None})
+    thr = task.get("threshold")
+    threshold = Threshold(np.asarray(thr, dtype=np.float64), 1) if thr is not None else None
+    result = solve(config, threshold=threshold, record=False)
+    SIMULATIONS += 1
+    curve = [int(v) for v in result.best_by_step]
+    if result.aborted:
+        record = aborted_record(curve, int(result.abort_piece), float(result.abort_threshold), task["aborted_fitness"])
+    else:
+        record = {"fitness": float(result.score), "score": int(result.score), "pieces": len(curve),
+                  "stop": result.stop, "aborted": False, "abort_piece": None, "threshold": None}
+    record["seconds"] = time.perf_counter() - start
+    return {"record": record, "curve": curve}
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def encode_curve(curve) -> str:
+    """A compact text form of an integer curve (zlib of its int64 differences, base64)."""
+    a = np.asarray(curve, dtype=np.int64)
+    d = np.diff(a, prepend=np.int64(0))
+    return base64.b64encode(zlib.compress(d.tobytes(), 6)).decode("ascii")
+
+
+def decode_curve(text: str) -> np.ndarray:
+    d = np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=np.int64)
+    return np.cumsum(d)
+
+
+class Memo:
+    """Records by config key (see the module docstring), each with its curve."""
+
+    def __init__(self, aborted_fitness: str = "score_at_abort"):
+        self.aborted_fitness = aborted_fitness
+        self.entries: dict[str, tuple[dict, np.ndarray]] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def store(self, key: str, record: dict, curve) -> None:
+        self.entries[key] = (dict(record), np.asarray(curve, dtype=np.int64))
+
+    def curve(self, key: str) -> np.ndarray:
+        return self.entries[key][1]
+
+    def lookup(self, key: str, threshold) -> dict | None:
+        """The record a new simulation under ``threshold`` would give, if it is known; else None."""
+        entry = self.entries.get(key)
+        if entry is None:
+            return None
+        record, curve = entry
+        p = first_abort(curve, threshold)
+        if not record["aborted"]:
+            if p is None:
+                return {**record, "seconds": 0.0}
+            return aborted_record(curve, p, threshold[p - 1], self.aborted_fitness)
+        if p is None:
+            return None  # a laxer threshold: it would run further
+        return aborted_record(curve, p, threshold[p - 1], self.aborted_fitness)

@@ -1,0 +1,113 @@
+"""A map over candidates: in process, on joblib's loky workers, or on a dask.distributed cluster.
+
+Tasks and results are plain dicts (no DEAP or pyswarms objects cross a process boundary). Results
+come back in the order of the inputs; ``on_result(i, result)`` is called in the parent as each one
+arrives (in completion order), so a run can write it down at once. Python's and numpy's global
+random states are restored after every map (joblib disturbs them), so a run's randomness does not
+depend on the backend. numba's on-disk cache (`engine._numba_cache`) is shared by every process of
+the same sources, so workers load the kernels the parent compiled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .config import ParallelConfig
+
+
+@contextlib.contextmanager
+def preserved_random_state():
+    """Restore Python's and numpy's global random states on exit."""
+    py, npy = random.getstate(), np.random.get_state()
+    try:
+        yield
+    finally:
+        random.setstate(py)
+        np.random.set_state(npy)
+
+
+def _call(fn, index, task):
+    return index, fn(task)
+
+
+class Pool:
+    """Evaluations of one run. ``close()`` (or a ``with`` block) releases a dask cluster it started."""
+
+    def __init__(self, settings: ParallelConfig):
+        self.settings = settings
+        self.n_jobs = settings.n_jobs
+        self._client = None
+        self._cluster = None
+
+    @property
+    def threads(self) -> int | None:
+        """numba threads per evaluation (None: numba's default, all cores)."""
+        if self.settings.threads:
+            return self.settings.threads
+        return 1 if self.n_jobs > 1 or self.settings.backend == "dask" else None
+
+    def _dask_client(self):
+        if self._client is None:
+            from dask.distributed import Client, LocalCluster
+
+            if self.settings.scheduler:
+                self._client = Client(self.settings.scheduler)
+            else:
+                self._cluster = LocalCluster(n_workers=self.n_jobs, threads_per_worker=1, processes=True,
+                                             dashboard_address=None, silence_logs=40)
+                self._client = Client(self._cluster)
+        return self._client
+
+    def map(self, fn: Callable[[dict], dict], tasks: Sequence[dict],
+            on_result: Callable[[int, dict], None] | None = None) -> list[dict]:
+        out: list = [None] * len(tasks)
+        if not tasks:
+            return out
+        with preserved_random_state():
+            for i, result in self._unordered(fn, list(tasks)):
+                out[i] = result
+                if on_result is not None:
+                    on_result(i, result)
+        return out
+
+    def _unordered(self, fn, tasks):
+        backend = self.settings.backend
+        if backend == "dask":
+            from dask.distributed import as_completed
+
+            client = self._dask_client()
+            futures = [client.submit(_call, fn, i, t, pure=False) for i, t in enumerate(tasks)]
+            try:
+                for future in as_completed(futures):
+                    yield future.result()
+            finally:
+                for f in futures:
+                    f.cancel()
+            return
+        if self.n_jobs == 1:
+            for i, t in enumerate(tasks):
+                yield _call(fn, i, t)
+            return
+        from joblib import Parallel, delayed
+
+        parallel = Parallel(n_jobs=self.n_jobs, backend=backend, return_as="generator_unordered",
+                            batch_size=1, pre_dispatch="2*n_jobs")
+        yield from parallel(delayed(_call)(fn, i, t) for i, t in enumerate(tasks))
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

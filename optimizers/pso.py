@@ -1,0 +1,116 @@
+"""Particle swarm optimisation on pyswarms' backend, stepped in the run's own loop.
+
+pyswarms 1.3.0 is unmaintained; only its backend is used (its ``optimize()`` has no per-iteration
+hook and no resume): `create_swarm`, the `Star` (global best) and `Ring` (local best) topologies
+(its Pyramid and Random topologies fail on numpy 2), and its boundary and velocity handlers. The
+swarm lives in the unit cube (each gene's range scaled to [0, 1]), so ``clamp`` and the coefficients
+mean the same for every parameter. One iteration:
+
+    cost = -fitness of the positions (evaluated by the run loop, like any generation)
+    personal bests  <- compute_pbest;  neighbourhood best <- topology.compute_gbest
+    velocity <- topology.compute_velocity (c1, c2, w; clamp; velocity handler)
+    position <- topology.compute_position (boundary handler)
+
+pyswarms draws from numpy's global random state; every call runs under `library_random`, the
+swarm's own state (seeded from the run's generator, pickled with the swarm).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ._base import Optimizer
+
+LOGGING = Path(__file__).resolve().parent / "_pyswarms_logging.yaml"
+
+
+@contextlib.contextmanager
+def _quiet_pyswarms():
+    """pyswarms' Reporter reconfigures logging (and writes ./report.log) unless LOG_CFG names a file."""
+    old = os.environ.get("LOG_CFG")
+    os.environ["LOG_CFG"] = str(LOGGING)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("LOG_CFG", None)
+        else:
+            os.environ["LOG_CFG"] = old
+
+
+with _quiet_pyswarms():
+    from pyswarms.backend.generators import create_swarm
+    from pyswarms.backend.handlers import BoundaryHandler, VelocityHandler
+    from pyswarms.backend.operators import compute_pbest
+    from pyswarms.backend.topology import Ring, Star
+
+
+class PSO(Optimizer):
+    name = "pso"
+
+    def __init__(self, space, settings, rng, **kw):
+        super().__init__(space, settings, rng, **kw)
+        self._make_operators()
+        self.swarm = None
+        d = space.dim
+        self.bounds = (np.zeros(d), np.ones(d))
+        self.clamp = None if settings.clamp is None else (-settings.clamp, settings.clamp)
+
+    def _make_operators(self) -> None:
+        with _quiet_pyswarms():
+            self.topology = Star() if self.settings.topology == "star" else Ring(static=False)
+            self.bh = BoundaryHandler(strategy=self.settings.boundary)
+            self.vh = VelocityHandler(strategy=self.settings.velocity)
+
+    def __getstate__(self):
+        # pyswarms' topology and handlers hold a Reporter (an open stream): pickle only their state
+        state = dict(self.__dict__)
+        for name in ("topology", "bh", "vh"):
+            state.pop(name, None)
+        state["_memory"] = (self.bh.memory, self.vh.memory, self.topology.neighbor_idx)
+        return state
+
+    def __setstate__(self, state):
+        bh_memory, vh_memory, neighbors = state.pop("_memory")
+        self.__dict__.update(state)
+        self._make_operators()
+        self.bh.memory, self.vh.memory, self.topology.neighbor_idx = bh_memory, vh_memory, neighbors
+
+    @property
+    def generations(self) -> int:
+        return self.settings.iterations
+
+    def _unit(self, x: np.ndarray) -> np.ndarray:
+        span = np.where(self.space.upper > self.space.lower, self.space.upper - self.space.lower, 1.0)
+        return np.clip((x - self.space.lower) / span, 0.0, 1.0)
+
+    def _genes(self, u: np.ndarray) -> np.ndarray:
+        return self.space.lower + np.clip(u, 0.0, 1.0) * (self.space.upper - self.space.lower)
+
+    def ask(self) -> np.ndarray:
+        s = self.settings
+        if self.swarm is None:
+            start = self._unit(self.initial(s.particles))
+            with self.library_random():
+                self.swarm = create_swarm(n_particles=s.particles, dimensions=self.space.dim,
+                                          options={"c1": s.c1, "c2": s.c2, "w": s.w}, bounds=self.bounds,
+                                          init_pos=start, clamp=self.clamp)
+            self.swarm.pbest_cost = np.full(s.particles, np.inf)
+        return self._genes(self.swarm.position)
+
+    def tell(self, fitness: np.ndarray) -> None:
+        sw = self.swarm
+        sw.current_cost = -np.asarray(fitness, dtype=np.float64)
+        with self.library_random():
+            sw.pbest_pos, sw.pbest_cost = compute_pbest(sw)
+            if self.settings.topology == "star":
+                sw.best_pos, sw.best_cost = self.topology.compute_gbest(sw)
+            else:
+                sw.best_pos, sw.best_cost = self.topology.compute_gbest(sw, p=self.settings.p, k=self.settings.k)
+            sw.velocity = self.topology.compute_velocity(sw, self.clamp, self.vh, self.bounds)
+            sw.position = self.topology.compute_position(sw, self.bounds, self.bh)
+        self.generation += 1

@@ -1,0 +1,227 @@
+"""The files of a run directory, written so that a run killed at any moment can be resumed.
+
+- ``evaluations.csv``: a row per evaluation, appended (and flushed) as each one finishes; at the end
+  of a generation the file is rewritten whole, sorted by (generation, index);
+- ``curves.jsonl``: the ``best_by_step`` curve of every simulated evaluation (compact encoding,
+  `fitness.encode_curve`), appended before its row, so a row always has its curve;
+- ``rescore.csv``: the final re-scoring, a row per candidate, appended likewise;
+- ``generations.csv``, ``best.yaml``, ``fitness.png``, ``checkpoint.pkl``: rewritten atomically.
+
+A line cut short by a kill is dropped when the files are read back (and the files are rewritten
+clean before a resumed run appends to them).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+from ._io import write_pickle, write_text, read_pickle
+from .fitness import decode_curve, encode_curve
+from .space import Param
+
+RECORD_COLUMNS = ["fitness", "score", "pieces", "stop", "aborted", "abort_piece", "threshold", "seconds"]
+GENERATION_COLUMNS = ["generation", "best", "mean", "median", "worst", "evaluations", "simulated", "aborted",
+                      "pieces", "eval_seconds", "wall_seconds", "best_so_far", "kth_best"]
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _bool(s: str) -> bool:
+    if s not in ("True", "False"):
+        raise ValueError(s)
+    return s == "True"
+
+
+def _opt(conv, s: str):
+    return None if s == "" else conv(s)
+
+
+class RunStore:
+    def __init__(self, run_dir: str | Path, params: list[Param]):
+        self.dir = Path(run_dir)
+        self.params = params
+        self.eval_columns = ["generation", "index", *[p.path for p in params], *RECORD_COLUMNS, "cached", "key"]
+        self.rescore_columns = ["rank", "generation", "index", *[p.path for p in params], "tuned_fitness",
+                                *RECORD_COLUMNS, "cached", "key", "tuned_key"]
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def evaluations(self) -> Path:
+        return self.dir / "evaluations.csv"
+
+    @property
+    def curves(self) -> Path:
+        return self.dir / "curves.jsonl"
+
+    @property
+    def rescore(self) -> Path:
+        return self.dir / "rescore.csv"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.dir / "checkpoint.pkl"
+
+    # ------------------------------------------------------------------ values
+    def _value_text(self, p: Param, v) -> str:
+        return json.dumps(v) if p.type == "choice" else _fmt(int(v) if p.type == "int" else float(v))
+
+    def _value(self, p: Param, s: str):
+        if p.type == "choice":
+            return json.loads(s)
+        return int(s) if p.type == "int" else float(s)
+
+    def _record_texts(self, r: dict) -> list[str]:
+        return [_fmt(float(r["fitness"])), _fmt(int(r["score"])), _fmt(int(r["pieces"])), r["stop"],
+                _fmt(bool(r["aborted"])), _fmt(r["abort_piece"]), _fmt(None if r["threshold"] is None else float(r["threshold"])),
+                f"{float(r['seconds']):.3f}"]
+
+    def _record(self, row: dict) -> dict:
+        return {"fitness": float(row["fitness"]), "score": int(row["score"]), "pieces": int(row["pieces"]),
+                "stop": row["stop"], "aborted": _bool(row["aborted"]), "abort_piece": _opt(int, row["abort_piece"]),
+                "threshold": _opt(float, row["threshold"]), "seconds": float(row["seconds"])}
+
+    # ------------------------------------------------------------------ CSV plumbing
+    @staticmethod
+    def _line(fields: list[str]) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(fields)
+        return buf.getvalue()
+
+    def _append(self, path: Path, columns: list[str], fields: list[str]) -> None:
+        new = not path.exists()
+        with open(path, "a", encoding="utf-8", newline="") as f:
+            if new:
+                f.write(self._line(columns))
+            f.write(self._line(fields))
+            f.flush()
+
+    def _read(self, path: Path, columns: list[str], parse) -> list:
+        if not path.exists():
+            return []
+        text = path.read_text(encoding="utf-8")
+        lines = text.split("\n")[:-1]  # the last piece is empty, or a line cut short
+        out = []
+        for fields in csv.reader(lines[1:] if lines and lines[0] == ",".join(columns) else []):
+            if len(fields) != len(columns):
+                continue
+            try:
+                out.append(parse(dict(zip(columns, fields))))
+            except (ValueError, KeyError, json.JSONDecodeError):
+                continue
+        return out
+
+    def _rewrite(self, path: Path, columns: list[str], rows: list[list[str]]) -> None:
+        write_text(path, self._line(columns) + "".join(self._line(r) for r in rows))
+
+    # ------------------------------------------------------------------ evaluations
+    def eval_fields(self, generation: int, index: int, values: list, record: dict, cached: bool, key: str) -> list[str]:
+        return [str(generation), str(index), *[self._value_text(p, v) for p, v in zip(self.params, values)],
+                *self._record_texts(record), _fmt(bool(cached)), key]
+
+    def append_evaluation(self, generation, index, values, record, cached, key) -> None:
+        self._append(self.evaluations, self.eval_columns, self.eval_fields(generation, index, values, record, cached, key))
+
+    def _parse_eval(self, row: dict) -> dict:
+        return {"generation": int(row["generation"]), "index": int(row["index"]),
+                "values": [self._value(p, row[p.path]) for p in self.params], "record": self._record(row),
+                "cached": _bool(row["cached"]), "key": row["key"]}
+
+    def read_evaluations(self) -> list[dict]:
+        rows = self._read(self.evaluations, self.eval_columns, self._parse_eval)
+        seen, out = set(), []
+        for r in rows:  # a (generation, index) is written once; keep the first if ever twice
+            if (r["generation"], r["index"]) not in seen:
+                seen.add((r["generation"], r["index"]))
+                out.append(r)
+        return sorted(out, key=lambda r: (r["generation"], r["index"]))
+
+    def rewrite_evaluations(self, rows: list[dict] | None = None) -> list[dict]:
+        rows = self.read_evaluations() if rows is None else rows
+        self._rewrite(self.evaluations, self.eval_columns,
+                      [self.eval_fields(r["generation"], r["index"], r["values"], r["record"], r["cached"], r["key"])
+                       for r in rows])
+        return rows
+
+    # ------------------------------------------------------------------ curves
+    def append_curve(self, tag, key: str, curve) -> None:
+        with open(self.curves, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"tag": tag, "key": key, "curve": encode_curve(curve)}) + "\n")
+            f.flush()
+
+    def read_curves(self) -> dict:
+        """{(tag, key): curve}."""
+        out = {}
+        if not self.curves.exists():
+            return out
+        text = self.curves.read_text(encoding="utf-8")
+        for line in text.split("\n")[:-1]:
+            try:
+                d = json.loads(line)
+                out[(d["tag"], d["key"])] = decode_curve(d["curve"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        return out
+
+    def rewrite_curves(self) -> None:
+        if not self.curves.exists():
+            return
+        text = self.curves.read_text(encoding="utf-8")
+        lines = text.split("\n")[:-1]
+        good = []
+        for line in lines:
+            try:
+                json.loads(line)
+                good.append(line + "\n")
+            except ValueError:
+                continue
+        write_text(self.curves, "".join(good))
+
+    # ------------------------------------------------------------------ rescoring
+    def rescore_fields(self, rank, generation, index, values, tuned_fitness, record, cached, key, tuned_key) -> list[str]:
+        return [str(rank), str(generation), str(index), *[self._value_text(p, v) for p, v in zip(self.params, values)],
+                _fmt(float(tuned_fitness)), *self._record_texts(record), _fmt(bool(cached)), key, tuned_key]
+
+    def append_rescore(self, *args) -> None:
+        self._append(self.rescore, self.rescore_columns, self.rescore_fields(*args))
+
+    def _parse_rescore(self, row: dict) -> dict:
+        return {"rank": int(row["rank"]), "generation": int(row["generation"]), "index": int(row["index"]),
+                "values": [self._value(p, row[p.path]) for p in self.params],
+                "tuned_fitness": float(row["tuned_fitness"]), "record": self._record(row),
+                "cached": _bool(row["cached"]), "key": row["key"], "tuned_key": row["tuned_key"]}
+
+    def read_rescore(self) -> list[dict]:
+        rows = {r["rank"]: r for r in reversed(self._read(self.rescore, self.rescore_columns, self._parse_rescore))}
+        return [rows[k] for k in sorted(rows)]
+
+    def rewrite_rescore(self, rows: list[dict]) -> None:
+        self._rewrite(self.rescore, self.rescore_columns,
+                      [self.rescore_fields(r["rank"], r["generation"], r["index"], r["values"], r["tuned_fitness"],
+                                           r["record"], r["cached"], r["key"], r["tuned_key"]) for r in rows])
+
+    # ------------------------------------------------------------------ generations, checkpoint
+    def write_generations(self, history: list[dict]) -> None:
+        def cell(v):
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                return ""
+            return f"{v:.3f}" if isinstance(v, float) else str(v)
+        rows = [[cell(h.get(c)) for c in GENERATION_COLUMNS] for h in history]
+        self._rewrite(self.dir / "generations.csv", GENERATION_COLUMNS, rows)
+
+    def save_checkpoint(self, state: dict) -> None:
+        write_pickle(self.checkpoint, state)
+
+    def load_checkpoint(self) -> dict | None:
+        return read_pickle(self.checkpoint) if self.checkpoint.exists() else None

@@ -1,0 +1,356 @@
+"""Tuning runs: the space mapping, memo, early abort, determinism across workers, resume, bad
+configs, and best.yaml as the export to the solver. Small configs: a narrow beam on a short prefix."""
+
+import csv
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from experiments import run as run_cli
+from experiments.solve import load_solver_config
+from optimizers import fitness
+from optimizers.config import EarlyAbortConfig
+from optimizers.early_abort import EarlyAbort
+from optimizers.space import Param, Space
+from optimizers.store import RunStore
+from solver import solve
+
+TINY = {
+    "name": "tiny",
+    "seed": 3,
+    "algorithm": "ga",
+    "ga": {"population": 6, "generations": 3, "elitism": 1, "hall_of_fame": 4},
+    "solver": {"policy": "beam", "evaluator": "chys_quality", "beam": {"width": 10}},
+    "pieces": 120,
+    "space": [
+        {"path": "evaluator.features.occupied_cells", "type": "int", "low": 300, "high": 900},
+        {"path": "evaluator.features.covered_empty_cells", "type": "int", "low": -1600, "high": -600},
+        {"path": "beam.score_share", "low": 0.0, "high": 0.4},
+    ],
+    "init_sigma": 0.3,
+    "early_abort": {"k": 3, "margin": 300},
+    "parallel": {"threads": 1},
+}
+
+
+def write_config(tmp_path, data=None, name="run.yaml", **changes):
+    data = {**(data or TINY), **changes, "runs_dir": str(tmp_path / "runs")}
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def start(tmp_path, overrides=(), data=None, on_evaluation=None, **changes):
+    config = run_cli.load_run_config(write_config(tmp_path, data, **changes), list(overrides))
+    run_dir, state = run_cli.start(config, quiet=True, on_evaluation=on_evaluation)
+    return run_dir, state
+
+
+def rows(run_dir, name="evaluations.csv"):
+    with open(run_dir / name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+RESULT_COLUMNS = ("generation", "index", "fitness", "score", "pieces", "stop", "aborted", "abort_piece",
+                  "threshold", "cached", "key")
+
+
+def results(run_dir):
+    return [tuple(r[c] for c in RESULT_COLUMNS) for r in rows(run_dir)]
+
+
+# ------------------------------------------------------------------------------------------------
+# the space
+
+
+def test_space_round_trip_rounding_and_feature_terms():
+    base = {"policy": "beam", "beam": {"width": 20, "score_ranking": "score", "clear_min_height": [16, 16, 17, 17]},
+            "evaluator": {"name": "e", "features": {"holes": {"weight": -20.0, "delta": True}, "occupied_cells": 600.0}}}
+    space = Space([
+        Param("beam.width", "int", 4, 30),
+        Param("beam.score_ranking", "choice", choices=("score_per_clear", "score")),
+        Param("evaluator.features.covered_empty_cells", "float", -50, 0),  # an alias of holes
+        Param("evaluator.features.occupied_cells", "float", 0, 1000),
+        Param("evaluator.features.interior_row_transitions", "int", -2000, 0),  # not listed yet: added
+        Param("beam.clear_min_height.2", "int", 10, 20),
+    ], base)
+    # the initial point: the base's values (the midpoint for a feature it does not list)
+    assert space.init_values == [20, "score", -20.0, 600.0, -1000, 17]
+    # round trip and rounding
+    values = [7, "score_per_clear", -12.5, 450.0, -300, 12]
+    assert space.decode(space.encode(values)) == values
+    assert space.decode([6.49, 0.51, -60.0, 1200.0, 1.0, 15.5]) == [6, "score", -50.0, 1000.0, 0, 16]
+    assert space.decode([6.5, 0.49, -1.0, 0.0, -2500.0, 9.0]) == [7, "score_per_clear", -1.0, 0.0, -2000, 10]
+    # applying: a mapping term keeps delta, a bare number stays bare, an unlisted feature is added
+    cfg = space.config(values)
+    assert cfg["beam"]["width"] == 7 and cfg["beam"]["score_ranking"] == "score_per_clear"
+    assert cfg["evaluator"]["features"] == {"holes": {"weight": -12.5, "delta": True}, "occupied_cells": 450.0,
+                                            "interior_row_transitions": -300}
+    assert cfg["beam"]["clear_min_height"] == [16, 16, 12, 17]
+    assert base["beam"]["width"] == 20 and base["evaluator"]["features"]["holes"]["weight"] == -20.0  # untouched
+    assert space.values_in(cfg) == values
+    # uniform samples: ints and choices hit every value, floats stay in bounds
+    s = space.sample(np.random.default_rng(0), 400)
+    assert set(s[:, 5]) == set(range(10, 21)) and set(s[:, 1]) == {0.0, 1.0}
+    assert s[:, 2].min() >= -50 and s[:, 2].max() <= 0
+    # the same feature twice (by its alias) is refused
+    from optimizers.space import SpaceError
+
+    with pytest.raises(SpaceError, match="space.1.path: evaluator.features.holes is already tuned by space.0"):
+        Space([Param("evaluator.features.covered_empty_cells", "float", -50, 0),
+               Param("evaluator.features.holes", "float", -50, 0)], base)
+
+
+def test_space_refuses_a_base_value_outside_the_bounds():
+    from optimizers.space import SpaceError
+
+    with pytest.raises(SpaceError, match=r"space.0.init: .*beam.width = 20 is outside \[4, 12\]"):
+        Space([Param("beam.width", "int", 4, 12)], {"beam": {"width": 20}})
+    with pytest.raises(SpaceError, match=r"space.0.path: beam.widht: no such setting"):
+        Space([Param("beam.widht", "int", 4, 12)], {"beam": {"width": 20}})
+
+
+# ------------------------------------------------------------------------------------------------
+# memo and early abort
+
+
+def test_duplicates_are_simulated_once(tmp_path):
+    # one int gene with 3 values and 6 individuals per generation: duplicates are certain
+    data = {**TINY, "space": [{"path": "beam.width", "type": "int", "low": 8, "high": 10}],
+            "early_abort": {"enabled": False}}
+    before = fitness.SIMULATIONS
+    run_dir, _ = start(tmp_path, data=data)
+    simulated = fitness.SIMULATIONS - before
+    table = rows(run_dir)
+    assert len(table) == 18
+    keys = {r["key"] for r in table}
+    assert simulated == len(keys) <= 3
+    assert sum(r["cached"] == "False" for r in table) == simulated
+    by_key = {}
+    for r in table:  # every repeat has the first evaluation's result
+        by_key.setdefault(r["key"], (r["beam.width"], r["fitness"], r["pieces"]))
+        assert by_key[r["key"]] == (r["beam.width"], r["fitness"], r["pieces"])
+
+
+def test_early_abort_threshold_unit():
+    ea = EarlyAbort(EarlyAbortConfig(k=2, margin=10, every=1))
+    rec = lambda f, aborted=False: {"fitness": f, "aborted": aborted}
+    assert ea.threshold() is None
+    ea.observe(0, [(0, "a", rec(100), [10, 50, 100]), (1, "b", rec(90), [30, 40, 90]),
+                   (2, "c", rec(500, True), [1000])])  # an aborted candidate never counts
+    assert list(ea.threshold()) == [0, 30, 80] and ea.kth_best() == 90
+    ea.observe(1, [(0, "d", rec(95), [40, 60])])  # stuck after 2 pieces: counts with its last value
+    assert [e[3] for e in ea.best] == ["a", "d"]
+    assert list(ea.threshold()) == [0, 40, 50]
+    ea2 = EarlyAbort(EarlyAbortConfig(k=1, margin=0, every=2))
+    ea2.observe(0, [(0, "a", rec(1), [5, 6, 7, 8])])
+    assert list(ea2.threshold()) == [-np.inf, 6, -np.inf, 8]
+
+
+def test_memo_reuses_a_record_only_as_the_current_threshold_would_give_it():
+    memo = fitness.Memo("score_at_abort")
+    finished = {"fitness": 90.0, "score": 90, "pieces": 4, "stop": "done", "aborted": False, "abort_piece": None,
+                "threshold": None, "seconds": 1.5}
+    memo.store("f", finished, [10, 20, 30, 90])
+    assert memo.lookup("f", None) == {**finished, "seconds": 0.0}
+    assert memo.lookup("f", np.array([0, 20, 30, 90.0])) == {**finished, "seconds": 0.0}
+    cut = memo.lookup("f", np.array([-np.inf, 25, 0, 0]))  # this threshold stops it at piece 2
+    assert (cut["aborted"], cut["abort_piece"], cut["threshold"], cut["fitness"], cut["pieces"]) == (True, 2, 25.0, 20.0, 2)
+    memo.store("a", cut, [10, 20])
+    assert memo.lookup("a", np.array([-np.inf, 15, 0, 0])) is None  # laxer: it would run further
+    assert memo.lookup("a", np.array([11, 99, 0, 0]))["abort_piece"] == 1  # stricter: stopped earlier
+    assert memo.lookup("missing", None) is None
+    zero = fitness.Memo("zero")
+    zero.store("f", finished, [10, 20, 30, 90])
+    assert zero.lookup("f", np.array([-np.inf, 25, 0, 0]))["fitness"] == 0.0
+
+
+def test_early_abort_uses_only_earlier_generations(tmp_path):
+    # random search: diverse candidates, so many are aborted and the check below is not vacuous
+    run_dir, state = start(tmp_path, overrides=["algorithm=random", "random.samples=6", "random.generations=4"])
+    table = rows(run_dir)
+    assert sum(r["aborted"] == "True" for r in table) >= 3  # the check below is not vacuous
+    curves = RunStore(run_dir, []).read_curves()
+    latest = {}  # key -> full curve of its last simulation
+    for g in range(4):
+        ea = EarlyAbort(EarlyAbortConfig(k=3, margin=300))
+        for h in range(g):
+            ea.observe(h, [(int(r["index"]), r["key"], {"fitness": float(r["fitness"]), "aborted": False},
+                            latest[r["key"]]) for r in table if int(r["generation"]) == h and r["aborted"] == "False"])
+        expected = ea.threshold()
+        if g == 0:
+            assert expected is None
+        assert state["history"][g]["kth_best"] == ea.kth_best()
+        for r in (r for r in table if int(r["generation"]) == g):
+            if r["cached"] == "False":
+                latest[r["key"]] = curves[(g, r["key"])]
+            curve = latest[r["key"]]
+            if r["aborted"] == "True":
+                p = int(r["abort_piece"])
+                assert float(r["threshold"]) == expected[p - 1]
+                assert curve[p - 1] < expected[p - 1] and (curve[: p - 1] >= expected[: p - 1]).all()
+                assert float(r["fitness"]) == curve[p - 1] == int(r["score"])
+            elif expected is not None:
+                n = min(len(curve), len(expected))
+                assert (curve[:n] >= expected[:n]).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# determinism and resume
+
+
+def test_same_results_with_one_and_two_workers(tmp_path):
+    one, _ = start(tmp_path / "a")
+    two, _ = start(tmp_path / "b", overrides=["parallel.n_jobs=2"])
+    assert results(one) == results(two)
+    assert [r["fitness"] for r in rows(one)] == [r["fitness"] for r in rows(two)]
+    best = [yaml.safe_load((d / "best.yaml").read_text()) for d in (one, two)]
+    for b in best:
+        del b["meta"]["run"]
+    assert best[0] == best[1]
+
+
+def test_dask_local_cluster_gives_the_same_results(tmp_path):
+    pytest.importorskip("dask.distributed")
+    one, _ = start(tmp_path / "a", overrides=["ga.generations=2"])
+    two, _ = start(tmp_path / "b", overrides=["ga.generations=2", "parallel.backend=dask", "parallel.n_jobs=2"])
+    assert results(one) == results(two)
+
+
+class Interrupt(Exception):
+    pass
+
+
+@pytest.mark.parametrize("algorithm", ["ga", "pso"])
+def test_resume_after_an_interruption_equals_an_uninterrupted_run(tmp_path, algorithm):
+    over = [] if algorithm == "ga" else ["algorithm=pso", "pso.particles=6", "pso.iterations=3", "pso.boundary=shrink"]
+    before = fitness.SIMULATIONS
+    whole, whole_state = start(tmp_path / "a", overrides=over)
+    whole_sims = fitness.SIMULATIONS - before
+
+    seen = []
+
+    def crash(row):  # dies in the second generation, after its third evaluation
+        seen.append(row)
+        if row["generation"] == 1 and sum(r["generation"] == 1 for r in seen) == 3:
+            raise Interrupt()
+
+    before = fitness.SIMULATIONS
+    with pytest.raises(Interrupt):
+        start(tmp_path / "b", overrides=over, on_evaluation=crash)
+    first_sims = fitness.SIMULATIONS - before
+    (cut,) = list((tmp_path / "b" / "runs").iterdir())
+    assert sum(r["generation"] == "1" for r in rows(cut)) == 3
+    assert RunStore(cut, []).load_checkpoint()["generation"] == 1  # the checkpoint: before generation 2
+
+    before = fitness.SIMULATIONS
+    resumed_rows = []
+    state = run_cli.resume(cut, quiet=True, on_evaluation=resumed_rows.append)
+    resumed_sims = fitness.SIMULATIONS - before
+    assert all((r["generation"], r["index"]) not in {(s["generation"], s["index"]) for s in seen} for r in resumed_rows)
+    assert first_sims + resumed_sims == whole_sims  # no finished evaluation simulated again
+    assert results(cut) == results(whole)
+    pick = lambda h: {k: v for k, v in h.items() if "seconds" not in k}
+    assert [pick(h) for h in state["history"]] == [pick(h) for h in whole_state["history"]]
+    assert state["best"] == whole_state["best"]
+
+
+# ------------------------------------------------------------------------------------------------
+# bad configs: one line, exit 2, no run directory
+
+
+BAD = [
+    ({"spce": []}, "spce: unknown key"),
+    ({"ga": {"population": "many"}}, "ga.population: Input should be a valid integer"),
+    ({"space": [{"path": "beam.score_share", "low": 0.5, "high": 0.1}]}, "space.0.low: low (0.5) > high (0.1)"),
+    ({"solver": {"evaluator": "no_such_preset"}}, "solver.evaluator: no_such_preset: no such file or preset"),
+    ({"solver": None, "solver_config": "missing-solver.yaml"}, "solver_config: missing-solver.yaml: file not found"),
+    ({"ga": {"selection": {"name": "tournamnt"}}}, "ga.selection.name: unknown selection operator 'tournamnt'"),
+    ({"ga": {"mutation": {"name": "flip"}}}, "ga.mutation.name: unknown mutation operator 'flip'"),
+    ({"space": [{"path": "beam.widht", "type": "int", "low": 1, "high": 3}]}, "space.0.path: beam.widht: no such setting"),
+    ({"space": [{"path": "beam.width", "type": "int", "low": 0, "high": 3, "init": 2}]}, "space.0.low: beam.width = 0 makes the solver config invalid"),
+]
+
+
+@pytest.mark.parametrize("change, message", BAD)
+def test_bad_config_is_one_line_exit_2_and_no_run_dir(tmp_path, capsys, change, message):
+    path = write_config(tmp_path, **change)
+    code = run_cli.main([str(path), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"error: {path}: ") and message in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_bad_override_from_the_real_command_line(tmp_path):
+    path = write_config(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "experiments.run", str(path), "pso.topology=pyramid", "algorithm=pso"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.strip() == f"error: {path}: pso.topology: Input should be 'star' or 'ring'"
+    assert not (tmp_path / "runs").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# best.yaml is the export to the solver
+
+
+@pytest.mark.parametrize("algorithm", ["ga", "pso", "random"])
+def test_best_yaml_runs_in_the_solver_with_the_tuned_score(tmp_path, algorithm):
+    over = {"ga": [], "pso": ["algorithm=pso", "pso.particles=6", "pso.iterations=3"],
+            "random": ["algorithm=random", "random.samples=6", "random.generations=3"]}[algorithm]
+    run_dir, state = start(tmp_path, overrides=over)
+    for name in ("config.yaml", "evaluations.csv", "generations.csv", "best.yaml", "fitness.png", "run.log",
+                 "checkpoint.pkl"):
+        assert (run_dir / name).stat().st_size > 0, name
+    assert (run_dir / "fitness.png").read_bytes()[:4] == b"\x89PNG"
+    gens = rows(run_dir, "generations.csv")
+    assert len(gens) == 3 and float(gens[-1]["best_so_far"]) == max(float(r["fitness"]) for r in rows(run_dir)
+                                                                     if r["aborted"] == "False")
+    config = load_solver_config(run_dir / "best.yaml")
+    meta = config.meta
+    assert meta["fitness"] == state["best"]["fitness"] and meta["algorithm"] == algorithm
+    assert config.evaluator["features"]["occupied_cells"] == meta["parameters"]["evaluator.features.occupied_cells"]
+    result = solve(config, record=False)
+    assert result.score == meta["score"] and not result.aborted
+
+
+def test_rescoring_picks_best_yaml_by_the_rescored_result(tmp_path):
+    run_dir, state = start(tmp_path, overrides=["ga.generations=2"],
+                           rescore={"top": 3, "overrides": {"beam.width": 16, "pieces": 150}})
+    table = rows(run_dir, "rescore.csv")
+    assert len(table) == 3 and len({r["tuned_key"] for r in table}) == 3
+    assert [float(r["tuned_fitness"]) for r in table] == sorted((float(r["tuned_fitness"]) for r in table), reverse=True)
+    config = load_solver_config(run_dir / "best.yaml")
+    assert config.beam.width == 16 and config.pieces == 150
+    best = max(table, key=lambda r: float(r["fitness"]))
+    assert config.meta["fitness"] == float(best["fitness"]) == solve(config, record=False).score
+
+
+def test_init_from_a_previous_best_yaml(tmp_path):
+    first, state = start(tmp_path / "a", overrides=["ga.generations=2"])
+    best = load_solver_config(first / "best.yaml")
+    second, _ = start(tmp_path / "b", overrides=["ga.generations=1", f"init_from={first / 'best.yaml'}"])
+    config = yaml.safe_load((second / "config.yaml").read_text())
+    assert config["init_from"] is None and config["meta"]["resolved_from"]["init_from"] == str(first / "best.yaml")
+    assert [s["init"] for s in config["space"]] == list(best.meta["parameters"].values())
+    row = rows(second)[0]  # the first candidate is the initial point itself
+    assert [row[p] for p in best.meta["parameters"]] == [str(v) for v in best.meta["parameters"].values()]
+    assert float(row["fitness"]) == state["best"]["fitness"]
+
+
+@pytest.mark.parametrize("name", ["ga.yaml", "pso.yaml", "random.yaml", "ga-full.yaml"])
+def test_shipped_configs_validate(name):
+    from pathlib import Path
+
+    config = run_cli.load_run_config(Path(__file__).resolve().parents[1] / "configs" / name)
+    assert config.solver["evaluator"]["name"] == "chys_quality" and config.population * config.generations >= 288
+    if name == "ga-full.yaml":
+        assert config.solver["beam"]["width"] == 1000 and config.pieces is None and config.solver["pieces"] is None
+        assert config.rescore.top == 5 and config.rescore.overrides == {"beam.width": 9041, "pieces": None}
+        assert config.early_abort.enabled and (config.early_abort.k, config.early_abort.margin) == (20, 1000)
