@@ -17,6 +17,7 @@ Every configuration problem is found before the run directory is created and rep
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
@@ -248,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     run_dir = args.resume
+
+    def stop(signum, frame):  # a plain kill stops like Ctrl-C: workers shut down, the run resumable
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         if args.resume is not None:
             state = resume(args.resume, config, quiet=args.quiet)

@@ -408,7 +408,9 @@ def plot(history: list[dict], config: RunConfig) -> bytes:
     pieces = base_solver(config).get("pieces")
     ax.set_xlabel("generation")
     ax.set_ylabel(f"fitness (score over {pieces:,} pieces)" if pieces else "fitness (score)")
-    ax.set_title(f"{config.name}: {config.algorithm}")
+    note = ", aborted candidates count with their fitness at the abort" if config.early_abort.enabled else ""
+    ax.set_title(f"{config.name}: {config.algorithm}, {config.population} candidates per generation{note}",
+                 fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
