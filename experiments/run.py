@@ -88,25 +88,24 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
 
     config = _validate(RunConfig, data, origin)
     sources: dict[str, Any] = {}
-    if config.solver_config is not None:
-        path = _path(config.solver_config, base_dir)
+    def solver_file(key: str, value) -> tuple[Path, dict]:
+        """The solver config file named by ``key`` as an inline mapping (errors name the key)."""
+        path = _path(value, base_dir)
         try:
-            solver = load_solver_config(path)
+            loaded = load_solver_config(path)
         except ConfigError as e:
-            raise ConfigError(f"{origin}: solver_config: {e}") from None
-        base = _solver_dict(solver, origin, "solver_config", path.parent)
+            raise ConfigError(f"{origin}: {key}: {e}") from None
+        return path, _solver_dict(loaded, origin, key, path.parent)
+
+    if config.solver_config is not None:
+        path, base = solver_file("solver_config", config.solver_config)
         sources["solver_config"] = str(path)
     else:
         solver = _validate(SolverConfig, config.solver or {}, origin, "solver")
         base = _solver_dict(solver, origin, "solver", base_dir)
     space_data = [s.model_dump() for s in config.space]
     if config.init_from is not None:
-        path = _path(config.init_from, base_dir)
-        try:
-            start = load_solver_config(path)
-        except ConfigError as e:
-            raise ConfigError(f"{origin}: init_from: {e}") from None
-        start_data = _solver_dict(start, origin, "init_from", path.parent)
+        path, start_data = solver_file("init_from", config.init_from)
         for s in space_data:
             try:
                 s["init"] = get_path(start_data, s["path"])
