@@ -44,7 +44,8 @@ def load_yaml(path: str | Path) -> dict:
 
 def apply_overrides(data: dict, overrides: list[str], origin: str = "command line") -> dict:
     """A copy of ``data`` with each ``dotted.key=value`` set (the value read as YAML: ``3`` is an
-    int, ``[1, 2]`` a list, ``null`` None)."""
+    int, ``[1, 2]`` a list, ``null`` None). A part that is a whole number indexes a list that is
+    already there (``space.0.low=100``, ``beam.clear_min_height.2=18``); missing mappings are made."""
     data = copy.deepcopy(data)
     for item in overrides:
         key, sep, raw = item.partition("=")
@@ -55,16 +56,29 @@ def apply_overrides(data: dict, overrides: list[str], origin: str = "command lin
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
-        node = data
         parts = key.split(".")
-        for i, part in enumerate(parts[:-1]):
-            child = node.get(part)
+        node = data
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            where = ".".join(parts[:i + 1])
+            if isinstance(node, list):
+                if not part.isdigit():
+                    raise ConfigError(f"{origin}: {'.'.join(parts[:i]) or key}: is a list, index it by "
+                                      f"position (0 to {len(node) - 1}), not {part!r}")
+                if int(part) >= len(node):
+                    raise ConfigError(f"{origin}: {where}: the list has {len(node)} items (0 to {len(node) - 1})")
+                slot = int(part)
+            elif isinstance(node, dict):
+                slot = part
+            else:
+                raise ConfigError(f"{origin}: {'.'.join(parts[:i])}: is not a mapping or list, cannot set {key}")
+            if last:
+                node[slot] = value
+                break
+            child = node[slot] if isinstance(node, list) else node.get(slot)
             if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise ConfigError(f"{origin}: {'.'.join(parts[:i + 1])}: is not a mapping, cannot set {key}")
+                child = node[slot] = {}
             node = child
-        node[parts[-1]] = value
     return data
 
 

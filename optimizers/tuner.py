@@ -207,7 +207,7 @@ class Tuner:
         threshold = early.threshold()
         kth = early.kth_best()
         n = len(values)
-        bar = tqdm(total=n, desc=f"gen {g + 1}/{opt.generations}", unit="eval", leave=False, disable=self.quiet,
+        bar = tqdm(total=n, desc=f"generation {g} ({g + 1} of {opt.generations})", unit="eval", leave=False, disable=self.quiet,
                    dynamic_ncols=True)
         records: list[dict | None] = [None] * n
         first_of: dict[str, int] = {}
@@ -274,7 +274,7 @@ class Tuner:
         state["generation"] = g + 1
         self.store.save_checkpoint(state)
         self.write_artifacts()
-        line = (f"gen {g + 1}/{opt.generations}: best {stats['best']:,.0f}  mean {stats['mean']:,.0f}  "
+        line = (f"generation {g} ({g + 1} of {opt.generations}): best {stats['best']:,.0f}  mean {stats['mean']:,.0f}  "
                 f"median {stats['median']:,.0f}  worst {stats['worst']:,.0f} | {len(simulated)} simulated, "
                 f"{stats['aborted']} aborted | {stats['wall_seconds']:.1f} s | best so far {best['fitness']:,.0f}")
         log.info(line)
