@@ -146,12 +146,15 @@ class RandomConfig(Strict):
 class EarlyAbortConfig(Strict):
     """``early_abort``: stop losing candidates early (a pruner, in Optuna's words). Generation g's
     threshold is, at each piece, the K-th best ``best_by_step`` among the K best finished candidates
-    of generations before g, minus ``margin``; a candidate whose running best falls below it at a
-    checkpoint stops there."""
+    of generations before g, times (1 - ``relative``), minus ``margin``; a candidate whose running
+    best falls below it at a checkpoint stops there."""
 
     enabled: bool = Field(True, description="on/off")
     k: int = Field(20, ge=1, description="K: finished candidates the threshold is built from (none until K have finished)")
     margin: float = Field(1000, ge=0, description="points below the K-th best curve")
+    relative: float = Field(
+        0.0, ge=0, lt=1,
+        description="share of the K-th best curve's value also allowed below it (early leads reverse more often)")
     every: int = Field(1, ge=1, description="checkpoint interval in pieces")
     aborted_fitness: Literal["score_at_abort", "zero"] = Field(
         "score_at_abort", description="fitness of an aborted candidate: its running best at the abort piece, or 0")

@@ -1,8 +1,14 @@
 """Early abort of losing candidates (a pruner, in Optuna's vocabulary).
 
 The threshold curve of generation g is built from the ``best_by_step`` curves of the K best finished
-(not aborted) distinct candidates of generations before g: at each piece, the K-th best of their
-values (the lowest of the K) minus ``margin``; only every ``every``-th piece is checked. A curve
+(not aborted) distinct candidates of generations before g: at each piece t,
+
+    threshold[t] = kth[t] x (1 - relative) - margin,
+
+kth[t] being the K-th best of their values at t (the lowest of the K); only every ``every``-th
+piece is checked. The relative part widens the margin in proportion to the score reached: early in
+the game a candidate storing cells for a big clear can trail by a large share and still finish
+ahead, late in the game it cannot (`benchmarks/abort_whatif.py` measures this on finished runs). A curve
 shorter than the others (a candidate that got stuck) counts with its last value afterwards. Until K
 candidates have finished there is no threshold. Since generation g's threshold depends only on
 earlier generations, a run is deterministic whatever the number of workers.
@@ -37,7 +43,7 @@ class EarlyAbort:
         for i, c in enumerate(curves):
             stacked[i, : len(c)] = c
             stacked[i, len(c):] = c[-1] if len(c) else -np.inf
-        curve = stacked.min(axis=0) - self.settings.margin
+        curve = stacked.min(axis=0) * (1.0 - self.settings.relative) - self.settings.margin
         return Threshold(curve, self.settings.every).kernel_arrays(n)
 
     def kth_best(self) -> float | None:

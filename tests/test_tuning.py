@@ -149,6 +149,10 @@ def test_early_abort_threshold_unit():
     ea2 = EarlyAbort(EarlyAbortConfig(k=1, margin=0, every=2))
     ea2.observe(0, [(0, "a", rec(1), [5, 6, 7, 8])])
     assert list(ea2.threshold()) == [-np.inf, 6, -np.inf, 8]
+    # relative: the K-th best value times (1 - relative), then minus margin
+    ea3 = EarlyAbort(EarlyAbortConfig(k=1, margin=100, relative=0.25))
+    ea3.observe(0, [(0, "a", rec(4000), [400, 2000, 4000])])
+    assert list(ea3.threshold()) == [200, 1400, 2900]
 
 
 def test_memo_reuses_a_record_only_as_the_current_threshold_would_give_it():
