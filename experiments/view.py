@@ -219,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = args.out or Path("replay.html")
         write_text(out, html(game))
+        out.chmod(0o644)  # a page to share (write_text's temporary file is private)
     print(f"{out}: {game.name}: score {res.score:,}, {res.bricks:,} pieces, {res.end}")
     return 0
 
