@@ -40,6 +40,10 @@ class ViewError(Exception):
     """Bad input: the message names the file and the problem."""
 
 
+class InvalidRecord(Exception):
+    """A record the contest would reject: the message names the file and the reason."""
+
+
 @dataclass(frozen=True)
 class Game:
     """A replayed record with its trace: ``result`` (`engine.ReplayResult` with ``boards`` and
@@ -94,7 +98,7 @@ def load(path: str | Path, rules: str | None = None) -> Game:
     r = get_rules(rules)
     result = replay(text, r, seed=seed, trace=True)
     if not result.valid:
-        raise ValueError(f"{name}: invalid record: {result.error}")
+        raise InvalidRecord(f"{name}: invalid record: {result.error}")
     n = result.bricks + 1 if r.piece_limit is None else min(result.bricks + 1, r.piece_limit)
     return Game(name, r, result, r.sequence(max(n, 1), seed), claimed)
 
@@ -206,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     except ViewError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except ValueError as e:
+    except InvalidRecord as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     res = game.result

@@ -69,6 +69,17 @@ def test_trace_of_a_vanished_piece_and_a_mid_air_lock():
 # the viewer in Python
 
 
+def test_clears_count_only_scoring_locks(replays_dir):
+    # the 881,026 record ends at the piece limit: its 10,000th piece locks but scores nothing
+    game = view.load(replays_dir / "geek-881026.txt")
+    res = game.result
+    assert (res.score, res.bricks, res.end) == (881_026, 10_000, "piece_limit")
+    rows = view.cleared_rows(res)
+    assert rows[-1] == 0 and rows[0] == 0
+    assert np.array_equal(np.diff(res.score_by_piece) > 0, rows[1:] > 0)
+    assert len(game.sequence) == 10_000  # no piece after the limit: the page shows no next piece
+
+
 def test_piece_cells_follow_the_clear(game):
     res = game.result
     # a lock that cleared rows but left some of its cells on the board
