@@ -14,6 +14,7 @@ figure function takes runs and returns a matplotlib Figure with labelled axes an
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ class RunError(Exception):
 class Run:
     """A run directory read back.
 
-    - ``evaluations``: evaluations.csv (one row per candidate; booleans parsed);
+    - ``evaluations``: evaluations.csv (one row per candidate; booleans and choices parsed);
     - ``generations``: generations.csv (best/mean/median/worst, wall seconds, ...), with
       ``wall_time`` (cumulative seconds at the generation's end) and ``pieces_total`` added;
     - ``curves``: ``{key: best_by_step array}`` of every simulated candidate;
@@ -85,6 +86,9 @@ def load_run(run_dir: str | Path) -> Run:
         raise RunError(f"{run_dir}: no finished generation yet")
     for column in ("aborted", "cached"):
         ev[column] = _bool_column(ev[column])
+    for spec in config.space:  # a choice's values are written as JSON
+        if spec.type == "choice":
+            ev[spec.path] = ev[spec.path].astype(str).map(json.loads)
     gen["wall_time"] = gen["wall_seconds"].cumsum()
     gen["pieces_total"] = gen["pieces"].cumsum()
     curves = {key: curve for (_, key), curve in RunStore(run_dir, []).read_curves().items()}

@@ -21,12 +21,13 @@ NOTEBOOKS = ROOT / "notebooks"
 
 @pytest.fixture(scope="session")
 def tiny_runs(tmp_path_factory):
-    """Two finished tiny runs: (GA with early abort, random search without)."""
+    """Two finished tiny runs: (GA with early abort, random search without and with a choice parameter)."""
     root = tmp_path_factory.mktemp("tiny-runs")
     out = []
+    choice = {"path": "beam.score_ranking", "type": "choice", "choices": ["score_per_clear", "score"]}
     for name, changes in (("tiny-ga", {}),
                           ("tiny-random", {"algorithm": "random", "random": {"samples": 6, "generations": 3},
-                                           "early_abort": {"enabled": False}})):
+                                           "early_abort": {"enabled": False}, "space": [*TINY["space"], choice]})):
         path = root / f"{name}.yaml"
         path.write_text(yaml.safe_dump({**TINY, **changes, "name": name, "runs_dir": str(root / "runs")}))
         run_dir, _ = run_cli.start(run_cli.load_run_config(path), quiet=True)
@@ -99,6 +100,11 @@ def test_report_writes_the_figures(tiny_runs, capsys):
     table = csv_rows(out / "compare.csv")
     assert [r["algorithm"] for r in table] == ["ga", "random"] and [r["early abort"] for r in table] == ["True", "False"]
     assert int(table[1]["aborted"]) == 0 and int(table[0]["evaluations"]) == 18
+    # a choice parameter is drawn on a category axis
+    files = report.write_report(tiny_runs[1])
+    assert [f.name for f in files] == [*figures.RUN_FIGURES, "top10.csv"]
+    fig = figures.parameter_fitness(figures.load_run(tiny_runs[1]))
+    assert [t.get_text() for t in fig.axes[3].get_xticklabels()] == ["score", "score_per_clear"]
     assert report.main([str(out)]) == 2
     assert "not a run directory (no config.yaml" in capsys.readouterr().err
 
