@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,7 +148,7 @@ def notebook_run_dirs() -> list[Path]:
         return [Path(p) for p in os.environ[RUN_DIRS_ENV].split(os.pathsep) if p]
     newest = {}
     for d in run_dirs():
-        newest[d.name.rsplit("-", 2)[0]] = d
+        newest[re.sub(r"-\d{8}-\d{6}(-\d+)?$", "", d.name)] = d
     if not newest:
         raise RunError(f"{runs_root()}: no run directories")
     return list(newest.values())

@@ -127,3 +127,16 @@ def test_notebooks_execute(tiny_runs, monkeypatch, name, figures_expected):
     text = "".join(o.get("text", "") for o in outputs)
     if name == "fitness_curves":
         assert tiny_runs[0].name in text and "18 evaluations" in text
+
+
+def test_default_runs_are_found_under_runs(tiny_runs, monkeypatch, tmp_path):
+    root = tiny_runs[0].parents[1]
+    monkeypatch.delenv(figures.RUN_DIR_ENV, raising=False)
+    monkeypatch.delenv(figures.RUN_DIRS_ENV, raising=False)
+    monkeypatch.chdir(root / "runs")  # as a notebook in notebooks/: runs/ is found beside it
+    assert figures.runs_root() == root / "runs"
+    assert sorted(figures.notebook_run_dirs()) == sorted(tiny_runs)  # the newest of each name
+    assert figures.notebook_run_dir() == max(tiny_runs, key=lambda p: (p.stat().st_mtime, p.name))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(figures.RunError, match="no run directories"):
+        figures.notebook_run_dir()
