@@ -29,10 +29,28 @@ STEP_DY = np.array([0, 0, 1, 0], dtype=np.int64)
 
 
 @njit(cache=True)
-def replay_kernel(kinds, counts, sequence, R, score_by_piece, board):
+def _trace(boards, locked, n, board, shape, state, x, y, full_rows):
+    """Record piece n in a trace (`replay_kernel`); nothing when the trace arrays are empty."""
+    if n < boards.shape[0]:
+        boards[n, :] = board
+        locked[n, 0] = shape
+        locked[n, 1] = state
+        locked[n, 2] = x
+        locked[n, 3] = y
+        locked[n, 4] = full_rows
+
+
+@njit(cache=True)
+def replay_kernel(kinds, counts, sequence, R, score_by_piece, board, boards, locked):
     """Replay operations under the rules ``R`` (`Rules.kernel`) on ``board`` (empty at the start,
     the final board at the end); return (score, counter, end code). ``score_by_piece[n]`` receives
-    the score after piece n locked (n = 1..counter; left at 0 for a vanished piece)."""
+    the score after piece n locked (n = 1..counter; left at 0 for a vanished piece).
+
+    A trace, when ``boards`` (rows, height) and ``locked`` (rows, 5) have rows (pass empty arrays
+    for none): ``boards[n]`` is the board once piece n has locked and full rows were cleared (the
+    board as it was when piece n never locked), ``locked[n]`` is (shape, state, x, y, full rows) of
+    the lock, shape -1 when piece n never locked (it vanished, or its spawn was blocked). A lock
+    that ends the game is traced too."""
     cells = R[0]
     width = R[3]
     limit = R[11]
@@ -48,10 +66,13 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board):
         k = kinds[i]
         if k == OP_N:
             if has_piece and moved:
-                end, _, points = lock_and_score(board, cells[shape, state], x, y, counter, R)
+                end, f, points = lock_and_score(board, cells[shape, state], x, y, counter, R)
+                _trace(boards, locked, counter, board, shape, state, x, y, f)
                 if end != GOING_ON:
                     return score, counter, end
                 score += points
+            elif has_piece:
+                _trace(boards, locked, counter, board, -1, state, x, y, 0)
             score_by_piece[counter] = score
             if counter == limit:
                 return score, counter, PIECE_LIMIT
@@ -63,6 +84,7 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board):
             has_piece = True
             moved = False
             if spawn_blocked(board, cells[shape, state], R):
+                _trace(boards, locked, counter, board, -1, state, x, y, 0)
                 return score, counter, SPAWN_BLOCKED
         else:
             moved = True
@@ -75,7 +97,8 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board):
                     x += STEP_DX[k]
                     y += STEP_DY[k]
     if has_piece:
-        end, _, points = lock_and_score(board, cells[shape, state], x, y, counter, R)
+        end, f, points = lock_and_score(board, cells[shape, state], x, y, counter, R)
+        _trace(boards, locked, counter, board, shape, state, x, y, f)
         if end != GOING_ON:
             return score, counter, end
         score += points
@@ -87,7 +110,10 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board):
 class ReplayResult:
     """What a replay reports. ``bricks`` is the piece counter (pieces that appeared, a
     spawn-blocked one included); ``end`` is one of `END_NAMES`, None when the record is invalid.
-    ``score_by_piece[n]`` is the score once piece n (1-based) has locked."""
+    ``score_by_piece[n]`` is the score once piece n (1-based) has locked. With a trace
+    (``replay(..., trace=True)``): ``boards[n]`` is the board once piece n has locked and full rows
+    were cleared (``boards[0]`` is empty), ``locked[n]`` is (shape, state, x, y, full rows) of that
+    lock, shape -1 when piece n never locked (``locked[0]`` too); both have ``bricks + 1`` rows."""
 
     valid: bool
     score: int = 0
@@ -95,6 +121,8 @@ class ReplayResult:
     end: str | None = None
     error: str | None = None
     score_by_piece: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64), repr=False)
+    boards: np.ndarray | None = field(default=None, repr=False)
+    locked: np.ndarray | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
         return {"valid": self.valid, "score": self.score, "bricks": self.bricks, "end": self.end,
@@ -102,29 +130,38 @@ class ReplayResult:
 
 
 def replay_record(record: Record, rules: Rules = GEEK, seed: int | None = None,
-                  board: np.ndarray | None = None) -> ReplayResult:
+                  board: np.ndarray | None = None, trace: bool = False) -> ReplayResult:
     """Replay a parsed record under ``rules`` (``seed`` overrides the piece source's seed).
-    ``board``, when given, must be empty and receives the final board."""
+    ``board``, when given, must be empty and receives the final board; ``trace`` records every
+    piece's board and lock (`ReplayResult.boards`, ``.locked``)."""
     n = record.pieces
     if rules.piece_limit is not None:
         n = min(n, rules.piece_limit)
     sequence = rules.sequence(max(n, 1), seed)
-    trace = np.zeros(n + 1, dtype=np.int64)
+    by_piece = np.zeros(n + 1, dtype=np.int64)
+    rows = n + 1 if trace else 0
+    boards = np.zeros((rows, rules.height), dtype=BOARD_DTYPE)
+    locked = np.zeros((rows, 5), dtype=np.int64)
+    locked[:, 0] = -1
     score, counter, end = replay_kernel(
-        record.kinds, record.counts, sequence, rules.kernel, trace,
-        np.zeros(rules.height, dtype=BOARD_DTYPE) if board is None else board,
+        record.kinds, record.counts, sequence, rules.kernel, by_piece,
+        np.zeros(rules.height, dtype=BOARD_DTYPE) if board is None else board, boards, locked,
     )
-    trace = np.maximum.accumulate(trace[: counter + 1])
-    return ReplayResult(True, int(score), int(counter), END_NAMES[end], None, trace)
+    by_piece = np.maximum.accumulate(by_piece[: counter + 1])
+    if not trace:
+        return ReplayResult(True, int(score), int(counter), END_NAMES[end], None, by_piece)
+    return ReplayResult(True, int(score), int(counter), END_NAMES[end], None, by_piece,
+                        boards[: counter + 1], locked[: counter + 1])
 
 
-def replay(text: str, rules: Rules = GEEK, seed: int | None = None) -> ReplayResult:
-    """Validate and replay a record given as text (plain or either console line)."""
+def replay(text: str, rules: Rules = GEEK, seed: int | None = None, trace: bool = False) -> ReplayResult:
+    """Validate and replay a record given as text (plain or either console line); ``trace`` as in
+    `replay_record`."""
     try:
         record = parse(extract(text))
     except RecordError as e:
         return ReplayResult(False, error=str(e))
-    return replay_record(record, rules, seed)
+    return replay_record(record, rules, seed, trace=trace)
 
 
 def final_board(record_text: str, rules: Rules = GEEK, pieces: int | None = None) -> np.ndarray:

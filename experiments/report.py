@@ -1,0 +1,65 @@
+"""The figures of a tuning run as PNG files, for people without Jupyter.
+
+    python -m experiments.report RUN_DIR [--compare OTHER_RUN_DIR ...]
+
+Writes to ``RUN_DIR/figures/``: fitness.png (best / mean / median per generation with the spread),
+best_so_far.png (every candidate in order; best so far against wall time), score_curves.png (the
+best candidates' ``best_by_step`` curves against the early-abort threshold, aborted candidates
+marked), parameters.png (each parameter over the generations), parameter_fitness.png (each
+parameter against fitness) and top10.csv (the 10 best distinct candidates); with ``--compare``,
+compare.png and compare.csv (this run beside the others). The same figures as the notebooks
+(`experiments.figures`). Exit status 2 when a directory is not a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .figures import RUN_FIGURES, RunError, compare_runs, load_run, summary_table, top_candidates
+
+
+def write_report(run_dir: str | Path, compare: list[str | Path] = ()) -> list[Path]:
+    """Write the figures of ``run_dir`` (and the comparison with ``compare``); returns the files."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    run = load_run(run_dir)
+    others = [load_run(d) for d in compare]
+    out = run.dir / "figures"
+    out.mkdir(exist_ok=True)
+    written = []
+    for name, figure in RUN_FIGURES.items():
+        fig = figure(run)
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        written.append(out / name)
+    top_candidates(run).to_csv(out / "top10.csv", index=False)
+    written.append(out / "top10.csv")
+    if others:
+        fig = compare_runs([run, *others])
+        fig.savefig(out / "compare.png", dpi=110)
+        plt.close(fig)
+        summary_table([run, *others]).to_csv(out / "compare.csv", index=False)
+        written += [out / "compare.png", out / "compare.csv"]
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.report", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<name>-<time>)")
+    parser.add_argument("--compare", nargs="+", default=[], metavar="RUN_DIR", help="other runs to draw beside it")
+    args = parser.parse_args(argv)
+    try:
+        written = write_report(args.run_dir, args.compare)
+    except RunError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{len(written)} files written to {written[0].parent}/: " + ", ".join(p.name for p in written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
