@@ -154,6 +154,17 @@ KEYS = {curses.KEY_LEFT: STEP_L, ord("a"): STEP_L, curses.KEY_RIGHT: STEP_R, ord
         curses.KEY_UP: STEP_C, ord("w"): STEP_C, curses.KEY_DOWN: STEP_D, ord("s"): STEP_D}
 
 
+def put(win, y: int, x: int, text: str) -> None:
+    """Write ``text`` at (y, x), clipped to the window (a small terminal shows part of the game)."""
+    rows, cols = win.getmaxyx()
+    if y >= rows or x >= cols:
+        return
+    try:
+        win.addstr(y, x, text[:cols - x - (1 if y == rows - 1 else 0)])
+    except curses.error:
+        pass
+
+
 def draw(win, game: Game, autoplay: bool, paused: bool, message: str):
     win.erase()
     r = game.rules
@@ -164,24 +175,24 @@ def draw(win, game: Game, autoplay: bool, paused: bool, message: str):
     for y in range(r.height):
         row = int(game.board[y])
         line = "".join("@@" if (x, y) in falling else ("[]" if (row >> x) & 1 else " .") for x in range(r.width))
-        win.addstr(y, 0, "|" + line + "|")
-    win.addstr(r.height, 0, "+" + "--" * r.width + "+")
+        put(win, y, 0, "|" + line + "|")
+    put(win, r.height, 0, "+" + "--" * r.width + "+")
     col = 2 * r.width + 4
     info = [f"rules  {r.name}", f"score  {game.score}", f"lines  {game.lines}", f"level  {game.level}",
             f"pieces {game.t}", f"piece  {SHAPE_NAMES[game.shape] if game.t < len(game.sequence) else '-'}"
             f" x={game.x} y={game.y} r={game.s}", f"auto   {'on' if autoplay else 'off'}",
             "PAUSED" if paused else "", f"GAME OVER ({game.end})" if game.end else "", "next:"]
     for i, text in enumerate(info):
-        win.addstr(i, col, text)
+        put(win, i, col, text)
     if game.next_shape >= 0:
         nxt = {(int(dx), int(dy)) for dx, dy in r.cells[game.next_shape, r.spawn_state_of(game.t + 1)]}
         lo_x, lo_y = min(x for x, _ in nxt), min(y for _, y in nxt)
         for dy in range(4):
-            win.addstr(len(info) + dy, col, "".join("[]" if (dx + lo_x, dy + lo_y) in nxt else "  " for dx in range(4)))
-    win.addstr(len(info) + 5, col, "arrows/WASD move, space drop")
-    win.addstr(len(info) + 6, col, "v autoplay, p pause, q quit")
+            put(win, len(info) + dy, col, "".join("[]" if (dx + lo_x, dy + lo_y) in nxt else "  " for dx in range(4)))
+    put(win, len(info) + 5, col, "arrows/WASD move, space drop")
+    put(win, len(info) + 6, col, "v autoplay, p pause, q quit")
     if message:
-        win.addstr(len(info) + 8, col, message[:60])
+        put(win, len(info) + 8, col, message[:60])
     win.refresh()
 
 

@@ -110,3 +110,18 @@ def test_mcts_takes_the_four_row_clear_and_is_reproducible():
 def test_course_preview_survives():
     r = solve(config("preview", rules="course", pieces=500))
     assert r.extra["games"]["ends"] == ["capped"] and r.score >= 1000
+
+
+def test_mcts_time_budget():
+    import time
+
+    board = from_strings(["#.#########."] * 2, width=12, height=26)
+    policy = make_policy(config("mcts", mcts={"ms": 30, "rollout": 2}))
+    policy.seed(4)
+    policy.choose(board, 0, 3, 4)  # compile
+    start = time.perf_counter()
+    p = policy.choose(board, 0, 3, 4)
+    took = time.perf_counter() - start
+    assert took >= 0.030
+    legal = GameState(CLASSIC, np.array([3, 4], np.int8), board, end=None).placements()
+    assert (legal == p).all(axis=1).any()

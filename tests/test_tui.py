@@ -76,7 +76,7 @@ def falling_columns(text):
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_player_in_tmux():
     session = f"tui-{uuid.uuid4().hex[:8]}"
-    cmd = f"cd {ROOT} && python -m experiments.tui --rules classic --seed 3 --tick 100000; echo EXIT=$?; sleep 60"
+    cmd = f"cd {ROOT} && env -u LINES -u COLUMNS python -m experiments.tui --rules classic --seed 3 --tick 100000; echo EXIT=$?; sleep 60"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "35", cmd], check=True)
     try:
         text = wait_for(session, lambda t: "rules  classic" in t and "x=" in t)

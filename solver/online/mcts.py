@@ -200,16 +200,20 @@ def choose_mcts(board, shape, preview, t, R, spec, tie_break, params, ws, tree, 
             path_d[npath] = d
             best = -1
             best_score = -np.inf
+            fresh = -1  # the highest-valued after-state never visited, taken first
             lnN = math.log(max(d_visits[d], 1))
             for a in range(d_first[d], d_first[d] + d_n[d]):
                 if a_visits[a] == 0:
-                    score = 1e30 + a_value[a]
+                    if fresh < 0 or a_value[a] > a_value[fresh]:
+                        fresh = a
                 else:
                     q = a_sum[a] / a_visits[a]
                     q = (q - rmin) / (rmax - rmin) if rmax > rmin else 0.5
                     score = q + c * math.sqrt(lnN / a_visits[a])
-                if score > best_score:
-                    best, best_score = a, score
+                    if score > best_score:
+                        best, best_score = a, score
+            if fresh >= 0:
+                best = fresh
             path_a[npath] = best
             npath += 1
             reward += a_points[best]
