@@ -12,11 +12,11 @@ from .movegen import Scratch, placements, route
 from .record import Record, RecordError, encode, extract, parse, replay_line, upload_line, validate
 from .play import END_NAMES
 from .replay import ReplayResult, final_board, replay, replay_record
-from .rules import CLASSIC, GEEK, PRESETS, PieceSource, Rules, get_rules
+from .rules import CLASSIC, COURSE, GEEK, PRESETS, PieceSource, Rules, get_rules
 from .state import GameState, Transition
 
 __all__ = [
-    "BOARD_DTYPE", "CLASSIC", "Children", "END_NAMES", "GEEK", "GameState", "PRESETS", "PieceSource",
+    "BOARD_DTYPE", "CLASSIC", "COURSE", "Children", "END_NAMES", "GEEK", "GameState", "PRESETS", "PieceSource",
     "Record", "RecordError", "ReplayResult", "Rules", "Scratch", "Transition", "encode", "expand",
     "extract", "final_board", "from_strings", "get_rules", "parse", "placements", "replay",
     "replay_line", "replay_record", "route", "to_strings", "upload_line", "validate",

@@ -7,6 +7,9 @@ Terms:
 - a *placement* is a distinct set of cells of a resting position reachable from the spawn in at
   most ``max_steps`` steps (the contest allows 100 per piece). States with identical offsets (I, S
   and Z states 0/2 and 1/3, O's four) give the same cells and count once, under the lowest state.
+- under drop-only rules (``max_steps < 0`` in the kernels, ``Rules.placement == "drop"``), a
+  placement is instead where a piece falling straight down from above the board, in any state and
+  column, comes to rest, provided all its cells are inside the board (`drop_placements_into`).
 
 The search is bit-parallel: ``fit[s, y]`` holds, at bit ``x + XOFF``, whether the piece in state
 ``s`` with its centre at (x, y) is valid; a breadth-first search then advances whole rows of
@@ -203,9 +206,67 @@ def resting_mask(visited, fit, s, y):
 
 
 @njit(cache=True)
+def fit_row(board, cells_s, width, cy):
+    """The `fit_masks` row of one state (offsets ``cells_s``) at any centre row ``cy``, negative
+    rows included (cells above the board are valid within the walls)."""
+    height = board.shape[0]
+    wall = ~(((1 << width) - 1) << XOFF)
+    span = ((1 << (width + 8)) - 1) << (XOFF - 4)
+    bad = 0
+    for k in range(4):
+        y = cy + cells_s[k, 1]
+        if y < 0:
+            e = wall
+        elif y >= height:
+            e = -1
+        else:
+            e = wall | (np.int64(board[y]) << XOFF)
+        dx = cells_s[k, 0]
+        bad |= (e >> dx) if dx >= 0 else (e << (-dx))
+    return ~bad & span
+
+
+@njit(cache=True)
+def drop_placements_into(board, cells, alias, width, fit, free, out):
+    """Drop-only placements: for each distinct state, every column where the piece fits above the
+    board, dropped straight down to the first row it cannot enter; kept when every cell is inside
+    the board. Rows (x, y, state) of ``out``, ordered by state, then y, then x; returns how many."""
+    fit_masks(board, cells, width, fit, free)
+    rows = fit.shape[1]
+    n = 0
+    for c in range(4):
+        if alias[c] != c:
+            continue
+        lo = 3
+        hi = -3
+        for k in range(4):
+            lo = min(lo, cells[c, k, 1])
+            hi = max(hi, cells[c, k, 1])
+        falling = free[c]  # centre row -hi - 1: every cell above the board
+        cy = -hi
+        while falling and cy < rows:
+            f = fit[c, cy] if cy >= 0 else fit_row(board, cells[c], width, cy)
+            rest = falling & ~f  # these rest in row cy - 1
+            falling &= f
+            if cy - 1 + lo >= 0:
+                while rest:
+                    low = rest & -rest
+                    out[n, 0] = popcount(low - 1) - XOFF
+                    out[n, 1] = cy - 1
+                    out[n, 2] = c
+                    n += 1
+                    rest ^= low
+            cy += 1
+    return n
+
+
+@njit(cache=True)
 def placements_into(board, cells, alias, width, sx, sy, ss, max_steps, fit, free, visited, front, nxt, layers, out):
     """Write every placement as a row (x, y, state) of ``out``; return how many (0 when the spawn
-    is blocked). Rows are ordered by state, then y, then x."""
+    is blocked). Rows are ordered by state, then y, then x. ``max_steps < 0``: drop-only
+    placements (`drop_placements_into`; the spawn is not used)."""
+    if max_steps < 0:
+        return drop_placements_into(board, cells, alias, width, fit, free, out)
     fit_masks(board, cells, width, fit, free)
     if search(fit, free, sx, sy, ss, max_steps, visited, front, nxt, layers, False) < 0:
         return 0
@@ -300,13 +361,15 @@ def placements(board, rules, shape: int, state: int, scratch: Scratch | None = N
     sc = scratch or Scratch(rules.height, rules.max_steps)
     n = placements_into(
         board, rules.cells[shape], rules.alias[shape], rules.width, rules.spawn_x, rules.spawn_y, state,
-        rules.max_steps, sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out,
+        rules.kernel[12], sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out,
     )
     return sc.out[:n].copy()
 
 
 def route(board, rules, shape: int, state: int, target, scratch: Scratch | None = None) -> list[int]:
     """A shortest step list (codes 0..3 = L, R, D, C) from the spawn to ``target`` (x, y, state)."""
+    if rules.placement == "drop":
+        raise ValueError(f"rules {rules.name!r} place pieces by dropping them: there are no routes")
     sc = scratch or Scratch(rules.height, rules.max_steps)
     tx, ty, ts = (int(v) for v in target)
     n = route_into(

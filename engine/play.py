@@ -44,7 +44,11 @@ def spawn_state(index, R):
 @njit(cache=True)
 def spawn_blocked(board, cells, R):
     """Whether a piece with offsets ``cells`` (its spawn state) cannot appear: its spawn position is
-    invalid, or (``spawn_must_drop``) it cannot move one row down from there."""
+    invalid, or (``spawn_must_drop``) it cannot move one row down from there. Never under drop-only
+    placements (``R[12] < 0``): there a piece appears above the board, and the game ends when it has
+    no placement."""
+    if R[12] < 0:
+        return False
     if not is_valid(board, cells, R[5], R[6], R[3]):
         return True
     return R[10] and not is_valid(board, cells, R[5], R[6] + 1, R[3])

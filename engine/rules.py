@@ -115,6 +115,11 @@ class Rules:
       that cannot move down one row from it.
     Spawn: centre (spawn_x, spawn_y), state ``piece_index mod 4`` when ``spawn_state == "cycle"``,
     else state 0.
+    Placements: ``"reachable"``, every resting position reachable from the spawn by at most
+    ``max_steps`` single steps (tucks and slides included); ``"drop"``, the piece is rotated and
+    shifted above the board and falls straight down until it rests (no slides under overhangs), and
+    only a resting position wholly inside the board counts. With ``"drop"`` the spawn is never
+    blocked: the game ends when a piece has no placement.
     """
 
     name: str
@@ -131,6 +136,7 @@ class Rules:
     spawn_must_drop: bool
     piece_limit: int | None
     max_steps: int = 100  # unit steps allowed per piece (the contest's limit)
+    placement: str = "reachable"  # "reachable" (single steps from the spawn) or "drop" (see below)
 
     def __post_init__(self):
         if not 4 <= self.width <= 16:
@@ -141,6 +147,8 @@ class Rules:
             raise ValueError(f"rules {self.name!r}: spawn_y must be >= 0")
         if self.spawn_state not in ("cycle", "zero"):
             raise ValueError(f"rules {self.name!r}: spawn_state must be 'cycle' or 'zero'")
+        if self.placement not in ("reachable", "drop"):
+            raise ValueError(f"rules {self.name!r}: placement must be 'reachable' or 'drop'")
         if self.top_out not in ("all_rows", "none"):
             raise ValueError(f"rules {self.name!r}: top_out must be 'all_rows' or 'none'")
         cells = self.cells
@@ -191,11 +199,12 @@ class Rules:
     def kernel(self) -> tuple:
         """The rules as one tuple for numba kernels (see `engine.play`): (cells, alias, scores,
         width, height, spawn_x, spawn_y, cycle_states, score_by_cells, top_out_all_rows,
-        spawn_must_drop, piece_limit or -1, max_steps)."""
+        spawn_must_drop, piece_limit or -1, max_steps, or -1 for ``placement == "drop"``)."""
         return (self.cells, self.alias, self.scores, self.width, self.height, self.spawn_x,
                 self.spawn_y, self.spawn_state == "cycle", self.score_by_cells,
                 self.top_out == "all_rows", self.spawn_must_drop,
-                -1 if self.piece_limit is None else self.piece_limit, self.max_steps)
+                -1 if self.piece_limit is None else self.piece_limit,
+                -1 if self.placement == "drop" else self.max_steps)
 
     @property
     def full_row(self) -> int:
@@ -240,11 +249,28 @@ CLASSIC = Rules(
     piece_limit=None,
 )
 
-PRESETS = {"geek": GEEK, "classic": CLASSIC}
+COURSE = Rules(
+    name="course",
+    width=10,
+    height=20,
+    offsets=CLASSIC.offsets,
+    spawn_x=3,
+    spawn_y=0,
+    spawn_state="zero",
+    pieces=PieceSource(kind="uniform", seed=0),
+    score_table=(0, 10, 25, 40, 55),
+    score_by_cells=False,
+    top_out="none",
+    spawn_must_drop=False,
+    piece_limit=None,
+    placement="drop",
+)
+
+PRESETS = {"geek": GEEK, "classic": CLASSIC, "course": COURSE}
 
 
 def get_rules(name: str) -> Rules:
-    """The preset called ``name`` (``geek`` or ``classic``)."""
+    """The preset called ``name`` (``geek``, ``classic`` or ``course``)."""
     try:
         return PRESETS[name]
     except KeyError:

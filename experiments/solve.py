@@ -5,7 +5,8 @@
 CONFIG is a solver YAML (see configs/solver.yaml) or the best.yaml a tuning run exports;
 ``key=value`` overrides any dotted key (``beam.width=100``). Writes DIR/record.txt, DIR/replay.js,
 DIR/submit.js (the contest's console lines) and DIR/summary.json, after the project's replayer has
-confirmed the record's score.
+confirmed the record's score. A policy for unknown pieces (one_ply, preview, expect, mcts) plays
+``online.games`` seeded games instead: DIR/summary.json holds every game's score, pieces and end.
 """
 
 from __future__ import annotations
@@ -77,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     if not result.pieces:
         print("error: the policy placed no piece; nothing written", file=sys.stderr)
         return 1
+    if result.record is None and "games" in result.extra:
+        g = result.extra["games"]
+        write_json(out / "summary.json", {**result.summary(), "config": config.model_dump(mode="json")})
+        print(f"{len(g['scores'])} games (seeds {g['seeds'][0]}..{g['seeds'][-1]}, cap {g['cap']:,}): mean "
+              f"{g['mean']:,.0f}, std {g['std']:,.0f}, min {g['min']:,}, max {g['max']:,}, {g['capped']} capped, "
+              f"{result.pieces:,} pieces in {result.seconds:.1f} s; written to {out}/")
+        return 0
     write_solution(out, result, config)
     print(f"{result.score:,} points, {result.pieces:,} pieces ({result.end}; {result.stop}) in "
           f"{result.seconds:.1f} s; verified by the replayer; written to {out}/")

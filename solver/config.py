@@ -73,14 +73,41 @@ class BeamConfig(Strict):
         return v
 
 
+class OnlineConfig(Strict):
+    """``online``: the policies for unknown pieces (``one_ply``, ``preview``, ``expect``,
+    ``mcts``), which see the current piece and the preview only. They play ``games`` seeded games
+    (seeds ``seed``, ``seed`` + 1, ...; ``pieces`` is the cap per game) and score their mean."""
+
+    games: int = Field(1, ge=1, description="seeded games played; the score is their mean")
+    objective: Literal["sum", "last"] = Field(
+        "sum", description="preview, expect: a placement is worth its value plus the next ply's, or the next ply's alone")
+    keep: int = Field(0, ge=0, description="preview, expect: best first-ply placements searched deeper (0: all)")
+    reduce: Literal["mean", "min"] = Field(
+        "mean", description="expect: the seven unknown pieces' best values reduced by their mean or their minimum")
+
+
+class MCTSConfig(Strict):
+    """``mcts``: UCT over placements with chance nodes for the unknown pieces, rollouts by the
+    1-ply evaluator (see `solver/online/mcts.py`)."""
+
+    simulations: int = Field(200, ge=1, description="simulations per move (when ms is null)")
+    ms: float | None = Field(None, gt=0, description="milliseconds per move instead of a simulation count")
+    exploration: float = Field(0.5, ge=0, description="UCT constant c (rewards scaled to [0, 1])")
+    rollout: int = Field(10, ge=0, description="pieces per rollout, placed 1-ply")
+    value_weight: float = Field(1.0, description="weight of the evaluator value of the rollout's last placement in the reward")
+    death_penalty: float = Field(10000.0, ge=0, description="reward of a simulation in which the game ends")
+    use_preview: bool = Field(True, description="the root's chance node is the shown preview")
+
+
 EvaluatorSource = Union[str, dict]
 
 
 class SolverConfig(Strict):
     """A solver run: which policy plays which pieces with which evaluator."""
 
-    policy: Literal["greedy", "lookahead", "beam"] = Field("beam", description="the search policy")
-    rules: Literal["geek", "classic"] = Field("geek", description="rules preset")
+    policy: Literal["greedy", "lookahead", "beam", "one_ply", "preview", "expect", "mcts"] = Field(
+        "beam", description="the search policy (the last four: for unknown pieces)")
+    rules: Literal["geek", "classic", "course"] = Field("geek", description="rules preset")
     seed: int | None = Field(None, description="piece source seed (random-piece rules; default the preset's)")
     pieces: int | None = Field(
         None, ge=1,
@@ -93,6 +120,8 @@ class SolverConfig(Strict):
     greedy: GreedyConfig = Field(default_factory=GreedyConfig)
     lookahead: LookaheadConfig = Field(default_factory=LookaheadConfig)
     beam: BeamConfig = Field(default_factory=BeamConfig)
+    online: OnlineConfig = Field(default_factory=OnlineConfig)
+    mcts: MCTSConfig = Field(default_factory=MCTSConfig)
 
     @model_validator(mode="after")
     def _complete(self):

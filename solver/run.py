@@ -30,7 +30,12 @@ def default_pieces(rules: Rules) -> int:
 def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Progress | None = None,
           evaluator: Evaluator | None = None, record: bool = True) -> SolveResult:
     """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
-    project's replayer and checked against the result (`RecordMismatch` on any difference)."""
+    project's replayer and checked against the result (`RecordMismatch` on any difference).
+    Policies for unknown pieces play seeded games instead (`solver.online.solve_games`; no record)."""
+    if config.policy in ("one_ply", "preview", "expect", "mcts"):
+        from .online.solve import solve_games
+
+        return solve_games(config, threshold, progress, evaluator)
     rules = get_rules(config.rules)
     pieces = config.pieces or default_pieces(rules)
     if rules.piece_limit is not None:

@@ -1,0 +1,39 @@
+"""Classic-game tuning end to end: the shipped PSO and GA configs, shrunk to a few candidates on
+short capped games and a short rescore, run through experiments.run; best.yaml re-played gives
+its recorded (re-scored) fitness."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from experiments import run as run_cli
+from experiments.solve import load_solver_config
+from solver import solve
+
+ROOT = Path(__file__).resolve().parents[1]
+SHRINK = {
+    "pso": ["pso.particles=4", "pso.iterations=2"],
+    "ga": ["ga.population=4", "ga.generations=2", "ga.elitism=1", "ga.hall_of_fame=2"],
+}
+
+
+@pytest.mark.parametrize("algorithm", ["pso", "ga"])
+def test_classic_tuning_run(tmp_path, algorithm):
+    overrides = [*SHRINK[algorithm], "solver.pieces=250", "solver.online.games=2", "parallel.n_jobs=1",
+                 "rescore.top=2", "rescore.overrides.pieces=400", f"runs_dir={tmp_path}"]
+    config = run_cli.load_run_config(ROOT / "configs" / f"{algorithm}_classic.yaml", overrides)
+    run_dir, _ = run_cli.start(config, quiet=True)
+    with open(run_dir / "evaluations.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 8
+    best = load_solver_config(run_dir / "best.yaml")
+    # best.yaml carries the rescore's overrides: 2 games of 400 pieces
+    assert best.policy == "one_ply" and best.rules == "classic" and best.online.games == 2 and best.pieces == 400
+    tuned = {(r["generation"], r["index"]): float(r["fitness"]) for r in rows}
+    meta = best.meta
+    assert meta["tuned_fitness"] == tuned[(str(meta["generation"]), str(meta["index"]))]
+    result = solve(best)
+    assert result.score == round(meta["fitness"])
+    assert result.extra["games"]["seeds"] == [1, 2] and result.extra["games"]["cap"] == 400
+    assert len({r["fitness"] for r in rows}) > 1  # the weights matter

@@ -1,0 +1,127 @@
+"""Policies for unknown pieces: agreement with the known-sequence policies where they must agree,
+a plain-Python check of the 2-ply reduction, seeded games, and MCTS on a hand-drawn board."""
+
+import numpy as np
+import pytest
+
+from engine import CLASSIC, COURSE, GameState
+from engine.board import from_strings
+from evaluators import load_evaluator
+from solver import SolverConfig, solve
+from solver.online import play_games
+from solver.online.solve import make_policy
+
+
+def config(policy, rules="classic", **kw):
+    base = {"policy": policy, "rules": rules, "pieces": 400, "evaluator": "el_tetris", "seed": 3, "threads": 1}
+    base.update(kw)
+    return SolverConfig(**base)
+
+
+def test_one_ply_plays_exactly_as_greedy():
+    greedy = solve(config("greedy"), record=False)
+    online = solve(config("one_ply"))
+    assert online.extra["games"]["ends"] == ["capped"]
+    assert online.score == greedy.score > 0
+    assert online.clear_kinds == greedy.clear_kinds
+
+
+def test_preview_plays_as_two_deep_lookahead():
+    # the preview is the next piece of the sequence: a 2-deep lookahead searching every child with
+    # the summed objective makes the same decisions
+    look = solve(config("lookahead", lookahead={"depth": 2, "keep_fraction": 1.0, "objective": "sum"},
+                        pieces=150), record=False)
+    online = solve(config("preview", pieces=150))
+    assert online.score == look.score and online.clear_kinds == look.clear_kinds
+
+
+def python_worths(board, shape, t, evaluator, reduce):
+    """Each placement's 2-ply worth, computed with GameState and Evaluator.value, plain Python."""
+    rules = CLASSIC
+    seq = np.array([shape] + [0] * 3, np.int8)
+    g = GameState(rules, seq, board.copy(), piece=t - t, end=None)
+
+    def value(state, p, sh):
+        x, y, s = (int(v) for v in p)
+        locked = state.board.copy()
+        from engine.board import count_and_clear, place
+        place(locked, rules.cells[sh, s], x, y)
+        cleared = locked.copy()
+        _, f, _ = count_and_clear(cleared, rules.full_row)
+        v = evaluator.value(state.board, locked, cleared, rules.cells[sh, s], x, y, f, rules.scores[f], rules.width)
+        return v, cleared
+
+    out = []
+    for p in g.placements():
+        v1, child = value(g, p, shape)
+        bests = []
+        for s2 in range(7):
+            g2 = GameState(rules, np.array([s2, 0], np.int8), child, end=None)
+            bests.append(max(value(g2, q, s2)[0] for q in g2.placements()))
+        out.append(v1 + (min(bests) if reduce == "min" else sum(bests) / 7))
+    return g.placements(), np.array(out)
+
+
+@pytest.mark.parametrize("reduce", ["mean", "min"])
+def test_expect_picks_the_best_two_ply_worth(reduce):
+    board = from_strings(["......#.....", "#..#.##.##..", "##.######.##", "####.#######"], width=12, height=26)
+    ev = load_evaluator("el_tetris")
+    policy = make_policy(config("expect", online={"reduce": reduce}), ev)
+    for shape in range(7):
+        p = policy.choose(board, 0, shape)
+        placements, worths = python_worths(board, shape, 0, ev, reduce)
+        k = int(np.flatnonzero((placements == p).all(axis=1))[0])
+        assert worths[k] == pytest.approx(worths.max(), abs=1e-6)
+
+
+def test_seeded_games_are_reproducible_and_capped():
+    policy = make_policy(config("one_ply"))
+    a = play_games(policy, [5, 6], 300)
+    b = play_games(policy, [5, 6], 300)
+    assert list(a.scores) == list(b.scores) and a.capped == 2 and list(a.pieces) == [300, 300]
+    assert a.scores[0] != a.scores[1]  # different seeds, different pieces
+    r = solve(config("one_ply", pieces=300, seed=5, online={"games": 2}))
+    assert r.score == round(a.mean) and list(r.score_by_step) == list(a.scores)
+    assert r.extra["games"]["capped"] == 2 and r.pieces == 600
+
+
+def test_games_end_when_the_stack_tops_out():
+    # a weight set that builds towers (rewards height) tops out long before the cap
+    bad = {"features": {"max_height": 10, "holes": 5}}
+    r = solve(config("one_ply", evaluator=bad, pieces=5000))
+    g = r.extra["games"]
+    assert g["ends"] == ["spawn_blocked"] and g["pieces"][0] < 5000
+
+
+def test_mcts_takes_the_four_row_clear_and_is_reproducible():
+    rows = ["###########."] * 4
+    board = from_strings(rows, width=12, height=26)
+    policy = make_policy(config("mcts", mcts={"simulations": 300, "rollout": 3}))
+    policy.seed(1)
+    p = policy.choose(board, 0, 0, -1)  # an I
+    x, y, s = (int(v) for v in p)
+    cells = {(x + dx, y + dy) for dx, dy in CLASSIC.cells[0, s]}
+    assert cells == {(11, 22), (11, 23), (11, 24), (11, 25)}
+    g1 = play_games(policy, [2], 60)
+    g2 = play_games(policy, [2], 60)
+    assert list(g1.scores) == list(g2.scores) and g1.capped == 1
+
+
+def test_course_preview_survives():
+    r = solve(config("preview", rules="course", pieces=500))
+    assert r.extra["games"]["ends"] == ["capped"] and r.score >= 1000
+
+
+def test_mcts_time_budget():
+    import time
+
+    board = from_strings(["#.#########."] * 2, width=12, height=26)
+    policy = make_policy(config("mcts", mcts={"ms": 30, "rollout": 2}))
+    policy.seed(4)
+    policy.choose(board, 0, 3, 4)  # compile
+    start = time.perf_counter()
+    p = policy.choose(board, 0, 3, 4)
+    took = time.perf_counter() - start
+    assert took >= 0.030
+    legal = GameState(CLASSIC, np.array([3, 4], np.int8), board, end=None).placements()
+    assert (legal == p).all(axis=1).any()

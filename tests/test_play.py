@@ -1,0 +1,137 @@
+"""The protocol bot (python -m experiments.play) driven as a subprocess by a scripted judge.
+
+The judge keeps its own board with the plain-Python reading of the protocol (course_reference.py,
+which parses the piece matrices from ../shared/CLASSIC_RULES.md) and checks every answer: a legal
+drop (rotation 0/90/180/270, leftmost column, resting inside the board), the right cumulative score,
+``0 0`` with an unchanged score once the piece fits nowhere, and exit status 0 after X or E.
+Each line is sent only after the previous answer has been read, so a missing flush would hang the
+exchange (a watchdog kills the bot and the test fails).
+"""
+
+import random
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import course_reference as ref
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 120  # seconds for a whole game, interpreter start and kernel loading included
+
+
+class Judge:
+    def __init__(self, *overrides):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "experiments.play", "configs/play.yaml", *overrides], cwd=ROOT,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.timer = threading.Timer(TIMEOUT, self.proc.kill)
+        self.timer.start()
+        self.board = set()
+        self.score = 0
+        self.over = False
+        self.game_over_at = None
+        self.answers = 0
+
+    def send(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def read_answer(self):
+        move = self.proc.stdout.readline()
+        score = self.proc.stdout.readline()
+        assert move and score, "the bot stopped answering (killed by the watchdog, or exited)"
+        return move.split(), score.strip()
+
+    def check(self, letter):
+        """Read the answer for the held piece ``letter`` and check it against the judge's board."""
+        letter = "O" if letter == "0" else letter.upper()
+        (c, x), score = self.read_answer()
+        c, x, score = int(c), int(x), int(score)
+        self.answers += 1
+        if not self.over and not ref.any_fit(self.board, letter):
+            self.over = True
+            self.game_over_at = self.answers
+        if self.over:
+            assert (c, x, score) == (0, 0, self.score), f"answer {self.answers}: after game over"
+            return
+        assert c in (0, 90, 180, 270)
+        cells = ref.drop(self.board, letter, c, x)
+        assert cells is not None, f"answer {self.answers}: {letter} {c} {x} is not a legal drop"
+        self.board, lines = ref.lock(self.board, cells)
+        self.score += ref.SCORES[lines]
+        assert score == self.score, f"answer {self.answers}: score {score}, judge {self.score}"
+
+    def play(self, pieces, end):
+        """Deliver ``pieces`` (protocol letters) then ``end`` (X or E); returns (status, stderr)."""
+        self.send(pieces[0] + pieces[1])
+        self.check(pieces[0])
+        for i in range(2, len(pieces)):
+            self.send(pieces[i])
+            self.check(pieces[i - 1])
+        self.send(end)
+        self.check(pieces[-1])
+        status = self.proc.wait(timeout=TIMEOUT)
+        err = self.proc.stderr.read()
+        self.timer.cancel()
+        return status, err
+
+
+def letters(n, seed):
+    rng = random.Random(seed)
+    return [rng.choice("IOTSZJLiotszjl0") for _ in range(n)]
+
+
+def test_long_game_ends_with_x():
+    judge = Judge()
+    status, err = judge.play(letters(400, 1), "X")
+    assert status == 0, err
+    assert not judge.over and judge.answers == 400
+    assert judge.score >= 10 * 100  # 400 pieces fill 160 rows' worth of cells: most must have cleared
+    assert "game over" not in err
+
+
+def test_e_ending_with_o_written_as_zero():
+    judge = Judge("policy=one_ply")
+    status, err = judge.play(["0", "0", "O", "o", "0", "I", "I", "0"], "E")
+    assert status == 0, err
+    assert judge.answers == 8
+
+
+def test_game_over_before_the_end():
+    judge = Judge("policy=one_ply")
+    status, err = judge.play(["S"] * 120, "X")  # S pieces alone bury any board
+    assert status == 0, err
+    assert judge.game_over_at is not None and judge.game_over_at < 120
+    assert err.count("game over") == 1
+
+
+@pytest.mark.parametrize("text, fragment, answers", [
+    ("IO\nT\nQ\n", "line 3: 'Q': unknown piece 'Q'", 2),
+    ("I\n", "line 1: 'I': expected two characters", 0),
+    ("IO\nTS\n", "line 2: 'TS': expected one character", 1),
+    ("IO\nT\n", "line 3: input ended before X or E", 2),
+])
+def test_malformed_input(text, fragment, answers):
+    proc = subprocess.run([sys.executable, "-m", "experiments.play"], cwd=ROOT, input=text, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert proc.returncode == 2
+    assert fragment in proc.stderr
+    assert len(proc.stdout.splitlines()) == 2 * answers  # every answer before the bad line was given
+
+
+def test_help_shows_the_rotation_table():
+    out = subprocess.run([sys.executable, "-m", "experiments.play", "--help"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=TIMEOUT).stdout
+    assert "rotation table" in out and "180" in out and "270" in out
+    assert "####" in out  # the horizontal I
+
+
+def test_bad_config_exits_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policy: beam\nrules: course\npieces: 10\n")
+    proc = subprocess.run([sys.executable, "-m", "experiments.play", str(bad)], cwd=ROOT, input="IO\nX\n",
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 2 and "policy" in proc.stderr
