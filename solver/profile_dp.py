@@ -145,12 +145,9 @@ def drop(h, out, moves, low, high, shape, m, window, cap, floor, width):
     below its ``floor``."""
     x0 = moves[shape, m, 2]
     w = moves[shape, m, 3]
-    cy = 1 << 20
-    for j in range(w):
-        c = window - 1 - h[x0 + j] - low[shape, m, j]
-        if c < cy:
-            cy = c
-    for j in range(w):
+    # resting without a hole: every column of the piece lands on the surface, at the same centre row
+    cy = window - 1 - h[x0] - low[shape, m, 0]
+    for j in range(1, w):
         if window - 1 - h[x0 + j] - low[shape, m, j] != cy:
             return -1, 0, 0
     for i in range(width):
@@ -236,11 +233,15 @@ def merge_and_select(out_profile, out_score, total, nm, K, width, use_surface, w
     """Merge equal children (the higher score wins; equal scores: the first slot), then keep the
     best ``K`` by key (ties: the smaller profile). Writes the kept states, in slot order, to
     ``sel_*`` (links: ``parent << 6 | move``); returns (kept, distinct children, best score)."""
+    valid = 0
+    for slot in range(total):
+        if out_profile[slot] >= 0:
+            valid += 1
     size = 1
-    while size < 2 * total:
+    while size < 2 * valid:
         size <<= 1
     mask = np.uint64(size - 1)
-    uniq = np.empty(total, np.int64)
+    uniq = np.empty(valid, np.int64)
     u = 0
     for slot in range(total):
         p = out_profile[slot]
