@@ -75,8 +75,8 @@ class BeamConfig(Strict):
 
 class ProfileDPConfig(Strict):
     """``profile_dp``: dynamic programming over hole-free surfaces of the top ``window`` rows (the
-    ≈1.2 M GPU design). The rows below are a base, built first greedily by the evaluator without
-    clears; then one layer per piece: every state (a column-height profile) is expanded with each
+    ≈1.2 M GPU design). The rows below are a base, built first by the evaluator (its greedy path,
+    backtracking where that gets stuck) without clears; then one layer per piece: every state (a column-height profile) is expanded with each
     placement that keeps the surface hole-free, equal profiles keep the higher score, and the best
     ``states`` by ``key`` are kept. The top 3 rows are kept empty so every placement has a route."""
 
