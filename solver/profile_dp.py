@@ -44,7 +44,7 @@ import numpy as np
 from numba import njit, prange
 
 from engine.board import place, popcount
-from engine.movegen import placements_into, scratch_arrays
+from engine.movegen import placements_into
 from engine.play import spawn_state
 from evaluators.kernel import parent_values
 
