@@ -99,13 +99,32 @@ class MCTSConfig(Strict):
     use_preview: bool = Field(True, description="the root's chance node is the shown preview")
 
 
+class ProfileDPConfig(Strict):
+    """``profile_dp``: dynamic programming over hole-free surfaces of the top ``window`` rows (the
+    ≈1.2 M GPU design). The rows below are a base, built first by the evaluator (its greedy path,
+    backtracking where that gets stuck) without clears; then one layer per piece: every state (a column-height profile) is expanded with each
+    placement that keeps the surface hole-free, equal profiles keep the higher score, and the best
+    ``states`` by ``key`` are kept. The top 3 rows are kept empty so every placement has a route."""
+
+    window: int = Field(10, ge=5, le=20, description="rows of the profile window; the rows below it are the base")
+    base_cap: int = Field(1, ge=0, description="most rows the base builder may stack into the window")
+    states: int = Field(10000, ge=1, le=2**26, description="K: states kept per layer")
+    key: Literal["score", "score_surface"] = Field(
+        "score_surface", description="keep states by score, or by score + cells_weight x window cells + bumpiness_weight x bumpiness")
+    cells_weight: float = Field(20.0, description="score_surface: points per cell in the window")
+    bumpiness_weight: float = Field(-5.0, description="score_surface: points per unit of sum |h[i] - h[i+1]| (column heights)")
+    links: Literal["auto", "memory", "disk"] = Field(
+        "auto", description="where parent links are kept: memory, a temporary file, or auto (disk above links_memory_mb)")
+    links_memory_mb: int = Field(1024, ge=0, description="auto: the most link memory before links go to disk")
+
+
 EvaluatorSource = Union[str, dict]
 
 
 class SolverConfig(Strict):
     """A solver run: which policy plays which pieces with which evaluator."""
 
-    policy: Literal["greedy", "lookahead", "beam", "one_ply", "preview", "expect", "mcts"] = Field(
+    policy: Literal["greedy", "lookahead", "beam", "profile_dp", "one_ply", "preview", "expect", "mcts"] = Field(
         "beam", description="the search policy (the last four: for unknown pieces)")
     rules: Literal["geek", "classic", "course"] = Field("geek", description="rules preset")
     seed: int | None = Field(None, description="piece source seed (random-piece rules; default the preset's)")
@@ -114,7 +133,7 @@ class SolverConfig(Strict):
         description="pieces to play (default: all that can score; the Geek game's 10,000th piece never scores)")
     evaluator: EvaluatorSource = Field(
         "chys_quality",
-        description="evaluator: a preset name, a YAML path, or an inline mapping (for beam: its quality)")
+        description="evaluator: a preset name, a YAML path, or an inline mapping (for beam: its quality; for profile_dp: the base builder)")
     threads: int | None = Field(None, ge=1, description="numba threads (default: all cores)")
     meta: dict | None = Field(None, description="free-form notes (e.g. where a tuned config came from); ignored by the solver")
     greedy: GreedyConfig = Field(default_factory=GreedyConfig)
@@ -122,6 +141,7 @@ class SolverConfig(Strict):
     beam: BeamConfig = Field(default_factory=BeamConfig)
     online: OnlineConfig = Field(default_factory=OnlineConfig)
     mcts: MCTSConfig = Field(default_factory=MCTSConfig)
+    profile_dp: ProfileDPConfig = Field(default_factory=ProfileDPConfig)
 
     @model_validator(mode="after")
     def _complete(self):

@@ -13,11 +13,12 @@ from .beam import Beam
 from .config import SolverConfig
 from .greedy import Greedy
 from .lookahead import Lookahead
+from .profile_dp import ProfileDP
 from .record import attach_record
 from .result import SolveResult
 from .threshold import Threshold
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Greedy, Lookahead, Beam)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Greedy, Lookahead, Beam, ProfileDP)}
 
 
 def default_pieces(rules: Rules) -> int:
