@@ -1,8 +1,8 @@
 """Policies that play the known piece sequence with an evaluator and write the contest record.
 
 One module per policy behind the `Policy` base (`solver/_base.py`): `greedy`, `lookahead`,
-`beam`, `backsearch`. `solve` resolves a `SolverConfig`, runs its policy, and attaches the record checked by the
-project's replayer.
+`beam`, `backsearch`. `solve` resolves a `SolverConfig`, runs its policy, and attaches the record
+checked by the project's replayer.
 """
 
 from ._base import Policy, Progress
@@ -17,7 +17,8 @@ from .run import POLICIES, default_pieces, solve
 from .threshold import Threshold
 
 __all__ = [
-    "Backsearch", "BacksearchConfig", "Beam", "BeamConfig", "Greedy", "GreedyConfig", "Lookahead", "LookaheadConfig", "POLICIES", "Policy",
+    "Backsearch", "BacksearchConfig", "Beam", "BeamConfig", "Greedy", "GreedyConfig", "Lookahead", "LookaheadConfig",
+    "POLICIES", "Policy",
     "Progress", "RecordMismatch", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
     "solve",
 ]

@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from engine.batch import capacity
+from engine.board import popcount
 from engine.movegen import scratch_arrays
 from engine.play import spawn_blocked, spawn_state
 from evaluators import load_evaluator
@@ -60,20 +61,15 @@ def _base_complete(board, base_rows, width):
     """Whether each of the bottom ``base_rows`` rows holds exactly ``width - 1`` cells."""
     height = board.shape[0]
     for y in range(height - base_rows, height):
-        r = np.int64(board[y])
-        n = 0
-        while r:
-            r &= r - 1
-            n += 1
-        if n != width - 1:
+        if popcount(np.int64(board[y])) != width - 1:
             return False
     return True
 
 
 @njit(cache=True)
 def backsearch_run(sequence, budget, n_total, hist, R, pspec, ptie, sspec, stie, p_depth, p_keep, s_depth,
-                   s_keep, last_only, base_rows, base_max, base_cell_value, backup, max_backups, reach, threshold, st, places, by_step, modes,
-                   made, cap):
+                   s_keep, last_only, base_rows, base_max, base_cell_value, backup, max_backups, reach, threshold,
+                   st, places, by_step, modes, made, cap):
     """Advance the game in ``st`` (see the slot names) by at most ``budget`` placements, back-ups
     included. ``hist[t]`` is the board before piece t of the current path, ``places``/``by_step``/
     ``modes`` its placements, scores and modes; ``made[mode]`` counts every placement made
@@ -204,8 +200,9 @@ class Backsearch(Policy):
             stop = backsearch_run(
                 self.sequence, budget, n, hist, rules.kernel, self.points.spec, TIE_BREAKS[self.points.tie_break],
                 self.survival.spec, TIE_BREAKS[self.survival.tie_break], cfg.depth, cfg.keep_fraction,
-                cfg.survival_depth, cfg.survival_keep_fraction, cfg.objective == "last", base_rows, cfg.base_max_pieces, cfg.base_cell_value, cfg.backup,
-                cfg.max_backups, reach, threshold, st, places, by_step, modes, made, capacity(rules))
+                cfg.survival_depth, cfg.survival_keep_fraction, cfg.objective == "last", base_rows,
+                cfg.base_max_pieces, cfg.base_cell_value, cfg.backup, cfg.max_backups, reach, threshold, st, places,
+                by_step, modes, made, capacity(rules))
             if progress:
                 progress(int(st[T]), n, int(st[SCORE]))
         done = int(st[T])
@@ -217,7 +214,7 @@ class Backsearch(Policy):
                     break
         scores, kinds = path_scores(places[:done], self.sequence, rules.kernel)
         if done and scores[-1] != st[SCORE]:
-            raise AssertionError("backsearch: the path's score disagrees with the kernel's")
+            raise RuntimeError(f"backsearch: the path scores {scores[-1]:,}, the kernel counted {st[SCORE]:,}")
         result = path_result(st[SCORE], done, stop, kinds, places, by_step, threshold, int(st[NODES]))
         counts = np.bincount(modes[:done], minlength=3)
         result.extra["backsearch"] = {
