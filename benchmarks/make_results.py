@@ -2,6 +2,7 @@
 
     python benchmarks/make_results.py [NAME ...]     # default: all except beam-w9041 and profile-dp-k100000
     python benchmarks/make_results.py --table        # the README's score table from results/
+    python benchmarks/make_results.py --backsearch   # only the backsearch depth table (≈ 3 min)
 
 Each entry runs ``python -m experiments.solve`` with the listed config and overrides into
 ``results/<name>/``. The README's score table quotes ``summary.json``'s score and seconds.
@@ -27,6 +28,17 @@ for ev in ("pierre_dellacherie", "el_tetris", "lecture_v1", "lecture_v2"):
     RUNS[f"lookahead2-{ev}"] = ("configs/solver.yaml", ["policy=lookahead", f"evaluator={ev}",
                                                         "lookahead.depth=2", "lookahead.keep_fraction=0.25"])
 
+BACKSEARCH_DEPTHS = (2, 3, 4, 5, 6)
+for depth in BACKSEARCH_DEPTHS:
+    RUNS[f"backsearch-d{depth}"] = ("configs/backsearch.yaml", [f"backsearch.depth={depth}"])
+
+
+def _name(source) -> str:
+    """An evaluator as the table shows it: its preset or file name, or the inline mapping's name."""
+    if isinstance(source, dict):
+        return source.get("name", "inline")
+    return Path(source).stem if source.endswith((".yaml", ".yml")) else source
+
 
 def table() -> str:
     """The README's score table rows, from results/*/summary.json."""
@@ -47,7 +59,13 @@ def table() -> str:
             policy = f"profile DP K = {dp['states']:,}, window {dp['window']}"
         elif policy == "lookahead":
             policy += f" depth {cfg['lookahead']['depth']}, keep {cfg['lookahead']['keep_fraction']}"
+        elif policy == "backsearch":
+            b = cfg["backsearch"]
+            policy += f" depth {b['depth']}, keep {b['keep_fraction']}, base {b['base_rows']}, back-up {b['backup']}"
         evaluator = cfg["evaluator"] if isinstance(cfg["evaluator"], str) else "inline"
+        if cfg["policy"] == "backsearch":
+            points = cfg["backsearch"]["points_evaluator"] or cfg["evaluator"]
+            evaluator = f"{_name(points)} / {_name(cfg['backsearch']['survival_evaluator'])}"
         rows.append(f"| [{name}](results/{name}/) | {policy} | {evaluator} | {s['score']:,} | {s['pieces']:,} | "
                     f"{s['seconds']:,.1f} s | {s['pieces'] / s['seconds']:,.0f} |")
     return "\n".join(rows)
@@ -58,6 +76,8 @@ def main(names: list[str]) -> int:
         print(table())
         return 0
     names = names or [n for n in RUNS if n not in ("beam-w9041", "profile-dp-k100000")]
+    if names == ["--backsearch"]:
+        names = [f"backsearch-d{depth}" for depth in BACKSEARCH_DEPTHS]
     for name in names:
         config, overrides = RUNS[name]
         cmd = [sys.executable, "-m", "experiments.solve", config, *overrides, "--out", f"results/{name}", "--quiet"]

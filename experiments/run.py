@@ -31,7 +31,7 @@ from solver import SolverConfig
 
 from ._io import write_yaml
 from .config import ConfigError, apply_overrides, load_yaml, resolve_relative
-from .solve import load_solver_config
+from .solve import BACKSEARCH_EVALUATORS, load_solver_config
 
 
 def _problem(e: ValidationError, prefix: str = "") -> tuple[str, str]:
@@ -76,6 +76,17 @@ def _solver_dict(config: SolverConfig, origin: str, key: str, base_dir: Path) ->
         data["evaluator"] = load_evaluator(source).to_dict()
     except EvaluatorError as e:
         raise ConfigError(f"{origin}: {key}.evaluator: {e}") from None
+    section = data.get("backsearch") if data.get("policy") == "backsearch" else {}
+    for name in BACKSEARCH_EVALUATORS:  # inline too, so that their weights can be tuned
+        source = section.get(name)
+        if source is None:
+            continue
+        if isinstance(source, str):
+            source = resolve_relative(source, base_dir)
+        try:
+            section[name] = load_evaluator(source).to_dict()
+        except EvaluatorError as e:
+            raise ConfigError(f"{origin}: {key}.backsearch.{name}: {e}") from None
     return data
 
 

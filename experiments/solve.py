@@ -32,7 +32,32 @@ def load_solver_config(path: str | Path, overrides: list[str] = ()) -> SolverCon
     data = apply_overrides(load_yaml(path), list(overrides))
     if "evaluator" in data:
         data["evaluator"] = resolve_relative(data["evaluator"], path.parent)
+    section = data.get("backsearch")
+    if isinstance(section, dict):
+        for key in BACKSEARCH_EVALUATORS:
+            if key in section:
+                section[key] = resolve_relative(section[key], path.parent)
     return validate(SolverConfig, data, str(path))
+
+
+#: the evaluator keys of the ``backsearch`` section (presets, files or inline mappings)
+BACKSEARCH_EVALUATORS = ("points_evaluator", "survival_evaluator")
+
+
+def check_evaluators(config: SolverConfig, origin: str) -> None:
+    """Load the policy's extra evaluators once, so that a bad one is a one-line `ConfigError`
+    naming its key rather than an error in the middle of the search."""
+    from evaluators import load_evaluator
+
+    if config.policy == "backsearch":
+        for key in BACKSEARCH_EVALUATORS:
+            source = getattr(config.backsearch, key)
+            if source is None:
+                continue
+            try:
+                load_evaluator(source)
+            except EvaluatorError as e:
+                raise ConfigError(f"{origin}: backsearch.{key}: {e}") from None
 
 
 def write_solution(out: Path, result, config: SolverConfig) -> None:
@@ -57,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         from evaluators import load_evaluator
 
         evaluator = load_evaluator(config.evaluator)
+        check_evaluators(config, args.config)
     except (ConfigError, EvaluatorError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

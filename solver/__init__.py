@@ -1,13 +1,14 @@
 """Policies that play the known piece sequence with an evaluator and write the contest record.
 
 One module per policy behind the `Policy` base (`solver/_base.py`): `greedy`, `lookahead`,
-`beam`, `profile_dp`. `solve` resolves a `SolverConfig`, runs its policy, and attaches the record checked by the
-project's replayer.
+`beam`, `profile_dp`, `backsearch`. `solve` resolves a `SolverConfig`, runs its policy, and
+attaches the record checked by the project's replayer.
 """
 
 from ._base import Policy, Progress
+from .backsearch import Backsearch
 from .beam import Beam
-from .config import BeamConfig, GreedyConfig, LookaheadConfig, ProfileDPConfig, SolverConfig
+from .config import BacksearchConfig, BeamConfig, GreedyConfig, LookaheadConfig, ProfileDPConfig, SolverConfig
 from .greedy import Greedy
 from .lookahead import Lookahead
 from .profile_dp import ProfileDP
@@ -17,7 +18,8 @@ from .run import POLICIES, default_pieces, solve
 from .threshold import Threshold
 
 __all__ = [
-    "Beam", "BeamConfig", "Greedy", "GreedyConfig", "Lookahead", "LookaheadConfig", "POLICIES", "Policy", "ProfileDP", "ProfileDPConfig",
+    "Backsearch", "BacksearchConfig", "Beam", "BeamConfig", "Greedy", "GreedyConfig", "Lookahead", "LookaheadConfig",
+    "POLICIES", "Policy", "ProfileDP", "ProfileDPConfig",
     "Progress", "RecordMismatch", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
     "solve",
 ]

@@ -121,10 +121,44 @@ class ProfileDPConfig(Strict):
 EvaluatorSource = Union[str, dict]
 
 
+class BacksearchConfig(Strict):
+    """``backsearch``: the 881,026 Go solver's approach. Optionally a base first: the bottom
+    ``base_rows`` rows are stacked by the survival lookahead so that each holds exactly one empty
+    cell (none of them cleared meanwhile). Then pieces are chosen by the points-first lookahead; when its
+    search finds that every path dies (the point of death), the last ``backup`` pieces are undone
+    and replayed by the survival-first lookahead up to the point of death, after which points-first
+    play resumes. Each lookahead is the `lookahead` policy's search (depth, kept fraction,
+    objective)."""
+
+    points_evaluator: EvaluatorSource | None = Field(
+        "backsearch_points",
+        description="points-first evaluator: a preset name, a YAML path, or an inline mapping (null: the top-level evaluator)")
+    survival_evaluator: EvaluatorSource = Field(
+        "pierre_dellacherie", description="survival-first evaluator (base building and replays after a death)")
+    base_rows: int = Field(6, ge=0, description="rows of the base, each left with one empty cell (0: no base)")
+    base_max_pieces: int = Field(60, ge=0, description="the base is given up if not done after this many pieces")
+    base_cell_value: float = Field(
+        100.0, description="while building the base: added to the survival value per occupied cell in the base rows")
+    depth: int = Field(6, ge=1, le=8, description="points-first lookahead: pieces searched ahead, the current one included")
+    keep_fraction: float = Field(0.1, gt=0, le=1, description="points-first lookahead: share of children searched further at each depth")
+    survival_depth: int = Field(3, ge=1, le=8, description="survival-first lookahead depth (base building and replays)")
+    survival_keep_fraction: float = Field(0.25, gt=0, le=1, description="survival-first lookahead: share of children searched further")
+    objective: Literal["sum", "last"] = Field("sum", description="a path's worth in both lookaheads: sum of values, or the last value")
+    backup: int = Field(20, ge=0, description="pieces undone at a death before the survival-first replay")
+    max_backups: int = Field(4, ge=0, description="back-ups after the first, each backup pieces further back, when a replay dies too (per point of death)")
+
+    @field_validator("points_evaluator", "survival_evaluator")
+    @classmethod
+    def _named(cls, v):
+        if isinstance(v, str) and not v.strip():
+            raise ValueError("must name a preset or a file")
+        return v
+
+
 class SolverConfig(Strict):
     """A solver run: which policy plays which pieces with which evaluator."""
 
-    policy: Literal["greedy", "lookahead", "beam", "profile_dp", "one_ply", "preview", "expect", "mcts"] = Field(
+    policy: Literal["greedy", "lookahead", "beam", "profile_dp", "backsearch", "one_ply", "preview", "expect", "mcts"] = Field(
         "beam", description="the search policy (the last four: for unknown pieces)")
     rules: Literal["geek", "classic", "course"] = Field("geek", description="rules preset")
     seed: int | None = Field(None, description="piece source seed (random-piece rules; default the preset's)")
@@ -142,6 +176,7 @@ class SolverConfig(Strict):
     online: OnlineConfig = Field(default_factory=OnlineConfig)
     mcts: MCTSConfig = Field(default_factory=MCTSConfig)
     profile_dp: ProfileDPConfig = Field(default_factory=ProfileDPConfig)
+    backsearch: BacksearchConfig = Field(default_factory=BacksearchConfig)
 
     @model_validator(mode="after")
     def _complete(self):

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from engine.batch import capacity
+from engine.board import popcount
 from engine.movegen import placements_into, scratch_arrays
 from engine.play import lock_and_score, spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
@@ -25,10 +26,39 @@ DEAD = 1e12
 
 
 @njit(cache=True)
+def base_allowed(locked, base_rows, width):
+    """Whether a lock (``locked``: the board with the piece placed, before any clear) may be part of
+    a base of the bottom ``base_rows`` rows, built from the floor up so that each of those rows can
+    still end with exactly one empty cell: none of them is full, none holds more than one hole (an
+    empty cell with an occupied cell above it), and a row holds ``width - 1`` cells only if every
+    base row below it does. Rows above the base may be filled (and cleared)."""
+    height = locked.shape[0]
+    full = (1 << width) - 1
+    above = 0
+    for y in range(height - base_rows):
+        above |= np.int64(locked[y])
+    covered = np.zeros(base_rows, np.int64)  # the occupied columns above each base row
+    for i in range(base_rows):
+        covered[i] = above
+        above |= np.int64(locked[height - base_rows + i])
+    below_done = True
+    for i in range(base_rows - 1, -1, -1):
+        r = np.int64(locked[height - base_rows + i])
+        n = popcount(r)
+        if r == full or popcount(full & ~r & covered[i]) > 1 or (n == width - 1 and not below_done):
+            return False
+        below_done = below_done and n == width - 1
+    return True
+
+
+@njit(cache=True)
 def _expand(level, boards, t, sequence, R, spec, tie_break, keep_fraction, found, values, ranks, order, nkept,
-            pvals, locked, cleared, sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers):
+            pvals, locked, cleared, sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers, base_rows=0,
+            base_cell_value=0.0):
     """Children of ``boards[level]`` for piece ``t``: placements into ``found[level]``, values into
-    ``values[level]``, and the kept ones, best first, into ``order[level, :nkept[level]]``."""
+    ``values[level]``, and the kept ones, best first, into ``order[level, :nkept[level]]``. With
+    ``base_rows`` > 0 (base building) only children that `base_allowed` lets through count, and each
+    is worth ``base_cell_value`` more per occupied cell in the bottom ``base_rows`` rows."""
     cells = R[0]
     width = R[3]
     shape = sequence[t]
@@ -46,6 +76,11 @@ def _expand(level, boards, t, sequence, R, spec, tie_break, keep_fraction, found
         ok, v = value_child(board, pvals, cells[shape, s], x, y, R, spec, locked, cleared)
         if not ok:
             continue
+        if base_rows > 0:
+            if not base_allowed(locked, base_rows, width):
+                continue
+            for yb in range(locked.shape[0] - base_rows, locked.shape[0]):
+                v += base_cell_value * popcount(np.int64(locked[yb]))
         values[level, alive] = v
         ranks[level, alive] = priority(tie_break, x, s, R[5], ss)
         order[level, alive] = k
@@ -88,16 +123,18 @@ def _expand(level, boards, t, sequence, R, spec, tie_break, keep_fraction, found
 @njit(cache=True)
 def lookahead_choice(board, t, n_total, sequence, R, spec, tie_break, depth, keep_fraction, last_only,
                      found, values, ranks, order, nkept, pos, acc, boards, pvals, locked, cleared,
-                     sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers):
-    """The best first placement (x, y, s) for piece ``t`` and the number of nodes searched;
-    x = -1 when no placement survives."""
+                     sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers, base_rows=0, base_cell_value=0.0):
+    """The best first placement (x, y, s) for piece ``t``, the number of nodes searched and the
+    best path's worth (below -`DEAD` / 2 when every searched path dies within the depth);
+    x = -1 when no placement survives. ``base_rows``: see `_expand`."""
     depth = min(depth, n_total - t)
     boards[0] = board
     _expand(0, boards, t, sequence, R, spec, tie_break, keep_fraction, found, values, ranks, order, nkept,
-            pvals, locked, cleared, sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers)
+            pvals, locked, cleared, sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers, base_rows,
+            base_cell_value)
     nodes = nkept[0]
     if nkept[0] == 0:
-        return -1, 0, 0, nodes
+        return -1, 0, 0, nodes, -np.inf
     best_worth = -np.inf
     best_first = 0
     first = 0
@@ -126,7 +163,7 @@ def lookahead_choice(board, t, n_total, sequence, R, spec, tie_break, depth, kee
                        found[level, k, 1], t + level + 1, R)
         _expand(level + 1, boards, t + level + 1, sequence, R, spec, tie_break, keep_fraction, found, values,
                 ranks, order, nkept, pvals, locked, cleared, sc_fit, sc_free, sc_visited, sc_front, sc_nxt,
-                sc_layers)
+                sc_layers, base_rows, base_cell_value)
         nodes += nkept[level + 1]
         if nkept[level + 1] == 0:
             if worth - DEAD > best_worth:
@@ -136,7 +173,7 @@ def lookahead_choice(board, t, n_total, sequence, R, spec, tie_break, depth, kee
         pos[level + 1] = 0
         level += 1
     k = order[0, best_first]
-    return found[0, k, 0], found[0, k, 1], found[0, k, 2], nodes
+    return found[0, k, 0], found[0, k, 1], found[0, k, 2], nodes, best_worth
 
 
 @njit(cache=True)
@@ -162,7 +199,7 @@ def lookahead_run(sequence, t0, t1, n_total, board, R, spec, tie_break, depth, k
         shape = sequence[t]
         if spawn_blocked(board, R[0][shape, spawn_state(t, R)], R):
             return t, score, 2, nodes
-        x, y, s, searched = lookahead_choice(
+        x, y, s, searched, _ = lookahead_choice(
             board, t, n_total, sequence, R, spec, tie_break, depth, keep_fraction, last_only, found, values,
             ranks, order, nkept, pos, acc, boards, pvals, locked, cleared, sc_fit, sc_free, sc_visited,
             sc_front, sc_nxt, sc_layers)

@@ -9,6 +9,7 @@ from engine import Rules, get_rules
 from evaluators import Evaluator, load_evaluator
 
 from ._base import Policy, Progress
+from .backsearch import Backsearch
 from .beam import Beam
 from .config import SolverConfig
 from .greedy import Greedy
@@ -18,7 +19,7 @@ from .record import attach_record
 from .result import SolveResult
 from .threshold import Threshold
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Greedy, Lookahead, Beam, ProfileDP)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Greedy, Lookahead, Beam, ProfileDP, Backsearch)}
 
 
 def default_pieces(rules: Rules) -> int:

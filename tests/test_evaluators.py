@@ -42,7 +42,7 @@ def lock(parent, cells, x, y):
 def test_presets_load():
     names = E.preset_names()
     assert names == sorted([
-        "chys_quality", "el_tetris", "lecture_v1", "lecture_v2", "lecture_v2_aggressive",
+        "backsearch_points", "chys_quality", "el_tetris", "lecture_v1", "lecture_v2", "lecture_v2_aggressive",
         "lecture_v2_balanced", "lecture_v2_conservative", "pierre_dellacherie",
     ])
     for name in names:

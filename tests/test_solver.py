@@ -97,7 +97,7 @@ def test_solve_cli_writes_verified_files(tmp_path):
 @pytest.mark.parametrize("text, override, message", [
     ("policy: beam\nbeam:\n  widht: 3\n", [], "beam.widht: unknown key"),
     ("policy: beam\n", ["beam.width=0"], "beam.width: Input should be greater than or equal to 1"),
-    ("policy: sideways\n", [], "policy: Input should be 'greedy', 'lookahead', 'beam', 'profile_dp', 'one_ply', 'preview', 'expect' or 'mcts'"),
+    ("policy: sideways\n", [], "policy: Input should be 'greedy', 'lookahead', 'beam', 'profile_dp', 'backsearch', 'one_ply', 'preview', 'expect' or 'mcts'"),
     ("policy: greedy\nevaluator: nope.yaml\n", [], "nope.yaml"),
     ("policy: [\n", [], "invalid YAML"),
 ])

@@ -1,0 +1,152 @@
+"""The base + back-search policy: base rows, death handling, mode counts, threshold stop, config errors."""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine import GEEK, final_board, replay
+from solver import SolverConfig, Threshold, solve
+from solver.lookahead import base_allowed
+
+#: a points evaluator that wants the stack tall: it dies within a few dozen pieces
+TOWER = {"name": "tower", "features": {"max_height": 10, "holes": -1}}
+
+
+def config(**backsearch):
+    section = {"points_evaluator": TOWER, "survival_evaluator": "pierre_dellacherie", "base_rows": 0,
+               "depth": 2, "keep_fraction": 0.3, "survival_depth": 1, "survival_keep_fraction": 1.0,
+               "backup": 12, "max_backups": 0}
+    section.update(backsearch)
+    return SolverConfig(policy="backsearch", pieces=150, backsearch=section)
+
+
+def test_death_backs_up_and_replays_survival_first():
+    r = solve(config())
+    info = r.extra["backsearch"]
+    modes = info["mode_by_step"]
+    assert r.stop == "done" and r.pieces == 150 and len(modes) == 150
+    assert info["backups"] >= 1
+    # without further back-ups, each back-up undoes exactly `backup` pieces
+    assert info["pieces_undone"] == 12 * info["backups"]
+    # the counts are those of the path, letter by letter
+    assert info["modes"] == {"base": modes.count("b"), "points": modes.count("p"), "survival": modes.count("s")}
+    assert info["modes"]["base"] == 0 and info["modes"]["survival"] >= 13
+    # every placement of the path was made once, undone placements on top
+    made = info["placements_made"]
+    assert sum(made.values()) == r.pieces + info["pieces_undone"]
+    assert made["points"] >= info["modes"]["points"] and made["survival"] >= info["modes"]["survival"]
+    # a replay covers the backup pieces and the point of death: survival runs of at least 13 pieces
+    assert min(len(run) for run in re.findall("s+", modes)) >= 13
+    # the points-first tower alone tops out: the survival replays are what kept it alive
+    verdict = replay(r.record)
+    assert (verdict.score, verdict.bricks, verdict.end) == (r.score, 150, "record_end")
+    assert list(r.score_by_step) == list(verdict.score_by_piece[1:])
+    assert solve(config()).record == r.record  # deterministic
+
+
+def test_without_backsearch_the_tower_dies():
+    tower = solve(SolverConfig(policy="lookahead", pieces=150, evaluator=TOWER,
+                               lookahead={"depth": 2, "keep_fraction": 0.3}))
+    assert tower.pieces < 150 and tower.stop in ("stuck", "spawn_blocked")
+
+
+@pytest.mark.parametrize("max_backups", [0, 2])
+def test_further_backups_when_the_replay_dies_too(max_backups):
+    # the survival evaluator is the same tower: its replay dies too and backs up further
+    r = solve(config(survival_evaluator=TOWER, max_backups=max_backups, backup=3))
+    info = r.extra["backsearch"]
+    assert r.stop in ("stuck", "spawn_blocked") and r.pieces < 150
+    # the last death alone: a back-up of 3 pieces, then max_backups more of at least 3 each (each
+    # from 3 pieces before the replay's start), and survival play to the end
+    assert info["backups"] >= 1 + max_backups and info["pieces_undone"] >= 3 * (1 + max_backups)
+    assert info["mode_by_step"].endswith("s")  # the game ended in survival play
+    assert replay(r.record).score == r.score
+
+
+def test_base_rows_each_keep_exactly_one_gap():
+    r = solve(SolverConfig(policy="backsearch", pieces=80, evaluator="backsearch_points",
+                           backsearch={"base_rows": 4, "depth": 2, "survival_depth": 2}))
+    info = r.extra["backsearch"]
+    end = info["base_end"]
+    assert 0 < end == info["modes"]["base"] and info["mode_by_step"][:end] == "b" * end
+    board = final_board(r.record, GEEK, end)
+    assert [bin(int(row)).count("1") for row in board[-4:]] == [9, 9, 9, 9]
+    assert replay(r.record).score == r.score
+
+
+def test_base_allowed_rules():
+    board = np.zeros(20, np.uint16)
+    board[19] = 0b0000000110  # an S on the floor: one hole in the bottom row
+    board[18] = 0b0000000011
+    assert base_allowed(board, 4, 10)
+    board[19] = 0b0000000100  # two holes under row 18
+    assert not base_allowed(board, 4, 10)
+    assert base_allowed(board, 1, 10) is False and base_allowed(board, 0, 10)  # only base rows count
+    board[19] = 0b1111101111  # one gap, covered: done
+    board[18] = 0b1111111011
+    assert base_allowed(board, 2, 10)
+    board[19] = 0b1111100111  # a row of nine cells above a row of eight: built out of order
+    board[18] = 0b1111110111  # (one hole below it, at column 4; column 3 still open)
+    assert not base_allowed(board, 2, 10) and base_allowed(board, 1, 10)
+    board[:] = 0
+    board[19] = 0b1111111111  # a full base row would clear
+    assert not base_allowed(board, 1, 10)
+    board[19], board[18] = 0b1111111110, 0b1111111111  # rows above the base may clear
+    assert base_allowed(board, 1, 10) and not base_allowed(board, 2, 10)
+
+
+def test_threshold_stops_at_the_right_piece():
+    cfg = config()
+    free = solve(cfg, record=False)
+    curve = free.best_by_step.astype(float).copy()
+    curve[100] += 1
+    r = solve(cfg, threshold=Threshold(curve))
+    assert (r.stop, r.abort_piece, r.abort_threshold) == ("aborted", 101, curve[100])
+    assert r.pieces == 101 and replay(r.record).score == r.score
+
+
+def run_solve(*args):
+    return subprocess.run([sys.executable, "-m", "experiments.solve", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("policy: backsearch\nbacksearch:\n  depht: 3\n", "backsearch.depht: unknown key"),
+    ("policy: backsearch\nbacksearch:\n  depth: 0\n", "backsearch.depth: Input should be greater than or equal to 1"),
+    ("policy: backsearch\nbacksearch:\n  keep_fraction: 1.5\n", "backsearch.keep_fraction: Input should be less"),
+    ("policy: backsearch\nbacksearch:\n  backup: -1\n", "backsearch.backup: Input should be greater than or equal to 0"),
+    ("policy: backsearch\nbacksearch:\n  survival_evaluator: nope\n", "backsearch.survival_evaluator: nope: no such file or preset"),
+    ("policy: backsearch\nbacksearch:\n  points_evaluator: {features: {holse: 1}}\n",
+     "backsearch.points_evaluator: <inline>: features.holse: unknown feature"),
+])
+def test_config_errors_name_the_key(tmp_path, text, message):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(text)
+    p = run_solve(str(cfg), "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_tuning_space_reaches_both_evaluators_and_the_knobs(tmp_path):
+    from experiments.run import load_run_config
+    from optimizers.tuner import make_space
+
+    run = tmp_path / "run.yaml"
+    run.write_text(
+        "name: t\npieces: 50\nsolver:\n  policy: backsearch\n  backsearch: {survival_evaluator: pierre_dellacherie}\n"
+        "space:\n"
+        "  - {path: backsearch.survival_evaluator.features.holes, low: -120, high: -40}\n"
+        "  - {path: backsearch.points_evaluator.features.occupied_cells, low: 20, high: 60}\n"
+        "  - {path: backsearch.depth, type: int, low: 1, high: 8}\n"
+        "  - {path: backsearch.backup, type: int, low: 0, high: 30}\n")
+    config = load_run_config(run)
+    space = make_space(config)
+    assert space.init_values == [-79.0, 45.0, 6, 20]  # from the presets and the defaults
+    solver = space.config([-100.0, 30.0, 2, 5])
+    assert solver["backsearch"]["survival_evaluator"]["features"]["holes"] == -100.0
+    assert solver["backsearch"]["points_evaluator"]["features"]["occupied_cells"] == 30.0
+    r = solve(SolverConfig.model_validate(solver))
+    assert r.pieces == 50 and replay(r.record).score == r.score
