@@ -36,6 +36,27 @@ def rows_for(height: int) -> int:
     return height + EXTRA_ROWS
 
 
+@njit(cache=True, inline="always")
+def fit_row(board, cells_s, width, cy):
+    """The `fit_masks` row of one state (offsets ``cells_s``) at any centre row ``cy``, negative
+    rows included (cells above the board are valid within the walls)."""
+    height = board.shape[0]
+    wall = ~(((1 << width) - 1) << XOFF)
+    span = ((1 << (width + 8)) - 1) << (XOFF - 4)
+    bad = 0
+    for k in range(4):
+        y = cy + cells_s[k, 1]
+        if y < 0:
+            e = wall
+        elif y >= height:
+            e = -1
+        else:
+            e = wall | (np.int64(board[y]) << XOFF)
+        dx = cells_s[k, 0]
+        bad |= (e >> dx) if dx >= 0 else (e << (-dx))
+    return ~bad & span
+
+
 @njit(cache=True)
 def fit_masks(board, cells, width, fit, free):
     """Fill ``fit[s, cy]`` (s in 0..3, cy in 0..rows-1): bit ``cx + XOFF`` set when the piece with
@@ -59,21 +80,7 @@ def fit_masks(board, cells, width, fit, free):
             if cy + lowest < top:
                 fit[s, cy] = free[s]
                 continue
-            bad = 0
-            for k in range(4):
-                y = cy + cells[s, k, 1]
-                if y < 0:
-                    e = wall
-                elif y >= height:
-                    e = -1
-                else:
-                    e = wall | (np.int64(board[y]) << XOFF)
-                dx = cells[s, k, 0]
-                if dx >= 0:
-                    bad |= e >> dx
-                else:
-                    bad |= e << (-dx)
-            fit[s, cy] = ~bad & span
+            fit[s, cy] = fit_row(board, cells[s], width, cy)
 
 
 @njit(cache=True, inline="always")
@@ -203,27 +210,6 @@ def resting_mask(visited, fit, s, y):
     """Positions of state ``s`` in row ``y`` that were reached and cannot move one row down."""
     below = fit[s, y + 1] if y + 1 < fit.shape[1] else 0
     return visited[s, y] & ~below
-
-
-@njit(cache=True)
-def fit_row(board, cells_s, width, cy):
-    """The `fit_masks` row of one state (offsets ``cells_s``) at any centre row ``cy``, negative
-    rows included (cells above the board are valid within the walls)."""
-    height = board.shape[0]
-    wall = ~(((1 << width) - 1) << XOFF)
-    span = ((1 << (width + 8)) - 1) << (XOFF - 4)
-    bad = 0
-    for k in range(4):
-        y = cy + cells_s[k, 1]
-        if y < 0:
-            e = wall
-        elif y >= height:
-            e = -1
-        else:
-            e = wall | (np.int64(board[y]) << XOFF)
-        dx = cells_s[k, 0]
-        bad |= (e >> dx) if dx >= 0 else (e << (-dx))
-    return ~bad & span
 
 
 @njit(cache=True)

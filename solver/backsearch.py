@@ -41,7 +41,7 @@ from engine.play import spawn_blocked, spawn_state
 from evaluators import load_evaluator
 
 from ._base import TIE_BREAKS, Policy, commit, path_result, path_scores
-from .lookahead import DEAD, lookahead_choice
+from .lookahead import DEAD, lookahead_choice, lookahead_workspace
 
 #: modes, as stored per piece
 BASE, POINTS, SURVIVAL = 0, 1, 2
@@ -80,14 +80,7 @@ def backsearch_run(sequence, budget, n_total, hist, R, pspec, ptie, sspec, stie,
     width = R[3]
     depth = max(p_depth, s_depth)
     rows = height + 4
-    found = np.zeros((depth, cap, 3), np.int64)
-    values = np.zeros((depth, cap))
-    ranks = np.zeros((depth, cap), np.int64)
-    order = np.zeros((depth, cap), np.int64)
-    nkept = np.zeros(depth, np.int64)
-    pos = np.zeros(depth, np.int64)
-    acc = np.zeros(depth)
-    boards = np.zeros((depth, height), np.uint16)
+    found, values, ranks, order, nkept, pos, acc, boards = lookahead_workspace(depth, cap, height)
     pvals_p = np.zeros(pspec[0].shape[0])
     pvals_s = np.zeros(sspec[0].shape[0])
     locked = np.zeros(height, np.uint16)

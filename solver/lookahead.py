@@ -177,18 +177,20 @@ def lookahead_choice(board, t, n_total, sequence, R, spec, tie_break, depth, kee
 
 
 @njit(cache=True)
+def lookahead_workspace(depth, cap, height):
+    """The per-depth arrays `lookahead_choice` works in, for ``depth`` pieces of at most ``cap``
+    placements on boards of ``height`` rows: (found, values, ranks, order, nkept, pos, acc, boards)."""
+    return (np.zeros((depth, cap, 3), np.int64), np.zeros((depth, cap)), np.zeros((depth, cap), np.int64),
+            np.zeros((depth, cap), np.int64), np.zeros(depth, np.int64), np.zeros(depth, np.int64),
+            np.zeros(depth), np.zeros((depth, height), np.uint16))
+
+
+@njit(cache=True)
 def lookahead_run(sequence, t0, t1, n_total, board, R, spec, tie_break, depth, keep_fraction, last_only,
                   threshold, score_in, kinds, out_place, score_by_step, cap):
     height = board.shape[0]
     rows = height + 4
-    found = np.zeros((depth, cap, 3), np.int64)
-    values = np.zeros((depth, cap))
-    ranks = np.zeros((depth, cap), np.int64)
-    order = np.zeros((depth, cap), np.int64)
-    nkept = np.zeros(depth, np.int64)
-    pos = np.zeros(depth, np.int64)
-    acc = np.zeros(depth)
-    boards = np.zeros((depth, height), np.uint16)
+    found, values, ranks, order, nkept, pos, acc, boards = lookahead_workspace(depth, cap, height)
     pvals = np.zeros(spec[0].shape[0])
     locked = np.zeros(height, np.uint16)
     cleared = np.zeros(height, np.uint16)
