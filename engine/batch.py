@@ -94,7 +94,7 @@ def expand(boards: np.ndarray, rules: Rules, shape: int, spawn_state: int) -> Ch
     found = np.empty((n, capacity(rules), 3), np.int64)
     counts = np.zeros(n, np.int64)
     placements_batch(boards, rules.cells[shape], rules.alias[shape], rules.width, rules.spawn_x,
-                     rules.spawn_y, spawn_state, rules.kernel[12], found, counts, 4 * get_num_threads())
+                     rules.spawn_y, spawn_state, rules.step_limit, found, counts, 4 * get_num_threads())
     starts = np.zeros(n, np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
     total = int(counts.sum())

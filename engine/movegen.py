@@ -347,7 +347,7 @@ def placements(board, rules, shape: int, state: int, scratch: Scratch | None = N
     sc = scratch or Scratch(rules.height, rules.max_steps)
     n = placements_into(
         board, rules.cells[shape], rules.alias[shape], rules.width, rules.spawn_x, rules.spawn_y, state,
-        rules.kernel[12], sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out,
+        rules.step_limit, sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out,
     )
     return sc.out[:n].copy()
 

@@ -17,7 +17,7 @@ Terms used across the engine:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -203,8 +203,12 @@ class Rules:
         return (self.cells, self.alias, self.scores, self.width, self.height, self.spawn_x,
                 self.spawn_y, self.spawn_state == "cycle", self.score_by_cells,
                 self.top_out == "all_rows", self.spawn_must_drop,
-                -1 if self.piece_limit is None else self.piece_limit,
-                -1 if self.placement == "drop" else self.max_steps)
+                -1 if self.piece_limit is None else self.piece_limit, self.step_limit)
+
+    @property
+    def step_limit(self) -> int:
+        """The kernels' step limit argument: ``max_steps``, or -1 for drop-only placements."""
+        return -1 if self.placement == "drop" else self.max_steps
 
     @property
     def full_row(self) -> int:
@@ -249,22 +253,9 @@ CLASSIC = Rules(
     piece_limit=None,
 )
 
-COURSE = Rules(
-    name="course",
-    width=10,
-    height=20,
-    offsets=CLASSIC.offsets,
-    spawn_x=3,
-    spawn_y=0,
-    spawn_state="zero",
-    pieces=PieceSource(kind="uniform", seed=0),
-    score_table=(0, 10, 25, 40, 55),
-    score_by_cells=False,
-    top_out="none",
-    spawn_must_drop=False,
-    piece_limit=None,
-    placement="drop",
-)
+#: The course's bot protocol (PROTOCOL.md): the classic pieces on a 10 x 20 board, dropped straight
+#: down (no slides), spawning at column 3 of the 4x4 box.
+COURSE = replace(CLASSIC, name="course", width=10, height=20, spawn_x=3, spawn_must_drop=False, placement="drop")
 
 PRESETS = {"geek": GEEK, "classic": CLASSIC, "course": COURSE}
 
