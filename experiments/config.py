@@ -82,6 +82,16 @@ def apply_overrides(data: dict, overrides: list[str], origin: str = "command lin
     return data
 
 
+def holder(data: dict, key: str) -> tuple[dict | None, str]:
+    """The mapping of ``data`` that holds the dotted ``key``'s last part (None when a mapping on the
+    way is missing), and that part."""
+    *path, last = key.split(".")
+    node = data
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return (node if isinstance(node, dict) else None), last
+
+
 def validate(model: type[M], data: Any, origin: str) -> M:
     """``data`` validated by ``model``; the first problem becomes a one-line `ConfigError`."""
     try:

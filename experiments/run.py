@@ -30,8 +30,8 @@ from optimizers.config import RunConfig
 from solver import SolverConfig
 
 from ._io import write_yaml
-from .config import ConfigError, apply_overrides, load_yaml, resolve_relative
-from .solve import BACKSEARCH_EVALUATORS, load_solver_config
+from .config import ConfigError, apply_overrides, holder, load_yaml, resolve_relative
+from .solve import load_solver_config
 
 
 def _problem(e: ValidationError, prefix: str = "") -> tuple[str, str]:
@@ -67,26 +67,19 @@ def _path(value: str, base: Path) -> Path:
 
 
 def _solver_dict(config: SolverConfig, origin: str, key: str, base_dir: Path) -> dict:
-    """A solver config as a mapping with its evaluator inline (the tuned weights live there)."""
+    """A solver config as a mapping with its evaluators inline (the tuned weights live there)."""
     data = config.model_dump(mode="json")
-    source = config.evaluator
-    if isinstance(source, str):
-        source = resolve_relative(source, base_dir)
-    try:
-        data["evaluator"] = load_evaluator(source).to_dict()
-    except EvaluatorError as e:
-        raise ConfigError(f"{origin}: {key}.evaluator: {e}") from None
-    section = data.get("backsearch") if data.get("policy") == "backsearch" else {}
-    for name in BACKSEARCH_EVALUATORS:  # inline too, so that their weights can be tuned
-        source = section.get(name)
+    for dotted in config.evaluator_keys():  # every evaluator the policy reads, so its weights can be tuned
+        node, last = holder(data, dotted)
+        source = node[last]
         if source is None:
             continue
         if isinstance(source, str):
             source = resolve_relative(source, base_dir)
         try:
-            section[name] = load_evaluator(source).to_dict()
+            node[last] = load_evaluator(source).to_dict()
         except EvaluatorError as e:
-            raise ConfigError(f"{origin}: {key}.backsearch.{name}: {e}") from None
+            raise ConfigError(f"{origin}: {key}.{dotted}: {e}") from None
     return data
 
 

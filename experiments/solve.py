@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import reduce
 from pathlib import Path
 
 from tqdm import tqdm
@@ -21,43 +22,50 @@ from tqdm import tqdm
 from engine import replay_line, upload_line
 from evaluators import EvaluatorError
 from solver import SolverConfig, solve
+from solver.config import EVALUATOR_KEYS
 
 from ._io import write_json, write_text
-from .config import ConfigError, apply_overrides, load_yaml, resolve_relative, validate
+from .config import ConfigError, apply_overrides, holder, load_yaml, resolve_relative, validate
 
 
 def load_solver_config(path: str | Path, overrides: list[str] = ()) -> SolverConfig:
     """A validated solver configuration from a YAML file and dotted overrides."""
     path = Path(path)
     data = apply_overrides(load_yaml(path), list(overrides))
-    if "evaluator" in data:
-        data["evaluator"] = resolve_relative(data["evaluator"], path.parent)
-    section = data.get("backsearch")
-    if isinstance(section, dict):
-        for key in BACKSEARCH_EVALUATORS:
-            if key in section:
-                section[key] = resolve_relative(section[key], path.parent)
+    for key in EVALUATOR_KEYS:
+        node, last = holder(data, key)
+        if node is not None and last in node:
+            node[last] = resolve_relative(node[last], path.parent)
     return validate(SolverConfig, data, str(path))
 
 
-#: the evaluator keys of the ``backsearch`` section (presets, files or inline mappings)
-BACKSEARCH_EVALUATORS = ("points_evaluator", "survival_evaluator")
+def load_online_policy(path: str | Path, overrides: list[str] = ()):
+    """(config, policy) of a solver YAML whose policy plays unknown pieces (`solver.online`), for the
+    programs that see one piece ahead; `ConfigError` (or `EvaluatorError`) when it cannot."""
+    from evaluators import load_evaluator
+    from solver.online import ONLINE_POLICIES
+    from solver.online.solve import make_policy
+
+    config = load_solver_config(path, overrides)
+    if config.policy not in ONLINE_POLICIES:
+        raise ConfigError(f"{path}: policy: {config.policy!r} needs the whole sequence; a player that sees one "
+                          f"piece ahead needs one of {', '.join(ONLINE_POLICIES)}")
+    return config, make_policy(config, load_evaluator(config.evaluator))
 
 
 def check_evaluators(config: SolverConfig, origin: str) -> None:
-    """Load the policy's extra evaluators once, so that a bad one is a one-line `ConfigError`
-    naming its key rather than an error in the middle of the search."""
+    """Load the policy's evaluators besides the top-level one once, so that a bad one is a
+    one-line `ConfigError` naming its key rather than an error in the middle of the search."""
     from evaluators import load_evaluator
 
-    if config.policy == "backsearch":
-        for key in BACKSEARCH_EVALUATORS:
-            source = getattr(config.backsearch, key)
-            if source is None:
-                continue
-            try:
-                load_evaluator(source)
-            except EvaluatorError as e:
-                raise ConfigError(f"{origin}: backsearch.{key}: {e}") from None
+    for key in config.evaluator_keys()[1:]:
+        source = reduce(getattr, key.split("."), config)
+        if source is None:
+            continue
+        try:
+            load_evaluator(source)
+        except EvaluatorError as e:
+            raise ConfigError(f"{origin}: {key}: {e}") from None
 
 
 def write_solution(out: Path, result, config: SolverConfig) -> None:

@@ -155,6 +155,11 @@ class BacksearchConfig(Strict):
         return v
 
 
+#: every key whose value is an evaluator source (a preset name, a YAML path or an inline mapping);
+#: a key inside a policy's section is read only by that policy
+EVALUATOR_KEYS = ("evaluator", "backsearch.points_evaluator", "backsearch.survival_evaluator")
+
+
 class SolverConfig(Strict):
     """A solver run: which policy plays which pieces with which evaluator."""
 
@@ -177,6 +182,10 @@ class SolverConfig(Strict):
     mcts: MCTSConfig = Field(default_factory=MCTSConfig)
     profile_dp: ProfileDPConfig = Field(default_factory=ProfileDPConfig)
     backsearch: BacksearchConfig = Field(default_factory=BacksearchConfig)
+
+    def evaluator_keys(self) -> tuple[str, ...]:
+        """The `EVALUATOR_KEYS` this configuration's policy reads."""
+        return tuple(k for k in EVALUATOR_KEYS if "." not in k or k.split(".")[0] == self.policy)
 
     @model_validator(mode="after")
     def _complete(self):
