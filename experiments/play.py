@@ -19,7 +19,6 @@ from engine import get_rules
 from engine.rules import SHAPE_NAMES
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "play.yaml"
-ONLINE = ("one_ply", "preview", "expect", "mcts")
 #: protocol letters (upper or lower case; the digit 0 is the O) -> shape index
 LETTERS = {**{n: i for i, n in enumerate(SHAPE_NAMES)}, **{n.lower(): i for i, n in enumerate(SHAPE_NAMES)},
            "0": SHAPE_NAMES.index("O")}
@@ -132,22 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config", nargs="?", default=str(DEFAULT_CONFIG), help="solver YAML (default: configs/play.yaml)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. policy=one_ply")
     args = parser.parse_intermixed_args(argv)
-    from evaluators import EvaluatorError, load_evaluator
-
-    from solver.online.solve import make_policy
+    from evaluators import EvaluatorError
 
     from .config import ConfigError
-    from .solve import load_solver_config
+    from .solve import load_online_policy
 
     try:
-        config = load_solver_config(args.config, args.overrides)
-        if config.policy not in ONLINE:
-            raise ConfigError(f"{args.config}: policy: {config.policy!r} needs the whole sequence; the protocol "
-                              f"shows one piece ahead (use one of {', '.join(ONLINE)})")
+        config, policy = load_online_policy(args.config, args.overrides)
         if get_rules(config.rules).placement != "drop":
             raise ConfigError(f"{args.config}: rules: {config.rules!r} does not place pieces by dropping them "
                               "(the protocol answers a rotation and a column: use course)")
-        policy = make_policy(config, load_evaluator(config.evaluator))
     except (ConfigError, EvaluatorError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -25,6 +25,10 @@ from engine.board import is_valid
 from engine.movegen import STEP_C, STEP_D, STEP_L, STEP_R, route
 from engine.play import END_NAMES, GOING_ON, lock_and_score, spawn_blocked
 from engine.rules import SHAPE_NAMES
+from evaluators import EvaluatorError
+
+from .config import ConfigError
+from .solve import load_online_policy
 
 DEFAULT_AGENT = Path(__file__).resolve().parents[1] / "configs" / "tui_agent.yaml"
 
@@ -134,22 +138,6 @@ class Game:
         return encode(self.routes)
 
 
-class Agent:
-    """A policy for unknown pieces (from a solver config) choosing the falling piece's placement."""
-
-    def __init__(self, path: Path, rules: Rules):
-        from evaluators import load_evaluator
-        from solver.online.solve import make_policy
-
-        from .solve import load_solver_config
-
-        config = load_solver_config(path, [f"rules={rules.name}"])
-        self.policy = make_policy(config, load_evaluator(config.evaluator))
-
-    def move(self, game: Game):
-        return self.policy.choose(game.board, game.t, game.shape, game.next_shape)
-
-
 KEYS = {curses.KEY_LEFT: STEP_L, ord("a"): STEP_L, curses.KEY_RIGHT: STEP_R, ord("d"): STEP_R,
         curses.KEY_UP: STEP_C, ord("w"): STEP_C, curses.KEY_DOWN: STEP_D, ord("s"): STEP_D}
 
@@ -196,11 +184,11 @@ def draw(win, game: Game, autoplay: bool, paused: bool, message: str):
     win.refresh()
 
 
-def play(win, game: Game, agent_path: Path, tick_ms: int) -> None:
+def play(win, game: Game, agent, tick_ms: int) -> None:
+    """The game loop; ``agent`` is the autoplay policy (`solver.online`)."""
     curses.curs_set(0)
     win.timeout(20)
     autoplay = paused = False
-    agent = None
     message = ""
     last_fall = last_auto = time.monotonic()
     while True:
@@ -211,11 +199,6 @@ def play(win, game: Game, agent_path: Path, tick_ms: int) -> None:
         if key in (ord("p"), ord("P")):
             paused = not paused
         elif key in (ord("v"), ord("V")):
-            if agent is None:
-                message = "loading the agent ..."
-                draw(win, game, autoplay, paused, message)
-                agent = Agent(agent_path, game.rules)
-                message = ""
             autoplay = not autoplay
         if paused or game.end:
             continue
@@ -223,7 +206,7 @@ def play(win, game: Game, agent_path: Path, tick_ms: int) -> None:
         if autoplay:
             if now - last_auto >= 0.05:
                 last_auto = now
-                target = agent.move(game)
+                target = agent.choose(game.board, game.t, game.shape, game.next_shape)
                 if target is None:
                     game.drop()
                 else:
@@ -264,8 +247,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.agent.is_file():
         print(f"error: --agent: {args.agent}: file not found", file=sys.stderr)
         return 2
+    try:  # before the screen is taken: a bad agent is a one-line error, not a crash mid-game
+        _, agent = load_online_policy(args.agent, [f"rules={args.rules}"])
+    except (ConfigError, EvaluatorError) as e:
+        print(f"error: --agent: {e}", file=sys.stderr)
+        return 2
     game = Game(get_rules(args.rules), args.seed)
-    curses.wrapper(play, game, args.agent, args.tick)
+    curses.wrapper(play, game, agent, args.tick)
     if args.save and game.routes:
         print(save(game, args.save))
     print(f"{game.score} points, {game.lines} lines, {game.t} pieces" + (f" ({game.end})" if game.end else ""))

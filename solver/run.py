@@ -14,6 +14,8 @@ from .beam import Beam
 from .config import SolverConfig
 from .greedy import Greedy
 from .lookahead import Lookahead
+from .online import ONLINE_POLICIES
+from .online.solve import solve_games
 from .profile_dp import ProfileDP
 from .record import attach_record
 from .result import SolveResult
@@ -34,9 +36,7 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
     project's replayer and checked against the result (`RecordMismatch` on any difference).
     Policies for unknown pieces play seeded games instead (`solver.online.solve_games`; no record)."""
-    if config.policy in ("one_ply", "preview", "expect", "mcts"):
-        from .online.solve import solve_games
-
+    if config.policy in ONLINE_POLICIES:
         return solve_games(config, threshold, progress, evaluator)
     rules = get_rules(config.rules)
     pieces = config.pieces or default_pieces(rules)
