@@ -36,6 +36,8 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
     project's replayer and checked against the result (`RecordMismatch` on any difference).
     Policies for unknown pieces play seeded games instead (`solver.online.solve_games`; no record)."""
+    if config.threads:
+        numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
     if config.policy in ONLINE_POLICIES:
         return solve_games(config, threshold, progress, evaluator)
     rules = get_rules(config.rules)
@@ -44,8 +46,6 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
         pieces = min(pieces, rules.piece_limit)
     sequence = rules.sequence(pieces, config.seed)
     evaluator = evaluator or load_evaluator(config.evaluator)
-    if config.threads:
-        numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
     curve = threshold.kernel_arrays(pieces) if threshold else np.full(pieces, -np.inf)
     policy = POLICIES[config.policy](config, rules, evaluator, sequence, pieces)
     result = policy.run(curve, progress)

@@ -54,12 +54,14 @@ class OnlinePolicy:
         self.tie_break = TIE_BREAKS[evaluator.tie_break]
         cap = capacity(rules)
         self.ws = workspace(rules.height, cap, self.spec[0].shape[0], rows_for(rules.height))
-        sims = config.mcts.simulations if self.name == "mcts" and not config.mcts.ms else 0
-        if self.name == "mcts" and config.mcts.ms:
-            sims = 20_000  # storage for a time budget: the search stops early when it is full
-        self.tree = tree_arrays(rules.height, sims, cap if self.name == "mcts" else 1)
+        self.tree = tree_arrays(rules.height, *self.tree_size(config, cap))
         self.child = np.zeros(rules.height, np.uint16)
         self.scratch_board = np.zeros(rules.height, np.uint16)
+
+    @staticmethod
+    def tree_size(config: SolverConfig, cap: int) -> tuple[int, int]:
+        """(simulations, placements per node) the search tree is sized for: none but MCTS keeps one."""
+        return 0, 1
 
     def seed(self, seed: int) -> None:
         """Seed the policy's own generator (MCTS draws) from a game's seed."""

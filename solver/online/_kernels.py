@@ -11,11 +11,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.board import lock
 from engine.movegen import placements_into
 from engine.play import spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
 
 from .._base import priority, value_child
+from ..greedy import best_placement
 
 #: worth of a line that ends the game (minus any value): any surviving line is preferred
 DEAD = 1e15
@@ -39,29 +41,15 @@ def workspace(height: int, capacity: int, n_features: int, rows: int) -> tuple:
 
 @njit(cache=True)
 def ply(level, board, shape, t, R, spec, tie_break, ws):
-    """Place piece ``t`` of ``shape`` on ``board`` at every placement into ``ws.found[level]``;
-    returns (n, best index or -1, best value). Dead children and a blocked spawn give -1."""
+    """The best placement of piece ``t`` of ``shape`` on ``board``, as greedy chooses it
+    (`solver.greedy.best_placement`, placements written into ``ws.found[level]``): (its index, its
+    value), or (-1, -DEAD) when the spawn is blocked or every child is dead."""
     fit, free, visited, front, nxt, layers, found, pvals, locked, cleared, values, ranks = ws
-    cells = R[0]
-    ss = spawn_state(t, R)
-    if spawn_blocked(board, cells[shape, ss], R):
-        return 0, -1, -DEAD
-    n = placements_into(board, cells[shape], R[1][shape], R[3], R[5], R[6], ss, R[12], fit, free, visited,
-                        front, nxt, layers, found[level])
-    parent_values(board, R[3], spec, pvals[level])
-    best = -1
-    best_value = -DEAD
-    best_rank = 0
-    for k in range(n):
-        x, y, s = found[level, k, 0], found[level, k, 1], found[level, k, 2]
-        alive, v = value_child(board, pvals[level], cells[shape, s], x, y, R, spec, locked[level],
-                               cleared[level])
-        if not alive:
-            continue
-        rank = priority(tie_break, x, s, R[5], ss)
-        if best < 0 or v > best_value or (v == best_value and rank < best_rank):
-            best, best_value, best_rank = k, v, rank
-    return n, best, best_value
+    if spawn_blocked(board, R[0][shape, spawn_state(t, R)], R):
+        return -1, -DEAD
+    best, value = best_placement(board, shape, t, R, spec, tie_break, fit, free, visited, front, nxt, layers,
+                                 found[level], pvals[level], locked[level], cleared[level])
+    return best, (value if best >= 0 else -DEAD)
 
 
 @njit(cache=True)
@@ -88,6 +76,7 @@ def first_ply(board, shape, t, R, spec, tie_break, ws):
 @njit(cache=True)
 def child_board(board, shape, k, R, spec, ws, out):
     """The first-ply child of placement ``k`` (of ``ws.found[0]``) into ``out``."""
-    fit, free, visited, front, nxt, layers, found, pvals, locked, cleared, values, ranks = ws
+    found = ws[6]
     x, y, s = found[0, k, 0], found[0, k, 1], found[0, k, 2]
-    value_child(board, pvals[0], R[0][shape, s], x, y, R, spec, locked[1], out)
+    out[:] = board
+    lock(out, R[0][shape, s], x, y, (1 << R[3]) - 1)

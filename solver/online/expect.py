@@ -32,7 +32,7 @@ def choose_expect(board, shape, t, R, spec, tie_break, params, ws, child):
         total = 0.0
         worst = DEAD
         for s in range(7):
-            _, b, v2 = ply(1, child, s, t + 1, R, spec, tie_break, ws)
+            b, v2 = ply(1, child, s, t + 1, R, spec, tie_break, ws)
             if b < 0:
                 v2 = -DEAD
             total += v2

@@ -119,7 +119,7 @@ def _rollout(board, t, preview, pieces, R, spec, tie_break, ws, rng, out):
     last = np.nan
     for i in range(pieces):
         shape = preview if (i == 0 and preview >= 0) else random_shape(rng)
-        _, k, v = ply(1, out, shape, t + i, R, spec, tie_break, ws)
+        k, v = ply(1, out, shape, t + i, R, spec, tie_break, ws)
         if k < 0:
             return points, 0.0, True
         end, f, p = lock_and_score(out, R[0][shape, found[1, k, 2]], found[1, k, 0], found[1, k, 1],
@@ -263,3 +263,9 @@ def choose_mcts(board, shape, preview, t, R, spec, tie_break, params, ws, tree, 
 class MCTS(OnlinePolicy):
     name = "mcts"
     code = 3
+
+    @staticmethod
+    def tree_size(config, cap):
+        """A simulation budget sizes the tree; a time budget gets storage for 20,000 simulations
+        (the search stops early when it is full)."""
+        return (20_000 if config.mcts.ms else config.mcts.simulations), cap

@@ -15,7 +15,7 @@ from ._kernels import DEAD, P_KEEP, P_OBJECTIVE_LAST, child_board, first_ply, pl
 def choose_preview(board, shape, preview, t, R, spec, tie_break, params, ws, child):
     """Index into ``ws.found[0]`` of the chosen placement (-1 when every child is dead)."""
     if preview < 0:
-        return ply(0, board, shape, t, R, spec, tie_break, ws)[1]
+        return ply(0, board, shape, t, R, spec, tie_break, ws)[0]
     values = ws[10]
     n, order = first_ply(board, shape, t, R, spec, tie_break, ws)
     keep = n if params[P_KEEP] <= 0 else min(n, int(params[P_KEEP]))
@@ -28,7 +28,7 @@ def choose_preview(board, shape, preview, t, R, spec, tie_break, params, ws, chi
         if v <= -DEAD:
             break
         child_board(board, shape, k, R, spec, ws, child)
-        _, b, v2 = ply(1, child, preview, t + 1, R, spec, tie_break, ws)
+        b, v2 = ply(1, child, preview, t + 1, R, spec, tie_break, ws)
         if b < 0:
             worth = v - DEAD
         else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 
-import numba
 import numpy as np
 
 from engine import get_rules
@@ -35,8 +34,6 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
     counts pieces over all games."""
     from .games import play_game, play_games
 
-    if config.threads:
-        numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
     policy = make_policy(config, evaluator)
     cap = int(config.pieces)
     n = config.online.games
