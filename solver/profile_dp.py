@@ -48,7 +48,7 @@ from engine.movegen import placements_into
 from engine.play import spawn_state
 from evaluators.kernel import parent_values
 
-from ._base import TIE_BREAKS, Policy, path_scores, priority, value_child
+from ._base import TIE_BREAKS, Policy, path_result, path_scores, priority, value_child
 from .result import SolveResult
 
 BITS = 5  #: bits per column in a packed profile
@@ -599,15 +599,10 @@ class ProfileDP(Policy):
         if len(checked):  # the base's score, 0, is below the threshold
             t0, code = int(checked[0]) + 1, 3
         if code >= 0:  # no DP: the pieces ran out, no base was found, or the threshold stopped it
-            stop = ("done", "stuck", "spawn_blocked", "aborted")[code]
-            if stop == "stuck":
+            if code == 1:  # stuck: no base was found, so no path either
                 t0 = 0
-            result = SolveResult(
-                score=0, pieces=int(t0), score_by_step=by_step[:t0], best_by_step=by_step[:t0].copy(),
-                clear_kinds=(0, 0, 0, 0, 0), placements=places[:t0], stop=stop, nodes=int(t0),
-                extra={"profile_dp": extra})
-            if stop == "aborted":
-                result.abort_piece, result.abort_threshold = int(t0), float(threshold[t0 - 1])
+            result = path_result(0, int(t0), code, np.zeros(5, np.int64), places, by_step, threshold, int(t0))
+            result.extra = {"profile_dp": extra}
             return result
         h0 = np.zeros(W, np.int64)
         window_heights(board, window, W, h0)
