@@ -80,3 +80,39 @@ def child_board(board, shape, k, R, spec, ws, out):
     x, y, s = found[0, k, 0], found[0, k, 1], found[0, k, 2]
     out[:] = board
     lock(out, R[0][shape, s], x, y, (1 << R[3]) - 1)
+
+
+@njit(cache=True)
+def two_ply(board, shape, t, s_lo, s_hi, R, spec, tie_break, params, ws, child):
+    """Index into ``ws.found[0]`` of the placement of the current piece worth most over two plies
+    (-1 when every child is dead): each of the ``keep`` best first-ply children (0: all) is
+    followed by the best placement of every next shape ``s_lo <= s < s_hi`` (the seven unknown
+    ones, or the one shown); their values, -10^15 for a shape with no surviving placement, are
+    reduced by their mean or minimum (``reduce``); a child is worth its value plus that
+    (``objective: sum``) or that alone (``last``). Ties: the first in `first_ply`'s order."""
+    values = ws[10]
+    n, order = first_ply(board, shape, t, R, spec, tie_break, ws)
+    keep = n if params[P_KEEP] <= 0 else min(n, int(params[P_KEEP]))
+    last = params[P_OBJECTIVE_LAST] > 0
+    use_min = params[P_REDUCE_MIN] > 0
+    best = -1
+    best_worth = -3 * DEAD
+    for i in range(keep):
+        k = order[i]
+        v = values[k]
+        if v <= -DEAD:
+            break
+        child_board(board, shape, k, R, spec, ws, child)
+        total = 0.0
+        worst = DEAD
+        for s in range(s_lo, s_hi):
+            b, v2 = ply(1, child, s, t + 1, R, spec, tie_break, ws)
+            if b < 0:
+                v2 = -DEAD
+            total += v2
+            worst = min(worst, v2)
+        red = worst if use_min else total / (s_hi - s_lo)
+        worth = red if last else v + red
+        if worth > best_worth:
+            best, best_worth = k, worth
+    return best
