@@ -67,6 +67,24 @@ def _base_complete(board, base_rows, width):
 
 
 @njit(cache=True)
+def _cut_back(st, by_step, start, t):
+    """Cut the path back from piece ``t`` to piece ``start`` (a back-up): pieces start..t-1 are undone."""
+    st[UNDONE] += t - start
+    st[BACKUPS] += 1
+    st[T] = start
+    st[SCORE] = by_step[start - 1] if start > 0 else 0
+
+
+@njit(cache=True)
+def _first_below(by_step, threshold, lo, hi):
+    """The first piece u in [lo, hi) whose score is below ``threshold[u]``, or -1."""
+    for u in range(max(lo, 0), hi):
+        if by_step[u] < threshold[u]:
+            return u
+    return -1
+
+
+@njit(cache=True)
 def backsearch_run(sequence, budget, n_total, hist, R, pspec, ptie, sspec, stie, p_depth, p_keep, s_depth,
                    s_keep, last_only, base_rows, base_max, base_cell_value, backup, max_backups, reach, threshold,
                    st, places, by_step, modes, made, cap):
@@ -74,15 +92,15 @@ def backsearch_run(sequence, budget, n_total, hist, R, pspec, ptie, sspec, stie,
     included. ``hist[t]`` is the board before piece t of the current path, ``places``/``by_step``/
     ``modes`` its placements, scores and modes; ``made[mode]`` counts every placement made
     (undone ones too). Piece t's score is checked against ``threshold[t]`` once piece t + ``reach``
-    is placed (no back-up reaches further). Returns the stop code: -1 going on, 0 done, 1 stuck,
-    2 spawn blocked, 3 aborted (the path then ends at the failed piece)."""
+    is placed (no back-up reaches further), and the last ``reach`` pieces when the game stops.
+    Returns the stop code: -1 going on, 0 done, 1 stuck, 2 spawn blocked, 3 aborted (the path then
+    ends at the failed piece)."""
     height = hist.shape[1]
     width = R[3]
     depth = max(p_depth, s_depth)
     rows = height + 4
     found, values, ranks, order, nkept, pos, acc, boards = lookahead_workspace(depth, cap, height)
-    pvals_p = np.zeros(pspec[0].shape[0])
-    pvals_s = np.zeros(sspec[0].shape[0])
+    pvals = np.zeros(max(pspec[0].shape[0], sspec[0].shape[0]))
     locked = np.zeros(height, np.uint16)
     cleared = np.zeros(height, np.uint16)
     sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers = scratch_arrays(rows)
@@ -91,69 +109,60 @@ def backsearch_run(sequence, budget, n_total, hist, R, pspec, ptie, sspec, stie,
     if base_rows == 0 and st[BASE_DONE] == 0:
         st[BASE_DONE] = 1
         st[BASE_END] = 0
+    stop = -1
     for _ in range(budget):
         t = st[T]
         if t >= n_total:
-            return 0
+            stop = 0
+            break
         board[:] = hist[t]
         shape = sequence[t]
         floor = st[BASE_END]
         if st[BASE_DONE] == 0 and t >= base_max:
             st[BASE_DONE] = 1
             st[BASE_END] = t
+        # the mode decides the lookahead: survival-first (base and survival) or points-first
         if st[BASE_DONE] == 0:
-            x, y, s, nodes, worth = lookahead_choice(
-                board, t, n_total, sequence, R, sspec, stie, s_depth, s_keep, last_only, found, values, ranks,
-                order, nkept, pos, acc, boards, pvals_s, locked, cleared, sc_fit, sc_free, sc_visited, sc_front,
-                sc_nxt, sc_layers, base_rows, base_cell_value)
-            st[NODES] += nodes
-            if x == -1 or worth < -DEAD / 2:  # no base placement (that survives): give the base up
+            mode = BASE
+        elif t <= st[SURVIVAL_END]:
+            mode = SURVIVAL
+        else:
+            mode = POINTS
+            st[BACKUPS_HERE] = 0
+        if mode == POINTS:
+            spec, tie, d, keep, rows_kept, cell_value = pspec, ptie, p_depth, p_keep, 0, 0.0
+        else:
+            spec, tie, d, keep = sspec, stie, s_depth, s_keep
+            rows_kept, cell_value = (base_rows, base_cell_value) if mode == BASE else (0, 0.0)
+        x, y, s, nodes, worth = lookahead_choice(
+            board, t, n_total, sequence, R, spec, tie, d, keep, last_only, found, values, ranks, order, nkept,
+            pos, acc, boards, pvals[: spec[0].shape[0]], locked, cleared, sc_fit, sc_free, sc_visited, sc_front,
+            sc_nxt, sc_layers, rows_kept, cell_value)
+        st[NODES] += nodes
+        if x == -1 or worth < -DEAD / 2:  # every path dies within the lookahead
+            if mode == BASE:  # no base placement survives: give the base up
                 st[BASE_DONE] = 1
                 st[BASE_END] = t
                 continue
-            mode = BASE
-        elif t <= st[SURVIVAL_END]:
-            x, y, s, nodes, worth = lookahead_choice(
-                board, t, n_total, sequence, R, sspec, stie, s_depth, s_keep, last_only, found, values, ranks,
-                order, nkept, pos, acc, boards, pvals_s, locked, cleared, sc_fit, sc_free, sc_visited, sc_front,
-                sc_nxt, sc_layers, 0)
-            st[NODES] += nodes
-            if (x == -1 or worth < -DEAD / 2) and st[BACKUPS_HERE] < max_backups and st[SEGMENT] > floor \
-                    and backup > 0:
-                start = max(floor, st[SEGMENT] - backup)
-                st[UNDONE] += t - start
-                st[SEGMENT] = start
-                st[T] = start
-                st[SCORE] = by_step[start - 1] if start > 0 else 0
-                st[BACKUPS_HERE] += 1
-                st[BACKUPS] += 1
-                continue
-            mode = SURVIVAL
-        else:
-            st[BACKUPS_HERE] = 0
-            x, y, s, nodes, worth = lookahead_choice(
-                board, t, n_total, sequence, R, pspec, ptie, p_depth, p_keep, last_only, found, values, ranks,
-                order, nkept, pos, acc, boards, pvals_p, locked, cleared, sc_fit, sc_free, sc_visited, sc_front,
-                sc_nxt, sc_layers, 0)
-            st[NODES] += nodes
-            if x == -1 or worth < -DEAD / 2:  # the point of death: replay from back there, survival-first
+            if mode == POINTS:  # the point of death: replay from back there, survival-first
                 start = max(floor, t - backup)
                 st[SURVIVAL_END] = t
                 st[SEGMENT] = start
-                st[BACKUPS_HERE] = 0
                 if start < t:
-                    st[UNDONE] += t - start
-                    st[BACKUPS] += 1
-                    st[T] = start
-                    st[SCORE] = by_step[start - 1] if start > 0 else 0
+                    _cut_back(st, by_step, start, t)
                 continue
-            mode = POINTS
+            if st[BACKUPS_HERE] < max_backups and st[SEGMENT] > floor and backup > 0:  # back up further
+                start = max(floor, st[SEGMENT] - backup)
+                st[SEGMENT] = start
+                st[BACKUPS_HERE] += 1
+                _cut_back(st, by_step, start, t)
+                continue
         if x == -1:
-            return 2 if spawn_blocked(board, R[0][shape, spawn_state(t, R)], R) else 1
+            stop = 2 if spawn_blocked(board, R[0][shape, spawn_state(t, R)], R) else 1
+            break
         made[mode] += 1
         modes[t] = mode
-        score = commit(board, shape, x, y, s, t, R, st[SCORE], kinds, places, by_step)
-        st[SCORE] = score
+        st[SCORE] = commit(board, shape, x, y, s, t, R, st[SCORE], kinds, places, by_step)
         hist[t + 1] = board
         st[T] = t + 1
         if mode == BASE and _base_complete(board, base_rows, width):
@@ -161,10 +170,20 @@ def backsearch_run(sequence, budget, n_total, hist, R, pspec, ptie, sspec, stie,
             st[BASE_END] = t + 1
         u = t - reach  # the newest piece no back-up can undo any more
         if u >= 0 and by_step[u] < threshold[u]:
-            st[T] = u + 1
-            st[SCORE] = by_step[u]
-            return 3
-    return 0 if st[T] >= n_total else -1
+            stop = 3
+            break
+    else:
+        if st[T] < n_total:
+            return -1
+        stop = 0
+    if stop != 3:  # the game stopped: the last pieces, which no back-up can undo now
+        u = _first_below(by_step, threshold, st[T] - reach, st[T])
+        if u == -1:
+            return stop
+        stop = 3
+    st[T] = u + 1
+    st[SCORE] = by_step[u]
+    return 3
 
 
 class Backsearch(Policy):
@@ -199,12 +218,6 @@ class Backsearch(Policy):
             if progress:
                 progress(int(st[T]), n, int(st[SCORE]))
         done = int(st[T])
-        if stop != 3:  # the last pieces, which no back-up can undo now
-            for u in range(max(0, done - reach), done):
-                if by_step[u] < threshold[u]:
-                    stop, done = 3, u + 1
-                    st[SCORE] = by_step[u]
-                    break
         scores, kinds = path_scores(places[:done], self.sequence, rules.kernel)
         if done and scores[-1] != st[SCORE]:
             raise RuntimeError(f"backsearch: the path scores {scores[-1]:,}, the kernel counted {st[SCORE]:,}")

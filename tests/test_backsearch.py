@@ -1,4 +1,5 @@
-"""The base + back-search policy: base rows, death handling, mode counts, threshold stop, config errors."""
+"""The base + back-search policy: base rows, death handling, mode counts, config errors (its threshold
+stop is tested with every policy in test_solver.py)."""
 
 import re
 import subprocess
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine import GEEK, final_board, replay
-from solver import SolverConfig, Threshold, solve
+from solver import SolverConfig, solve
 from solver.lookahead import base_allowed
 
 #: a points evaluator that wants the stack tall: it dies within a few dozen pieces
@@ -96,16 +97,6 @@ def test_base_allowed_rules():
     assert not base_allowed(board, 1, 10)
     board[19], board[18] = 0b1111111110, 0b1111111111  # rows above the base may clear
     assert base_allowed(board, 1, 10) and not base_allowed(board, 2, 10)
-
-
-def test_threshold_stops_at_the_right_piece():
-    cfg = config()
-    free = solve(cfg, record=False)
-    curve = free.best_by_step.astype(float).copy()
-    curve[100] += 1
-    r = solve(cfg, threshold=Threshold(curve))
-    assert (r.stop, r.abort_piece, r.abort_threshold) == ("aborted", 101, curve[100])
-    assert r.pieces == 101 and replay(r.record).score == r.score
 
 
 def run_solve(*args):

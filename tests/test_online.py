@@ -4,7 +4,7 @@ a plain-Python check of the 2-ply reduction, seeded games, and MCTS on a hand-dr
 import numpy as np
 import pytest
 
-from engine import CLASSIC, COURSE, GameState
+from engine import CLASSIC, GameState
 from engine.board import from_strings
 from evaluators import load_evaluator
 from solver import SolverConfig, solve

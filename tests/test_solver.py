@@ -12,10 +12,18 @@ from engine import GEEK, replay
 from solver import SolverConfig, Threshold, solve
 
 
+#: small settings of the searching policies, enough to play 120 pieces in a second or two
+SMALL = {
+    "beam": {"evaluator": "chys_quality", "beam": {"width": 24}},
+    "lookahead": {"lookahead": {"depth": 2, "keep_fraction": 0.3}},
+    "backsearch": {"backsearch": {"base_rows": 0, "depth": 2, "keep_fraction": 0.3, "survival_depth": 1,
+                                  "backup": 12, "max_backups": 1}},
+    "profile_dp": {"profile_dp": {"states": 300, "window": 10}},
+}
+
+
 def small(policy, **kw):
-    base = {"policy": policy, "pieces": 120, "evaluator": "pierre_dellacherie"}
-    if policy == "beam":
-        base.update(evaluator="chys_quality", beam={"width": 24})
+    base = {"policy": policy, "pieces": 120, "evaluator": "pierre_dellacherie", **SMALL.get(policy, {})}
     base.update(kw)
     return SolverConfig(**base)
 
@@ -49,14 +57,16 @@ def test_lookahead_depth_one_equals_greedy():
     assert la.record == g.record
 
 
-@pytest.mark.parametrize("policy", ["greedy", "beam"])
+@pytest.mark.parametrize("policy", ["greedy", "lookahead", "beam", "backsearch", "profile_dp"])
 def test_threshold_stops_at_the_right_piece(policy):
     cfg = small(policy)
     free = solve(cfg, record=False)
+    assert free.stop == "done"
     curve = free.best_by_step.astype(float).copy()
     curve[70] += 1  # the search's best at piece 71 is one point short
     r = solve(cfg, threshold=Threshold(curve))
     assert (r.stop, r.abort_piece, r.abort_threshold) == ("aborted", 71, curve[70])
+    assert len(r.best_by_step) == 71 and r.pieces <= 71 and replay(r.record).score == r.score
     # checked only every 25 pieces: piece 71 is not a checkpoint, piece 75 is
     curve2 = free.best_by_step.astype(float).copy()
     curve2[70] += 1
