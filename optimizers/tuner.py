@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Callable
