@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from pathlib import Path
 
@@ -30,22 +29,21 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
+from experiments.figures import RunError, load_run  # noqa: E402
 from optimizers.config import EarlyAbortConfig  # noqa: E402
 from optimizers.early_abort import EarlyAbort  # noqa: E402
-from optimizers.fitness import decode_curve  # noqa: E402
 
 
 def load(run_dir: Path) -> list[tuple[int, list[tuple[int, str, float, np.ndarray]]]]:
     """[(generation, [(index, key, fitness, curve), ...])] of the simulated candidates, in order."""
-    ev = pd.read_csv(run_dir / "evaluations.csv")
+    try:
+        run = load_run(run_dir)
+    except RunError as e:
+        raise SystemExit(str(e)) from None
+    ev, curves = run.evaluations, run.curves
     if ev.aborted.any():
         raise SystemExit(f"{run_dir}: made with early abort on; give runs made with early_abort.enabled=false")
-    curves = {}
-    for line in (run_dir / "curves.jsonl").read_text().splitlines():
-        d = json.loads(line)
-        curves[d["key"]] = decode_curve(d["curve"])
     return [(int(g), [(int(r.index), r.key, float(r.fitness), curves[r.key])
                       for r in rows.itertuples() if r.key in curves])
             for g, rows in ev.groupby("generation", sort=True)]

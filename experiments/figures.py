@@ -14,7 +14,6 @@ figure function takes runs and returns a matplotlib Figure with labelled axes an
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import pandas as pd
 from optimizers.config import RunConfig
 from optimizers.early_abort import EarlyAbort
 from optimizers.store import RunStore
+from optimizers.tuner import make_space
 
 #: the environment variables the notebooks read their run directories from
 RUN_DIR_ENV, RUN_DIRS_ENV = "TETRIS_RUN_DIR", "TETRIS_RUN_DIRS"
@@ -64,10 +64,6 @@ class Run:
         return self.config.pieces if self.config.pieces is not None else (self.config.solver or {}).get("pieces")
 
 
-def _bool_column(s: pd.Series) -> pd.Series:
-    return s.astype(str).map({"True": True, "False": False})
-
-
 def load_run(run_dir: str | Path) -> Run:
     """Read a run directory; raises `RunError` when it is not one."""
     from .run import load_resume
@@ -81,19 +77,16 @@ def load_run(run_dir: str | Path) -> Run:
         config = load_resume(run_dir)
     except ConfigError as e:
         raise RunError(str(e)) from None
-    ev = pd.read_csv(run_dir / "evaluations.csv")
+    store = RunStore(run_dir, make_space(config).params)  # it drops a line cut short by a kill
+    params = [p.path for p in store.params]
+    ev = pd.DataFrame([{"generation": r["generation"], "index": r["index"], **dict(zip(params, r["values"])),
+                        **r["record"], "cached": r["cached"], "key": r["key"]} for r in store.read_evaluations()])
     gen = pd.read_csv(run_dir / "generations.csv")
     if ev.empty or gen.empty:
         raise RunError(f"{run_dir}: no finished generation yet")
-    for column in ("aborted", "cached"):
-        ev[column] = _bool_column(ev[column])
-    for spec in config.space:  # a choice's values are written as JSON
-        if spec.type == "choice":
-            ev[spec.path] = ev[spec.path].astype(str).map(json.loads)
     gen["wall_time"] = gen["wall_seconds"].cumsum()
     gen["pieces_total"] = gen["pieces"].cumsum()
-    curves = {key: curve for (_, key), curve in RunStore(run_dir, []).read_curves().items()}
-    params = [s.path for s in config.space]
+    curves = {key: curve for (_, key), curve in store.read_curves().items()}
     return Run(run_dir, config, ev, gen, curves, _thresholds(config, ev, curves), params)
 
 

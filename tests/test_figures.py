@@ -2,7 +2,9 @@
 early abort and random search without. The notebooks are executed top to bottom (nbclient)."""
 
 import csv
+import importlib.util
 import os
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -140,3 +142,22 @@ def test_default_runs_are_found_under_runs(tiny_runs, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(figures.RunError, match="no run directories"):
         figures.notebook_run_dir()
+
+
+def test_a_line_cut_short_by_a_kill_is_dropped(tiny_runs, tmp_path):
+    # a run killed while appending: the figures and the what-if benchmark read what was whole
+    run_dir = tmp_path / tiny_runs[1].name
+    shutil.copytree(tiny_runs[1], run_dir)
+    whole = figures.load_run(run_dir)
+    with open(run_dir / "evaluations.csv", "a") as f:
+        f.write("3,0,412.5,-")
+    with open(run_dir / "curves.jsonl", "a") as f:
+        f.write('{"tag": [3, 0], "key": "ab')
+    cut = figures.load_run(run_dir)
+    assert cut.evaluations.equals(whole.evaluations) and cut.curves.keys() == whole.curves.keys()
+    spec = importlib.util.spec_from_file_location("abort_whatif", ROOT / "benchmarks" / "abort_whatif.py")
+    whatif = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(whatif)
+    generations = whatif.load(run_dir)
+    assert [g for g, _ in generations] == [0, 1, 2]
+    assert sum(len(c) for _, c in generations) == len(whole.curves)
