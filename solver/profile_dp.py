@@ -49,6 +49,7 @@ from engine.play import spawn_state
 from evaluators.kernel import parent_values
 
 from ._base import TIE_BREAKS, Policy, path_result, path_scores, priority, value_child
+from ._splitmix import GOLDEN, mix64
 from .result import SolveResult
 
 BITS = 5  #: bits per column in a packed profile
@@ -203,14 +204,6 @@ def expand_layer(profiles, scores, n, shape, number, moves, low, high, count, wi
 
 
 @njit(cache=True, inline="always")
-def _mix(p):
-    z = np.uint64(p) + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@njit(cache=True, inline="always")
 def surface_key(p, score, width, use_surface, w_cells, w_bump):
     """The selection key of a state: its score, plus with ``use_surface`` the surface heuristic
     ``w_cells * cells + w_bump * bumpiness`` of its profile."""
@@ -247,7 +240,7 @@ def merge_and_select(out_profile, out_score, total, nm, K, width, use_surface, w
         p = out_profile[slot]
         if p < 0:
             continue
-        pos = np.int64(_mix(p) & mask)
+        pos = np.int64(mix64(np.uint64(p) + GOLDEN) & mask)
         while True:
             if stamp[pos] != layer:
                 stamp[pos] = layer

@@ -19,7 +19,7 @@ and each drawn shape gets its own decision node. One *simulation*:
 
 The budget is ``simulations`` per move, or ``ms`` milliseconds per move when set. The move is the
 root's most visited after-state (ties: the higher value). Random draws come from a splitmix64
-generator whose state the game loop seeds from the game's seed, so a game is reproducible.
+generator (`solver._splitmix`) whose state the game loop seeds from the game's seed, so a game is reproducible.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from engine.play import GOING_ON, lock_and_score, spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
 
 from .._base import value_child
+from .._splitmix import next_random
 from ._base import OnlinePolicy
 from ._kernels import (P_DEATH, P_EXPLORATION, P_MS, P_ROLLOUT, P_SIMULATIONS, P_USE_PREVIEW,
                        P_VALUE_WEIGHT, ply)
@@ -51,16 +52,6 @@ def tree_arrays(height: int, simulations: int, capacity: int) -> tuple:
             np.zeros((na, height), np.uint16), np.zeros(na, np.int64), np.zeros(na), np.zeros(na, np.int64),
             np.zeros(na), np.zeros((na, 7), np.int64), np.zeros(na, np.int64),
             np.zeros(4096, np.int64), np.zeros(4096, np.int64), np.zeros(1, np.uint64))
-
-
-@njit(cache=True)
-def next_random(rng):
-    """The next splitmix64 output of the state ``rng[0]`` (advanced in place)."""
-    rng[0] += np.uint64(0x9E3779B97F4A7C15)
-    z = rng[0]
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
 
 
 @njit(cache=True)
