@@ -36,6 +36,15 @@ def priority(tie_break, x, s, spawn_x, spawn_s):
 
 
 @njit(cache=True)
+def best_first(values, ranks, n):
+    """The indices 0..n-1 best first: ``values`` descending, then tie-break ``ranks`` ascending
+    (`priority`), then index (generation order)."""
+    by_rank = np.argsort(ranks[:n], kind="mergesort")
+    by_value = np.argsort(-values[:n][by_rank], kind="mergesort")
+    return by_rank[by_value]
+
+
+@njit(cache=True)
 def value_child(board, pvals, piece_cells, x, y, R, spec, locked, cleared):
     """Lock a piece with offsets ``piece_cells`` at (x, y) on a copy of ``board`` and value the
     result with the evaluator ``spec`` (``pvals``: the parent's values, `parent_values`).

@@ -20,7 +20,7 @@ from engine.movegen import placements_into, scratch_arrays
 from engine.play import lock_and_score, spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
 
-from ._base import TIE_BREAKS, Policy, commit, path_result, priority, value_child
+from ._base import TIE_BREAKS, Policy, best_first, commit, path_result, priority, value_child
 
 DEAD = 1e12
 
@@ -87,36 +87,14 @@ def _expand(level, boards, t, sequence, R, spec, tie_break, keep_fraction, found
         alive += 1
     if alive == 0:
         return
-    # best first: value descending, then tie-break rank, then generation order (stable)
-    key = np.empty(alive)
-    for i in range(alive):
-        key[i] = -values[level, i]
-    idx = np.argsort(key, kind="mergesort")
+    # best first: value descending, then tie-break rank, then generation order
+    idx = best_first(values[level], ranks[level], alive)
     keep = max(1, int(math.ceil(keep_fraction * alive)))
-    # apply the rank tie-break within equal values
-    tmp_k = np.empty(alive, np.int64)
-    tmp_v = np.empty(alive)
-    tmp_r = np.empty(alive, np.int64)
-    for i in range(alive):
-        tmp_k[i] = order[level, idx[i]]
-        tmp_v[i] = values[level, idx[i]]
-        tmp_r[i] = ranks[level, idx[i]]
-    i = 0
-    while i < alive:
-        j = i
-        while j + 1 < alive and tmp_v[j + 1] == tmp_v[i]:
-            j += 1
-        if j > i:
-            sub = np.argsort(tmp_r[i:j + 1], kind="mergesort")
-            ks = tmp_k[i:j + 1].copy()
-            rs = tmp_r[i:j + 1].copy()
-            for m in range(j - i + 1):
-                tmp_k[i + m] = ks[sub[m]]
-                tmp_r[i + m] = rs[sub[m]]
-        i = j + 1
+    ks = order[level, :alive].copy()
+    vs = values[level, :alive].copy()
     for i in range(keep):
-        order[level, i] = tmp_k[i]
-        values[level, i] = tmp_v[i]
+        order[level, i] = ks[idx[i]]
+        values[level, i] = vs[idx[i]]
     nkept[level] = keep
 
 

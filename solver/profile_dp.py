@@ -48,7 +48,7 @@ from engine.movegen import placements_into
 from engine.play import spawn_state
 from evaluators.kernel import parent_values
 
-from ._base import TIE_BREAKS, Policy, path_result, path_scores, priority, value_child
+from ._base import TIE_BREAKS, Policy, best_first, path_result, path_scores, priority, value_child
 from ._splitmix import GOLDEN, mix64
 from .result import SolveResult
 
@@ -384,6 +384,7 @@ def base_candidates(board, shape, t, R, spec, tie_break, window, cap, sc_fit, sc
     parent_values(board, width, spec, pvals)
     values = np.empty(m, np.float64)
     ranks = np.empty(m, np.int64)
+    kept = np.empty(m, np.int64)
     n = 0
     for k in range(m):
         x, y, s = found[k, 0], found[k, 1], found[k, 2]
@@ -401,18 +402,14 @@ def base_candidates(board, shape, t, R, spec, tie_break, window, cap, sc_fit, sc
                 ok = False
         if not ok:
             continue
-        # insertion into the best-first order
-        rank = priority(tie_break, x, s, R[5], ss)
-        j = n
-        while j > 0 and (values[j - 1] < v or (values[j - 1] == v and ranks[j - 1] > rank)):
-            values[j] = values[j - 1]
-            ranks[j] = ranks[j - 1]
-            out[j, 0], out[j, 1], out[j, 2] = out[j - 1, 0], out[j - 1, 1], out[j - 1, 2]
-            j -= 1
-        values[j] = v
-        ranks[j] = rank
-        out[j, 0], out[j, 1], out[j, 2] = x, y, s
+        values[n] = v
+        ranks[n] = priority(tie_break, x, s, R[5], ss)
+        kept[n] = k
         n += 1
+    idx = best_first(values, ranks, n)
+    for i in range(n):
+        k = kept[idx[i]]
+        out[i, 0], out[i, 1], out[i, 2] = found[k, 0], found[k, 1], found[k, 2]
     return n
 
 

@@ -16,7 +16,7 @@ from engine.movegen import placements_into
 from engine.play import spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
 
-from .._base import priority, value_child
+from .._base import best_first, priority, value_child
 from ..greedy import best_placement
 
 #: worth of a line that ends the game (minus any value): any surviving line is preferred
@@ -68,9 +68,7 @@ def first_ply(board, shape, t, R, spec, tie_break, ws):
         alive, v = value_child(board, pvals[0], cells[shape, s], x, y, R, spec, locked[0], cleared[0])
         values[k] = v if alive else -DEAD
         ranks[k] = priority(tie_break, x, s, R[5], ss)
-    by_rank = np.argsort(ranks[:n], kind="mergesort")
-    by_value = np.argsort(-values[:n][by_rank], kind="mergesort")
-    return n, by_rank[by_value]
+    return n, best_first(values, ranks, n)
 
 
 @njit(cache=True)
