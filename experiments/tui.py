@@ -18,12 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
-from engine import BOARD_DTYPE, Rules, encode, get_rules, replay
+from engine import GameState, Rules, encode, get_rules, replay
 from engine.board import is_valid
 from engine.movegen import STEP_C, STEP_D, STEP_L, STEP_R, route
-from engine.play import END_NAMES, GOING_ON, lock_and_score, spawn_blocked
 from engine.rules import SHAPE_NAMES
 from evaluators import EvaluatorError
 
@@ -34,23 +31,26 @@ DEFAULT_AGENT = Path(__file__).resolve().parents[1] / "configs" / "tui_agent.yam
 
 
 class Game:
-    """One game as the player sees it: the board, the falling piece (x, y, state), the steps taken
-    with it, score, lines and pieces. No drawing here (the curses front end reads the fields)."""
+    """One game as the player sees it: an `engine.GameState` (board, score, lines, pieces, end)
+    plus the falling piece (x, y, state) and the steps taken with it. No drawing here (the curses
+    front end reads the fields)."""
 
     def __init__(self, rules: Rules, seed: int | None = None, pieces: int = 100_000):
-        self.rules = rules
-        n = rules.piece_limit or pieces
-        self.sequence = rules.sequence(n, seed)
-        self.board = np.zeros(rules.height, BOARD_DTYPE)
-        self.score = self.lines = 0
-        self.t = 0  # 0-based index of the falling piece
+        self.state = GameState.new(rules, pieces=rules.piece_limit or pieces, seed=seed)
         self.routes: list[list[int]] = []
-        self.end: str | None = None
         self._spawn()
+
+    rules = property(lambda self: self.state.rules)
+    sequence = property(lambda self: self.state.sequence)
+    board = property(lambda self: self.state.board)
+    score = property(lambda self: self.state.score)
+    lines = property(lambda self: self.state.lines)
+    end = property(lambda self: self.state.end)
+    t = property(lambda self: self.state.piece, doc="0-based index of the falling piece")
 
     @property
     def shape(self) -> int:
-        return int(self.sequence[self.t])
+        return self.state.shape
 
     @property
     def next_shape(self) -> int:
@@ -65,17 +65,12 @@ class Game:
         return self.rules.cells[self.shape, s], (self.x if x is None else x), (self.y if y is None else y)
 
     def _spawn(self):
-        r = self.rules
-        self.x, self.y, self.s = r.spawn_x, r.spawn_y, r.spawn_state_of(self.t)
+        self.x, self.y, self.s = self.rules.spawn_x, self.rules.spawn_y, self.state.spawn_state
         self.steps: list[int] = []
-        if self.t >= len(self.sequence):
-            self.end = "sequence_end"
-        elif spawn_blocked(self.board, r.cells[self.shape, self.s], r.kernel):
-            self.end = "spawn_blocked"
 
     def step(self, code: int) -> bool:
-        """One L, R, D or C step; True when the piece moved (under the Geek rules a piece has at
-        most ``max_steps`` steps: then it locks where it stands)."""
+        """One L, R, D or C step; True when the piece moved. A piece has at most the rules' step
+        limit of steps (`Rules.step_limit`, the contest's 100): then it locks where it stands."""
         if self.end:
             return False
         x, y, s = self.x, self.y, self.s
@@ -91,7 +86,7 @@ class Game:
             return False
         self.x, self.y, self.s = x, y, s
         self.steps.append(code)
-        if self.rules.name == "geek" and len(self.steps) >= self.rules.max_steps:
+        if 0 <= self.rules.step_limit <= len(self.steps):
             self.lock()
         return True
 
@@ -103,21 +98,15 @@ class Game:
         t = self.t
         while not self.end and self.t == t and self.step(STEP_D):
             pass
-        if not self.end and self.t == t:  # (the Geek step limit may have locked it already)
+        if not self.end and self.t == t:  # (the step limit may have locked it already)
             self.lock()
 
     def lock(self):
         """Lock the piece where it stands, score it, and bring the next one."""
-        end, f, points = lock_and_score(self.board, self.rules.cells[self.shape, self.s], self.x, self.y, self.t + 1,
-                                        self.rules.kernel)
+        self.state = self.state.apply((self.x, self.y, self.s), check=False).state
         self.routes.append(self.steps)
-        self.t += 1
-        if end != GOING_ON:
-            self.end = END_NAMES[end]
-            return
-        self.score += int(points)
-        self.lines += int(f)
-        self._spawn()
+        if not self.end:
+            self._spawn()
 
     def place(self, target):
         """Walk a shortest route from the spawn to ``target`` (x, y, state) and lock (the agent's
@@ -136,7 +125,6 @@ class Game:
     def record(self) -> str:
         """The Geek contest record of the pieces locked so far."""
         return encode(self.routes)
-
 
 KEYS = {curses.KEY_LEFT: STEP_L, ord("a"): STEP_L, curses.KEY_RIGHT: STEP_R, ord("d"): STEP_R,
         curses.KEY_UP: STEP_C, ord("w"): STEP_C, curses.KEY_DOWN: STEP_D, ord("s"): STEP_D}
