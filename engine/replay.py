@@ -30,8 +30,9 @@ STEP_DY = np.array([0, 0, 1, 0], dtype=np.int64)
 
 @njit(cache=True)
 def _trace(boards, locked, n, board, shape, state, x, y, full_rows):
-    """Record piece n in a trace (`replay_kernel`); nothing when the trace arrays are empty."""
-    if n < boards.shape[0]:
+    """Record piece n in a trace (`replay_kernel`); nothing without one (``boards`` None: numba then
+    compiles the replay without this code)."""
+    if boards is not None:
         boards[n, :] = board
         locked[n, 0] = shape
         locked[n, 1] = state
@@ -46,8 +47,8 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board, boards, loc
     the final board at the end); return (score, counter, end code). ``score_by_piece[n]`` receives
     the score after piece n locked (n = 1..counter; left at 0 for a vanished piece).
 
-    A trace, when ``boards`` (rows, height) and ``locked`` (rows, 5) have rows (pass empty arrays
-    for none): ``boards[n]`` is the board once piece n has locked and full rows were cleared (the
+    A trace, when ``boards`` (counter + 1 rows, height) and ``locked`` (counter + 1 rows, 5) are
+    given (None for none): ``boards[n]`` is the board once piece n has locked and full rows were cleared (the
     board as it was when piece n never locked), ``locked[n]`` is (shape, state, x, y, full rows) of
     the lock, shape -1 when piece n never locked (it vanished, or its spawn was blocked). A lock
     that ends the game is traced too."""
@@ -139,10 +140,11 @@ def replay_record(record: Record, rules: Rules = GEEK, seed: int | None = None,
         n = min(n, rules.piece_limit)
     sequence = rules.sequence(max(n, 1), seed)
     by_piece = np.zeros(n + 1, dtype=np.int64)
-    rows = n + 1 if trace else 0
-    boards = np.zeros((rows, rules.height), dtype=BOARD_DTYPE)
-    locked = np.zeros((rows, 5), dtype=np.int64)
-    locked[:, 0] = -1
+    boards = locked = None
+    if trace:
+        boards = np.zeros((n + 1, rules.height), dtype=BOARD_DTYPE)
+        locked = np.zeros((n + 1, 5), dtype=np.int64)
+        locked[:, 0] = -1
     score, counter, end = replay_kernel(
         record.kinds, record.counts, sequence, rules.kernel, by_piece,
         np.zeros(rules.height, dtype=BOARD_DTYPE) if board is None else board, boards, locked,
