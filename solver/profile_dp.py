@@ -140,8 +140,8 @@ def free_rows(rules) -> int:
 
 @njit(cache=True, inline="always")
 def drop(h, out, moves, low, high, shape, m, window, cap, floor, width):
-    """Drop move ``m`` of ``shape`` on heights ``h``; ``out`` receives the heights after the lock,
-    before clearing. Returns (centre y on the board, cells in the window after the lock, rows filled),
+    """Drop move ``m`` of ``shape`` on heights ``h``; ``out`` receives the heights after the lock and
+    the clear of the rows it filled. Returns (centre y on the board, cells in the window after the lock, rows filled),
     or y = -1 when the drop leaves a hole, tops out, or ends with the stack above ``cap`` or a column
     below its ``floor``."""
     x0 = moves[shape, m, 2]
@@ -165,8 +165,8 @@ def drop(h, out, moves, low, high, shape, m, window, cap, floor, width):
         if out[i] < f:
             f = out[i]
     for i in range(width):
-        v = out[i] - f
-        if v > cap or v < ((floor >> i) & 1):
+        out[i] -= f
+        if out[i] > cap or out[i] < ((floor >> i) & 1):
             return -1, 0, 0
     return cy, cells, f
 
@@ -195,7 +195,7 @@ def expand_layer(profiles, scores, n, shape, number, moves, low, high, count, wi
                     continue
                 p = np.int64(0)
                 for k in range(width):
-                    p |= np.int64(nh[k] - f) << (BITS * k)
+                    p |= np.int64(nh[k]) << (BITS * k)
                 out_profile[slot] = p
                 points = 0
                 if not last:
@@ -351,8 +351,6 @@ def survives(h, t, depth, sequence, moves, low, high, count, window, cap, floor,
     for m in range(count[shape]):
         cy, _, f = drop(h, nh, moves, low, high, shape, m, window, cap, floor, width)
         if cy >= 0:
-            for i in range(width):
-                nh[i] -= f
             if survives(nh, t + 1, depth - 1, sequence, moves, low, high, count, window, cap, floor, width):
                 return True
     return False
@@ -512,8 +510,7 @@ def replay_moves(h, codes, shapes, moves, low, high, window, cap, floor, width, 
         out_place[t, 0] = moves[shape, m, 1]
         out_place[t, 1] = cy
         out_place[t, 2] = moves[shape, m, 0]
-        for i in range(width):
-            h[i] = nh[i] - f
+        h[:] = nh
     return True
 
 
