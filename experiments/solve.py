@@ -7,6 +7,10 @@ CONFIG is a solver YAML (see configs/solver.yaml) or the best.yaml a tuning run 
 DIR/submit.js (the contest's console lines) and DIR/summary.json, after the project's replayer has
 confirmed the record's score. A policy for unknown pieces (one_ply, preview, expect, mcts) plays
 ``online.games`` seeded games instead: DIR/summary.json holds every game's score, pieces and end.
+
+Ctrl-C once ends the search at the next step with its best path so far, which is verified and
+written like a finished one (``stop: interrupted`` in the summary; exit status 130); a second
+Ctrl-C, or one during online games, stops at once and writes nothing.
 """
 
 from __future__ import annotations
@@ -102,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         bar.update(done - bar.n)
         bar.set_postfix_str(f"score {best:,}", refresh=False)
 
-    try:
-        result = solve(config, progress=progress, evaluator=evaluator)
+    try:  # a first Ctrl-C ends the search with its best path so far, a second one stops at once
+        result = solve(config, progress=progress, evaluator=evaluator, interruptible=True)
     except KeyboardInterrupt:
         bar.close()
         print("interrupted: nothing written", file=sys.stderr)
@@ -122,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     write_solution(out, result, config)
     print(f"{result.score:,} points, {result.pieces:,} pieces ({result.end}; {result.stop}) in "
           f"{result.seconds:.1f} s; verified by the replayer; written to {out}/")
+    if result.stop == "interrupted":
+        print("interrupted: the best path found so far was written", file=sys.stderr)
+        return 130
     return 0
 
 

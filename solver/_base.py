@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import signal
+import threading
 import time
 from abc import ABC, abstractmethod
 from typing import Callable
@@ -98,7 +101,9 @@ def commit(board, shape, x, y, s, t, R, score, kinds, out_place, score_by_step):
 
 
 #: stop codes of the single-path kernels (greedy, lookahead); -1 = still going
-STOP_NAMES = ("done", "stuck", "spawn_blocked", "aborted")
+STOP_NAMES = ("done", "stuck", "spawn_blocked", "aborted", "interrupted")
+#: the stop code a search loop sets when `Policy.interrupted` (the kernels never return it)
+INTERRUPTED = 4
 
 
 def path_result(score, done, stop, kinds, places, by_step, threshold, nodes) -> SolveResult:
@@ -124,19 +129,42 @@ class Policy(ABC):
         self.evaluator = evaluator
         self.sequence = np.ascontiguousarray(sequence, dtype=np.int64)
         self.pieces = pieces
+        #: set by the first Ctrl-C of an interruptible run; a search loop checks it between steps
+        #: and stops with its best path so far (``stop = "interrupted"``)
+        self.interrupted = False
 
     @abstractmethod
     def search(self, threshold: np.ndarray, progress: Progress | None) -> SolveResult:
         """Play up to ``self.pieces`` pieces; ``threshold[t]`` is the least best score allowed after
         piece t + 1 (-inf: unchecked)."""
 
-    def run(self, threshold: np.ndarray, progress: Progress | None = None) -> SolveResult:
+    def run(self, threshold: np.ndarray, progress: Progress | None = None,
+            interruptible: bool = False) -> SolveResult:
         """`search`, timed; a two-piece warm-up first loads (or compiles) the kernels, so that
-        ``seconds`` is the search alone."""
+        ``seconds`` is the search alone. With ``interruptible`` (main thread only), a first Ctrl-C
+        during the search sets `interrupted` instead of raising, so the search ends with its best
+        path so far; a second one raises KeyboardInterrupt as usual."""
         warm = copy.copy(self)
         warm.pieces = min(2, self.pieces)
         warm.search(np.full(warm.pieces, -np.inf), None)
         start = time.perf_counter()
-        result = self.search(threshold, progress)
+        with self._first_sigint_stops() if interruptible else contextlib.nullcontext():
+            result = self.search(threshold, progress)
         result.seconds = time.perf_counter() - start
         return result
+
+    @contextlib.contextmanager
+    def _first_sigint_stops(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def first(signum, frame):
+            self.interrupted = True
+            signal.signal(signal.SIGINT, previous)
+
+        previous = signal.signal(signal.SIGINT, first)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)

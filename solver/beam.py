@@ -353,6 +353,9 @@ class Beam(Policy):
             if top < threshold[t]:
                 stop, abort_piece, abort_threshold = "aborted", t + 1, float(threshold[t])
                 break
+            if self.interrupted and t + 1 < n_pieces:
+                stop = "interrupted"
+                break
         placed = best[1] + 1
         placements = np.zeros((placed, 3), np.int64)
         i = best[3]

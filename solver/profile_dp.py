@@ -549,11 +549,11 @@ def warm_layer_kernels(rules) -> None:
 class ProfileDP(Policy):
     name = "profile_dp"
 
-    def run(self, threshold, progress=None):
+    def run(self, threshold, progress=None, interruptible=False):
         """`Policy.run`, after loading (or compiling) the layer kernels, which the two-piece warm-up
         never reaches (it ends inside the base)."""
         warm_layer_kernels(self.rules)
-        return super().run(threshold, progress)
+        return super().run(threshold, progress, interruptible)
 
     def search(self, threshold, progress):
         cfg = self.config.profile_dp
@@ -644,6 +644,9 @@ class ProfileDP(Policy):
                     progress(t + 1, n_pieces, best[0])
                 if top < threshold[t]:
                     stop, abort_piece, abort_threshold = "aborted", t + 1, float(threshold[t])
+                    break
+                if self.interrupted and t + 1 < n_pieces:
+                    stop = "interrupted"
                     break
             # ---- trace back
             layers = best[1] + 1 if best[0] >= 0 else 0

@@ -18,8 +18,9 @@ class SolveResult:
     - ``clear_kinds``: clear events of the path by rows cleared, index 1..4 (index 0 unused);
     - ``placements``: (pieces, 3) array of (x, y, state), one per piece;
     - ``stop``: why the policy stopped: ``done`` (all pieces placed), ``stuck`` (no placement
-      survives), ``spawn_blocked``, or ``aborted`` (below the threshold curve, see ``abort_piece``
-      and ``abort_threshold``);
+      survives), ``spawn_blocked``, ``aborted`` (below the threshold curve, see ``abort_piece``
+      and ``abort_threshold``) or ``interrupted`` (Ctrl-C in an interruptible run: the best path
+      found so far);
     - ``record``, ``end``: filled in by `solver.record.attach_record` (the record and the
       project replayer's verdict on it); ``seconds``: wall time of the search, kernels already
       compiled or loaded (`Policy.run` warms them up first).

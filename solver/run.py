@@ -32,9 +32,11 @@ def default_pieces(rules: Rules) -> int:
 
 
 def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Progress | None = None,
-          evaluator: Evaluator | None = None, record: bool = True) -> SolveResult:
+          evaluator: Evaluator | None = None, record: bool = True, interruptible: bool = False) -> SolveResult:
     """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
-    project's replayer and checked against the result (`RecordMismatch` on any difference).
+    project's replayer and checked against the result (`RecordMismatch` on any difference). With
+    ``interruptible``, a first Ctrl-C ends the search with its best path so far (``stop =
+    "interrupted"``; `Policy.run`).
     Policies for unknown pieces play seeded games instead (`solver.online.solve_games`; no record)."""
     if config.threads:
         numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
@@ -48,7 +50,7 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     evaluator = evaluator or load_evaluator(config.evaluator)
     curve = threshold.kernel_arrays(pieces) if threshold else np.full(pieces, -np.inf)
     policy = POLICIES[config.policy](config, rules, evaluator, sequence, pieces)
-    result = policy.run(curve, progress)
+    result = policy.run(curve, progress, interruptible)
     if record and result.pieces:
         attach_record(result, rules, sequence, config.seed)
     return result

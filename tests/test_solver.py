@@ -1,8 +1,12 @@
 """Policies on short prefixes, the threshold stop, determinism across threads, the solve CLI."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -10,6 +14,8 @@ import pytest
 
 from engine import GEEK, replay
 from solver import SolverConfig, Threshold, solve
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 #: small settings of the searching policies, enough to play 120 pieces in a second or two
@@ -104,6 +110,23 @@ def test_solve_cli_writes_verified_files(tmp_path):
     assert len(summary["score_by_step"]) == 80 and summary["end"] == "record_end"
 
 
+def test_solve_cli_ctrl_c_writes_the_best_path_so_far(tmp_path):
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "experiments.solve", "configs/solver.yaml", "beam.width=200",
+                          "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    while "score " not in seen and p.poll() is None:  # the progress bar reports a score: searching
+        seen += p.stderr.read(1)
+    p.send_signal(signal.SIGINT)
+    err = seen + p.stderr.read()
+    assert p.wait(timeout=120) == 130, err
+    assert "interrupted: the best path found so far was written" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stop"] == "interrupted" and 50 <= summary["pieces"] < 9999
+    verdict = replay((out / "record.txt").read_text().strip())
+    assert (verdict.score, verdict.bricks) == (summary["score"], summary["pieces"])
+
+
 @pytest.mark.parametrize("text, override, message", [
     ("policy: beam\nbeam:\n  widht: 3\n", [], "beam.widht: unknown key"),
     ("policy: beam\n", ["beam.width=0"], "beam.width: Input should be greater than or equal to 1"),
@@ -138,3 +161,23 @@ def test_lowest_placements_keep_the_lowest_of_each_state_and_column():
             for x, y, s in full:
                 lowest[(s, x)] = max(lowest.get((s, x), -1), y)
             assert got == {(x, y, s) for (s, x), y in lowest.items()}
+
+
+@pytest.mark.parametrize("policy", ["greedy", "lookahead", "beam", "backsearch", "profile_dp"])
+def test_first_ctrl_c_ends_the_search_with_its_best_path(policy):
+    # the progress callback plays the user: Ctrl-C at the first report (after 50-500 pieces)
+    def ctrl_c(done, total, best):
+        if done < total:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    free = solve(small(policy, pieces=1200), record=False)
+    r = solve(small(policy, pieces=1200), progress=ctrl_c, interruptible=True)
+    assert r.stop == "interrupted" and 0 < r.pieces < 1200
+    verdict = replay(r.record)
+    assert (verdict.score, verdict.bricks) == (r.score, r.pieces)
+    if policy in ("greedy", "lookahead"):  # a single path: the same path, cut where the search stopped
+        assert list(r.score_by_step) == list(free.score_by_step[:r.pieces])
+    # the handler is gone afterwards: Ctrl-C raises again
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
