@@ -8,9 +8,9 @@ DIR/submit.js (the contest's console lines) and DIR/summary.json, after the proj
 confirmed the record's score. A policy for unknown pieces (one_ply, preview, expect, mcts) plays
 ``online.games`` seeded games instead: DIR/summary.json holds every game's score, pieces and end.
 
-Ctrl-C once ends the search at the next step with its best path so far, which is verified and
-written like a finished one (``stop: interrupted`` in the summary; exit status 130); a second
-Ctrl-C, or one during online games, stops at once and writes nothing.
+Ctrl-C (or a kill: SIGTERM) once ends the search at the next step with its best path so far,
+which is verified and written like a finished one (``stop: interrupted`` in the summary; exit
+status 130); a second one, or one during online games, stops at once and writes nothing.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         bar.update(done - bar.n)
         bar.set_postfix_str(f"score {best:,}", refresh=False)
 
-    try:  # a first Ctrl-C ends the search with its best path so far, a second one stops at once
+    try:  # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
         result = solve(config, progress=progress, evaluator=evaluator, interruptible=True)
     except KeyboardInterrupt:
         bar.close()

@@ -142,29 +142,36 @@ class Policy(ABC):
             interruptible: bool = False) -> SolveResult:
         """`search`, timed; a two-piece warm-up first loads (or compiles) the kernels, so that
         ``seconds`` is the search alone. With ``interruptible`` (main thread only), a first Ctrl-C
-        during the search sets `interrupted` instead of raising, so the search ends with its best
-        path so far; a second one raises KeyboardInterrupt as usual."""
+        or kill (SIGTERM) during the search sets `interrupted` instead of raising or ending the
+        process, so the search ends with its best path so far; a second one acts as usual."""
         warm = copy.copy(self)
         warm.pieces = min(2, self.pieces)
         warm.search(np.full(warm.pieces, -np.inf), None)
         start = time.perf_counter()
-        with self._first_sigint_stops() if interruptible else contextlib.nullcontext():
+        with self._first_signal_stops() if interruptible else contextlib.nullcontext():
             result = self.search(threshold, progress)
         result.seconds = time.perf_counter() - start
         return result
 
     @contextlib.contextmanager
-    def _first_sigint_stops(self):
+    def _first_signal_stops(self):
+        """While inside: the first SIGINT (Ctrl-C) or SIGTERM (kill) sets `interrupted`, and puts
+        that signal's previous handler back for the next one. A signal the process ignores (as a
+        job started in the background ignores SIGINT) stays ignored."""
         if threading.current_thread() is not threading.main_thread():
             yield
             return
+        previous = {}
 
         def first(signum, frame):
             self.interrupted = True
-            signal.signal(signal.SIGINT, previous)
+            signal.signal(signum, previous[signum])
 
-        previous = signal.signal(signal.SIGINT, first)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, first)
         try:
             yield
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

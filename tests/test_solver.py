@@ -181,3 +181,24 @@ def test_first_ctrl_c_ends_the_search_with_its_best_path(policy):
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(1)
+
+
+def test_a_kill_ends_the_search_too_and_ignored_signals_stay_ignored():
+    def kill(done, total, best):
+        if done < total:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    r = solve(small("beam", pieces=1200), progress=kill, interruptible=True)
+    assert r.stop == "interrupted" and replay(r.record).score == r.score
+    assert signal.getsignal(signal.SIGTERM) is before
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a job started with &
+    try:
+        def ctrl_c(done, total, best):
+            os.kill(os.getpid(), signal.SIGINT)
+
+        r = solve(small("beam", pieces=300), progress=ctrl_c, interruptible=True)
+        assert r.stop == "done" and r.pieces == 300
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
