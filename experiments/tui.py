@@ -57,6 +57,13 @@ class Game:
         return int(self.sequence[self.t + 1]) if self.t + 1 < len(self.sequence) else -1
 
     @property
+    def contest(self) -> bool:
+        """Under the Geek rules the game is a contest record: no gravity (a record holds no time),
+        and the contest's step limit per piece. The classic game has gravity and no step limit
+        (the engine's ``max_steps`` there only bounds the solvers' move search)."""
+        return self.rules.name == "geek"
+
+    @property
     def level(self) -> int:
         return self.lines // 30
 
@@ -69,8 +76,8 @@ class Game:
         self.steps: list[int] = []
 
     def step(self, code: int) -> bool:
-        """One L, R, D or C step; True when the piece moved. A piece has at most the rules' step
-        limit of steps (`Rules.step_limit`, the contest's 100): then it locks where it stands."""
+        """One L, R, D or C step; True when the piece moved. In a `contest` game a piece has at
+        most the contest's ``max_steps`` steps: then it locks where it stands."""
         if self.end:
             return False
         x, y, s = self.x, self.y, self.s
@@ -86,7 +93,7 @@ class Game:
             return False
         self.x, self.y, self.s = x, y, s
         self.steps.append(code)
-        if 0 <= self.rules.step_limit <= len(self.steps):
+        if self.contest and len(self.steps) >= self.rules.max_steps:
             self.lock()
         return True
 
@@ -204,7 +211,7 @@ def play(win, game: Game, agent, tick_ms: int) -> None:
             game.step(KEYS[key])
         elif key == ord(" "):
             game.drop()
-        if game.rules.name != "geek" and now - last_fall >= tick_ms / 1000 * 0.85 ** game.level:
+        if not game.contest and now - last_fall >= tick_ms / 1000 * 0.85 ** game.level:
             last_fall = now
             if not game.step(STEP_D) and game.resting():
                 game.lock()

@@ -29,6 +29,17 @@ def test_game_moves_locks_and_scores_classic():
     assert not g.step(STEP_L)
 
 
+def test_step_limit_is_the_contests_only():
+    # the Geek contest locks a piece after 100 steps; classic Tetris has no such rule
+    geek, classic = Game(GEEK), Game(CLASSIC, seed=3)
+    for _ in range(100):
+        assert geek.t == 0 and geek.step(STEP_C)
+    assert geek.t == 1 and geek.routes[0] == [STEP_C] * 100
+    for _ in range(150):
+        assert classic.step(STEP_C)
+    assert classic.t == 0 and len(classic.steps) == 150
+
+
 def test_geek_record_saved_by_the_player_replays_to_its_score(tmp_path):
     g = Game(GEEK)
     moves = [STEP_L, STEP_L, STEP_R, STEP_C, STEP_L, STEP_R, STEP_R, STEP_R, STEP_C, STEP_L]
