@@ -3,8 +3,8 @@
 numba invalidates a cached kernel only when the file defining it changes, yet the kernels here
 inline functions from other modules (a solver kernel calls the engine's lock and the evaluators'
 features). So every kernel is cached in a directory named by a digest of all kernel sources
-(`engine`, `evaluators`, `solver`): editing any of them starts a fresh cache, and every process of
-the same sources (joblib or dask workers included) shares one. The directory is ``.numba_cache/``
+(`engine`, `evaluators`, `solver`, subpackages included): editing any of them starts a fresh
+cache, and every process of the same sources (joblib or dask workers included) shares one. The directory is ``.numba_cache/``
 in the project when writable, else ``~/.cache/tetris-workbench/numba``; the three most recently
 used digests are kept. An explicit ``NUMBA_CACHE_DIR`` wins and is left alone.
 
@@ -27,11 +27,13 @@ KERNEL_PACKAGES = ("engine", "evaluators", "solver")
 KEEP = 3
 
 
-def source_digest() -> str:
+def source_digest(root: Path = ROOT) -> str:
+    """A digest of every Python source under the kernel packages, subpackages included (a kernel
+    in ``solver/online/`` inlines kernels from ``solver/``, and the reverse)."""
     h = hashlib.sha1()
     for package in KERNEL_PACKAGES:
-        for path in sorted((ROOT / package).glob("*.py")):
-            h.update(path.name.encode())
+        for path in sorted((root / package).rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

@@ -1,6 +1,8 @@
 """Policies for unknown pieces: agreement with the known-sequence policies where they must agree,
 a plain-Python check of the 2-ply reduction, seeded games, and MCTS on a hand-drawn board."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from engine.board import from_strings
 from evaluators import load_evaluator
 from solver import SolverConfig, solve
 from solver.online import play_games
+from solver.online.mcts import ENDED, MCTS
 from solver.online.solve import make_policy
 
 
@@ -105,6 +108,23 @@ def test_mcts_takes_the_four_row_clear_and_is_reproducible():
     g1 = play_games(policy, [2], 60)
     g2 = play_games(policy, [2], 60)
     assert list(g1.scores) == list(g2.scores) and g1.capped == 1
+
+
+def test_mcts_reaching_the_piece_limit_is_an_end_not_a_death():
+    # a game of 12 pieces, searched from its 11th: rollouts and tree paths reach the last piece
+    rules = replace(CLASSIC, piece_limit=12)
+    cfg = config("mcts", mcts={"simulations": 200, "rollout": 3})
+    policy = MCTS(cfg, rules, load_evaluator("el_tetris"))
+    policy.seed(1)
+    board = np.zeros(rules.height, np.uint16)
+    assert policy.choose(board, 10, 2, -1) is not None
+    d_first, d_n, a_visits, a_sum, a_next = policy.tree[3], policy.tree[4], policy.tree[9], policy.tree[10], policy.tree[11]
+    root = slice(d_first[0], d_first[0] + d_n[0])
+    visited = a_visits[root] > 0
+    assert visited.sum() > 5
+    # no simulation was counted as lost (-death_penalty): an empty board cannot top out in 3 pieces
+    assert (a_sum[root][visited] / a_visits[root][visited] > -cfg.mcts.death_penalty / 2).all()
+    assert (a_next[:, 0] == ENDED).any()  # the last piece's after-states are leaves
 
 
 def test_course_preview_survives():

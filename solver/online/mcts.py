@@ -15,11 +15,13 @@ and each drawn shape gets its own decision node. One *simulation*:
    1-ply evaluator;
 4. back-propagation: the reward, the points scored along the tree path and the rollout plus
    ``value_weight`` times the evaluator value of the last placement (or ``-death_penalty`` when the
-   game ended on the way), is added to every after-state on the path.
+   game was lost on the way; a path reaching the rules' last piece, ``piece_limit``, ends there and
+   is worth its points alone), is added to every after-state on the path.
 
 The budget is ``simulations`` per move, or ``ms`` milliseconds per move when set. The move is the
 root's most visited after-state (ties: the higher value). Random draws come from a splitmix64
-generator (`solver._splitmix`) whose state the game loop seeds from the game's seed, so a game is reproducible.
+generator (`solver._splitmix`) whose state the game loop seeds from the game's seed, so a game is
+reproducible.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 from numba import njit, objmode
 
 from engine.movegen import placements_into
-from engine.play import GOING_ON, lock_and_score, spawn_blocked, spawn_state
+from engine.play import GOING_ON, PIECE_LIMIT, lock_and_score, spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
 
 from .._base import value_child
@@ -52,6 +54,10 @@ def tree_arrays(height: int, simulations: int, capacity: int) -> tuple:
             np.zeros((na, height), np.uint16), np.zeros(na, np.int64), np.zeros(na), np.zeros(na, np.int64),
             np.zeros(na), np.zeros((na, 7), np.int64), np.zeros(na, np.int64),
             np.zeros(4096, np.int64), np.zeros(4096, np.int64), np.zeros(1, np.uint64))
+
+
+#: ``a_next`` of an after-state whose lock ends the game (the piece limit): a leaf worth its points
+ENDED = -2
 
 
 @njit(cache=True)
@@ -93,7 +99,7 @@ def _expand(d, R, spec, tree, ws, na_used):
         a_value[a] = v
         a_visits[a] = 0
         a_sum[a] = 0.0
-        a_next[a, :] = -1
+        a_next[a, :] = -1 if end == GOING_ON else ENDED
         a_place[a] = k
         na_used += 1
         d_n[d] += 1
@@ -117,6 +123,8 @@ def _rollout(board, t, preview, pieces, R, spec, tie_break, ws, rng, out):
                                    t + i + 1, R)
         points += p
         last = v
+        if end == PIECE_LIMIT:  # the game is over, not lost: no future value
+            return points, 0.0, False
         if end != GOING_ON:
             return points, 0.0, True
     return points, last, False
@@ -177,6 +185,7 @@ def choose_mcts(board, shape, preview, t, R, spec, tie_break, params, ws, tree, 
         npath = 0
         reward = 0.0
         dead = False
+        ended = False
         leaf = -1
         while True:
             if d_n[d] < 0:
@@ -208,6 +217,9 @@ def choose_mcts(board, shape, preview, t, R, spec, tie_break, params, ws, tree, 
             path_a[npath] = best
             npath += 1
             reward += a_points[best]
+            if a_next[best, 0] == ENDED:  # the game's last piece: nothing follows
+                ended = True
+                break
             if a_visits[best] == 0 or npath >= path_a.shape[0]:
                 leaf = best
                 break
@@ -227,6 +239,8 @@ def choose_mcts(board, shape, preview, t, R, spec, tie_break, params, ws, tree, 
             break  # the root itself cannot be searched further (storage full)
         if dead:
             total = -death
+        elif ended:
+            total = reward
         elif leaf >= 0:
             nxt_preview = preview if (depth == 0 and preview >= 0) else -1
             pts, last, died = _rollout(a_board[leaf], d_t[path_d[npath - 1]] + 1, nxt_preview, depth_rollout, R,
