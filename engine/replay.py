@@ -48,10 +48,10 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board, boards, loc
     the score after piece n locked (n = 1..counter; left at 0 for a vanished piece).
 
     A trace, when ``boards`` (counter + 1 rows, height) and ``locked`` (counter + 1 rows, 5) are
-    given (None for none): ``boards[n]`` is the board once piece n has locked and full rows were cleared (the
-    board as it was when piece n never locked), ``locked[n]`` is (shape, state, x, y, full rows) of
-    the lock, shape -1 when piece n never locked (it vanished, or its spawn was blocked). A lock
-    that ends the game is traced too."""
+    given (None for none): ``boards[n]`` is the board once piece n has locked and full rows were
+    cleared (the board as it was when piece n never locked), ``locked[n]`` is (shape, state, x, y,
+    full rows) of the lock, shape -1 when piece n never locked (it vanished, or its spawn was
+    blocked). A lock that ends the game is traced too."""
     cells = R[0]
     width = R[3]
     limit = R[11]

@@ -144,14 +144,40 @@ class Policy(ABC):
         ``seconds`` is the search alone. With ``interruptible`` (main thread only), a first Ctrl-C
         or kill (SIGTERM) during the search sets `interrupted` instead of raising or ending the
         process, so the search ends with its best path so far; a second one acts as usual."""
-        warm = copy.copy(self)
-        warm.pieces = min(2, self.pieces)
-        warm.search(np.full(warm.pieces, -np.inf), None)
+        self.warm_up()
         start = time.perf_counter()
         with self._first_signal_stops() if interruptible else contextlib.nullcontext():
             result = self.search(threshold, progress)
         result.seconds = time.perf_counter() - start
         return result
+
+    def warm_up(self) -> None:
+        """Load (or compile) the kernels the search uses: a two-piece search on a copy."""
+        warm = copy.copy(self)
+        warm.pieces = min(2, self.pieces)
+        warm.search(np.full(warm.pieces, -np.inf), None)
+
+    def chunk_stop(self, stop: int, done: int) -> int:
+        """The stop code of a single-path search after a kernel chunk that left it at ``done``
+        pieces: `INTERRUPTED` when it was still going (``stop`` < 0, pieces left) and a first
+        Ctrl-C came, else ``stop``."""
+        return INTERRUPTED if self.interrupted and stop < 0 and done < self.pieces else stop
+
+    def layer_stop(self, t: int, top: int, best: int, threshold: np.ndarray,
+                   progress: Progress | None) -> tuple | None:
+        """After layer ``t`` (0-based piece) of a layered search (beam, profile DP), whose best
+        score is ``top`` and best score so far ``best``: report progress every 50 pieces and at
+        the last one, then say why to stop here as (stop, abort_piece, abort_threshold), or None:
+        ``aborted`` when ``top`` is below ``threshold[t]``, ``interrupted`` after a first Ctrl-C
+        with pieces left."""
+        n = self.pieces
+        if progress and (t % 50 == 49 or t == n - 1):
+            progress(t + 1, n, best)
+        if top < threshold[t]:
+            return "aborted", t + 1, float(threshold[t])
+        if self.interrupted and t + 1 < n:
+            return "interrupted", None, None
+        return None
 
     @contextlib.contextmanager
     def _first_signal_stops(self):

@@ -40,7 +40,7 @@ from engine.movegen import scratch_arrays
 from engine.play import spawn_blocked, spawn_state
 from evaluators import load_evaluator
 
-from ._base import INTERRUPTED, TIE_BREAKS, Policy, commit, path_result, path_scores
+from ._base import TIE_BREAKS, Policy, commit, path_result, path_scores
 from .lookahead import DEAD, lookahead_choice, lookahead_workspace
 
 #: modes, as stored per piece
@@ -217,8 +217,7 @@ class Backsearch(Policy):
                 by_step, modes, made, capacity(rules))
             if progress:
                 progress(int(st[T]), n, int(st[SCORE]))
-            if self.interrupted and stop < 0:
-                stop = INTERRUPTED
+            stop = self.chunk_stop(stop, int(st[T]))
         done = int(st[T])
         scores, kinds = path_scores(places[:done], self.sequence, rules.kernel)
         if done and scores[-1] != st[SCORE]:

@@ -348,13 +348,9 @@ class Beam(Policy):
             i = int(order[0])
             if (sc[i], t) > best[:2] or (sc[i] == best[0] and t == best[1] and q[i] > best[2]):
                 best = (int(sc[i]), t, float(q[i]), i)
-            if progress and (t % 50 == 49 or t == n_pieces - 1):
-                progress(t + 1, n_pieces, best[0])
-            if top < threshold[t]:
-                stop, abort_piece, abort_threshold = "aborted", t + 1, float(threshold[t])
-                break
-            if self.interrupted and t + 1 < n_pieces:
-                stop = "interrupted"
+            halt = self.layer_stop(t, top, best[0], threshold, progress)
+            if halt:
+                stop, abort_piece, abort_threshold = halt
                 break
         placed = best[1] + 1
         placements = np.zeros((placed, 3), np.int64)

@@ -9,7 +9,7 @@ from engine.movegen import Scratch, placements_into
 from engine.play import spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
 
-from ._base import INTERRUPTED, TIE_BREAKS, Policy, commit, path_result, priority, value_child
+from ._base import TIE_BREAKS, Policy, commit, path_result, priority, value_child
 
 
 @njit(cache=True)
@@ -82,6 +82,5 @@ class Greedy(Policy):
                 kinds, places, by_step, sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out)
             if progress:
                 progress(done, n, int(score))
-            if self.interrupted and stop < 0 and done < n:
-                stop = INTERRUPTED
+            stop = self.chunk_stop(stop, done)
         return path_result(score, done, stop, kinds, places, by_step, threshold, done)

@@ -20,7 +20,7 @@ from engine.movegen import placements_into, scratch_arrays
 from engine.play import lock_and_score, spawn_blocked, spawn_state
 from evaluators.kernel import parent_values
 
-from ._base import INTERRUPTED, TIE_BREAKS, Policy, best_first, commit, path_result, priority, value_child
+from ._base import TIE_BREAKS, Policy, best_first, commit, path_result, priority, value_child
 
 DEAD = 1e12
 
@@ -212,6 +212,5 @@ class Lookahead(Policy):
             nodes += searched
             if progress:
                 progress(done, n, int(score))
-            if self.interrupted and stop < 0 and done < n:
-                stop = INTERRUPTED
+            stop = self.chunk_stop(stop, done)
         return path_result(score, done, stop, kinds, places, by_step, threshold, nodes)

@@ -141,8 +141,8 @@ def free_rows(rules) -> int:
 @njit(cache=True, inline="always")
 def drop(h, out, moves, low, high, shape, m, window, cap, floor, width):
     """Drop move ``m`` of ``shape`` on heights ``h``; ``out`` receives the heights after the lock and
-    the clear of the rows it filled. Returns (centre y on the board, cells in the window after the lock, rows filled),
-    or y = -1 when the drop leaves a hole, tops out, or ends with the stack above ``cap`` or a column
+    the clear of the rows it filled. Returns (centre y on the board, cells in the window after the
+    lock, rows filled), or y = -1 when the drop leaves a hole, tops out, or ends with the stack above ``cap`` or a column
     below its ``floor``."""
     x0 = moves[shape, m, 2]
     w = moves[shape, m, 3]
@@ -549,11 +549,11 @@ def warm_layer_kernels(rules) -> None:
 class ProfileDP(Policy):
     name = "profile_dp"
 
-    def run(self, threshold, progress=None, interruptible=False):
-        """`Policy.run`, after loading (or compiling) the layer kernels, which the two-piece warm-up
-        never reaches (it ends inside the base)."""
+    def warm_up(self):
+        """`Policy.warm_up`, and the layer kernels, which the two-piece warm-up never reaches (it
+        ends inside the base)."""
         warm_layer_kernels(self.rules)
-        return super().run(threshold, progress, interruptible)
+        super().warm_up()
 
     def search(self, threshold, progress):
         cfg = self.config.profile_dp
@@ -640,13 +640,9 @@ class ProfileDP(Policy):
                 i = best_index(profiles, scores)
                 if scores[i] >= best[0]:
                     best = (int(scores[i]), t - t0, i)
-                if progress and (t % 50 == 49 or t == n_pieces - 1):
-                    progress(t + 1, n_pieces, best[0])
-                if top < threshold[t]:
-                    stop, abort_piece, abort_threshold = "aborted", t + 1, float(threshold[t])
-                    break
-                if self.interrupted and t + 1 < n_pieces:
-                    stop = "interrupted"
+                halt = self.layer_stop(t, top, best[0], threshold, progress)
+                if halt:
+                    stop, abort_piece, abort_threshold = halt
                     break
             # ---- trace back
             layers = best[1] + 1 if best[0] >= 0 else 0

@@ -35,8 +35,8 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
           evaluator: Evaluator | None = None, record: bool = True, interruptible: bool = False) -> SolveResult:
     """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
     project's replayer and checked against the result (`RecordMismatch` on any difference). With
-    ``interruptible``, a first Ctrl-C ends the search with its best path so far (``stop =
-    "interrupted"``; `Policy.run`).
+    ``interruptible``, a first Ctrl-C or SIGTERM ends the search with its best path so far
+    (``stop = "interrupted"``; `Policy.run`).
     Policies for unknown pieces play seeded games instead (`solver.online.solve_games`; no record)."""
     if config.threads:
         numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
