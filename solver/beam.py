@@ -14,7 +14,9 @@ than the tallest, are dropped. The rest is cut back to ``width``: ``score_share`
 ranking, the rest by the quality ranking (the evaluator's value of the board), each pick subject to
 quotas — at most a share of the picks per occupied height and per ancestor 1, 2, 3, 4 generations
 up — so the beam keeps its diversity. Ties are broken by a hash of the board's bits, so the result
-does not depend on the number of threads.
+does not depend on the number of threads. The record ends on the best child of any layer, kept or
+cut: the higher score, then the later piece (the score ranking is by score per clear, so a layer's
+highest score can be cut).
 
 Data are arrays: a layer is boards (N, height), scores, clear counts, qualities, heights, cells and
 ancestor indices; children are generated and valued by numba kernels over parents in parallel.
@@ -277,7 +279,7 @@ class Beam(Policy):
         trace_parent: list[np.ndarray] = []
         trace_code: list[np.ndarray] = []
         best_by_step = np.zeros(n_pieces, np.int64)
-        best = (-1, -1, -np.inf, 0)  # (score, piece, quality, index) of the best node so far
+        best = (-1, -1, -1, 0)  # (score, piece, parent index, placement code) of the best child so far
         nodes = 0
         stop = "done"
         abort_piece = abort_threshold = None
@@ -310,6 +312,8 @@ class Beam(Policy):
             sc = ch_score[idx]
             top = int(sc.max())
             best_by_step[t] = top
+            if top >= best[0]:  # a later piece wins ties on score: the layer's best child is the best so far
+                best = self._best_child(t, top, idx, hashes, ch_score, ch_quality, ch_parent, ch_code)
             hs = ch_height[idx]
             near = (sc + cfg.score_gap >= top) & (hs + cfg.height_gap >= hs.max())
             idx, hashes, sc, hs = idx[near], hashes[near], sc[near], hs[near]
@@ -343,19 +347,16 @@ class Beam(Policy):
             scores, clears, heights, cells = sc, ch_clears[idx], hs, ch_cells[idx]
             trace_parent.append(ch_parent[idx].astype(np.int32))
             trace_code.append(ch_code[idx])
-            # the best node so far: higher score, then the later piece, then higher quality, then lower hash
-            order = np.lexsort((hashes, -q, -sc))
-            i = int(order[0])
-            if (sc[i], t) > best[:2] or (sc[i] == best[0] and t == best[1] and q[i] > best[2]):
-                best = (int(sc[i]), t, float(q[i]), i)
             halt = self.layer_stop(t, top, best[0], threshold, progress)
             if halt:
                 stop, abort_piece, abort_threshold = halt
                 break
         placed = best[1] + 1
         placements = np.zeros((placed, 3), np.int64)
-        i = best[3]
-        for t in range(best[1], -1, -1):
+        if placed:
+            placements[best[1]] = unpack(best[3])
+        i = best[2]
+        for t in range(best[1] - 1, -1, -1):
             placements[t] = unpack(int(trace_code[t][i]))
             i = int(trace_parent[t][i])
         by_step, kinds = path_scores(placements, self.sequence, R)
@@ -364,6 +365,15 @@ class Beam(Policy):
             score=int(by_step[-1]) if placed else 0, pieces=placed, score_by_step=by_step,
             best_by_step=best_by_step[:last], clear_kinds=kinds, placements=placements, stop=stop,
             abort_piece=abort_piece, abort_threshold=abort_threshold, nodes=nodes)
+
+    @staticmethod
+    def _best_child(t, top, idx, hashes, score, quality, parent, code):
+        """The best of layer ``t``'s children ``idx`` (after merging, before the distance filters and
+        the cut, so it need not be kept): the score ``top``, then the higher quality, then the lower
+        board hash. Returned as (score, piece, parent index, placement code)."""
+        at_top = np.flatnonzero(score[idx] == top)
+        i = idx[at_top[np.lexsort((hashes[at_top], -quality[idx[at_top]]))[0]]]
+        return top, t, int(parent[i]), int(code[i])
 
     @staticmethod
     def _quota(shares, picks, gens):

@@ -81,6 +81,14 @@ def test_threshold_stops_at_the_right_piece(policy):
     assert r2.abort_piece == 75
 
 
+def test_beam_path_reaches_the_best_score_it_saw():
+    # the best child of a layer may be cut (the score picks rank by score per clear), and the path
+    # must still end on it, as the 1,395,326 solver's global best does
+    for width in (2, 3, 5, 8):
+        r = solve(small("beam", pieces=300, beam={"width": width}))
+        assert r.score == r.best_by_step.max() == replay(r.record).score
+
+
 def test_beam_same_record_whatever_the_threads():
     cfg = small("beam", pieces=300, beam={"width": 40})
     numba.set_num_threads(1)
