@@ -92,7 +92,7 @@ def load_run(run_dir: str | Path) -> Run:
 
 def _thresholds(config: RunConfig, ev: pd.DataFrame, curves: dict) -> dict:
     """Each generation's early-abort threshold, replaying what the tuner observed."""
-    early = EarlyAbort(config.early_abort)
+    early = EarlyAbort.for_run(config)
     out = {}
     for g, rows in ev.groupby("generation", sort=True):
         t = early.threshold()

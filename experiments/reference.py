@@ -96,7 +96,7 @@ def markdown() -> str:
     lines = [START, "", "### Solver configuration (`configs/solver.yaml`, a run's `best.yaml`)", "",
              "| key | type | default | meaning |", "|---|---|---|---|"]
     lines += _rows(SolverConfig)
-    lines += ["", "### Tuning run configuration (`configs/ga.yaml`, `pso.yaml`, `random.yaml`, `ga-full.yaml`)", "",
+    lines += ["", "### Tuning run configuration (`configs/ga.yaml`, `pso.yaml`, `random.yaml`, `ga-full.yaml`, `ga-record.yaml`)", "",
               "| key | type | default | meaning |", "|---|---|---|---|"]
     lines += _rows(RunConfig)
     lines += ["", END]

@@ -83,6 +83,20 @@ def _solver_dict(config: SolverConfig, origin: str, key: str, base_dir: Path) ->
     return data
 
 
+def _reference(value: str, solver: dict, origin: str, base_dir: Path) -> Path:
+    """``early_abort.reference`` as an absolute path, once the engine has accepted the record."""
+    from optimizers.early_abort import reference_curve
+
+    path = _path(value, base_dir)
+    if not path.is_file():
+        raise ConfigError(f"{origin}: early_abort.reference: no such file: {value}")
+    try:
+        reference_curve(path, solver["rules"])
+    except ValueError as e:
+        raise ConfigError(f"{origin}: early_abort.reference: {e}") from None
+    return path.resolve()
+
+
 def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
     """The validated, self-contained run config: the solver as an inline mapping (its evaluator
     too), the initial point folded into ``space[].init``; every problem is a one-line ConfigError."""
@@ -118,6 +132,8 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
         sources["init_from"] = str(path)
     resolved = config.model_dump(mode="json")
     resolved.update(solver=base, solver_config=None, init_from=None, space=space_data)
+    if config.early_abort.reference is not None:
+        resolved["early_abort"]["reference"] = str(_reference(config.early_abort.reference, base, origin, base_dir))
     if sources:
         resolved["meta"] = {**(resolved.get("meta") or {}), "resolved_from": sources}
     config = _validate(RunConfig, resolved, origin)

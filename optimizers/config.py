@@ -146,8 +146,8 @@ class RandomConfig(Strict):
 class EarlyAbortConfig(Strict):
     """``early_abort``: stop losing candidates early (a pruner, in Optuna's words). Generation g's
     threshold is, at each piece, the K-th best ``best_by_step`` among the K best finished candidates
-    of generations before g, times (1 - ``relative``), minus ``margin``; a candidate whose running
-    best falls below it at a checkpoint stops there."""
+    of generations before g (or the ``reference`` record's score, if higher), times (1 - ``relative``),
+    minus ``margin``; a candidate whose running best falls below it at a checkpoint stops there."""
 
     enabled: bool = Field(True, description="on/off")
     k: int = Field(20, ge=1, description="K: finished candidates the threshold is built from (none until K have finished)")
@@ -156,6 +156,10 @@ class EarlyAbortConfig(Strict):
         0.0, ge=0, lt=1,
         description="share of the K-th best curve's value also allowed below it (early leads reverse more often)")
     every: int = Field(1, ge=1, description="checkpoint interval in pieces")
+    reference: str | None = Field(
+        None, description="a contest record (path relative to this file) whose score after each piece is a floor "
+                          "under the K-th best curve, from the first generation on: candidates must keep pace with it "
+                          "(null: none)")
     aborted_fitness: Literal["score_at_abort", "zero"] = Field(
         "score_at_abort", description="fitness of an aborted candidate: its running best at the abort piece, or 0")
 

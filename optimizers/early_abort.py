@@ -6,28 +6,63 @@ The threshold curve of generation g is built from the ``best_by_step`` curves of
     threshold[t] = kth[t] x (1 - relative) - margin,
 
 kth[t] being the K-th best of their values at t (the lowest of the K); only every ``every``-th
-piece is checked. The relative part widens the margin in proportion to the score reached: early in
+piece is checked. With a ``reference`` record (a published solution, say), its score after each
+piece is a floor under kth[t] (the higher of the two is used), and the threshold exists from the
+first generation: candidates must keep pace with the record to run on. The relative part widens the margin in proportion to the score reached: early in
 the game a candidate storing cells for a big clear can trail by a large share and still finish
 ahead, late in the game it cannot (`benchmarks/abort_whatif.py` measures this on finished runs). A curve
 shorter than the others (a candidate that got stuck) counts with its last value afterwards. Until K
-candidates have finished there is no threshold. Since generation g's threshold depends only on
+candidates have finished there is no threshold (but the reference's). Since generation g's threshold depends only on
 earlier generations, a run is deterministic whatever the number of workers.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from solver import Threshold
 
-from .config import EarlyAbortConfig
+from .config import EarlyAbortConfig, RunConfig
+
+
+def reference_curve(path: str | Path, rules: str) -> np.ndarray:
+    """The score after each piece (piece 1 first) of the contest record in ``path``, replayed by the
+    engine under the named rules. Raises ValueError for a record the engine rejects."""
+    from engine import get_rules, replay
+
+    verdict = replay(Path(path).read_text(), get_rules(rules))
+    if not verdict.valid:
+        raise ValueError(f"{path}: not a valid record ({verdict.error})")
+    return np.asarray(verdict.score_by_piece[1:], dtype=np.float64)
+
+
+def _extended(curve: np.ndarray, n: int) -> np.ndarray:
+    """``curve`` as n values, its last value repeated (-inf for an empty curve)."""
+    out = np.empty(n, dtype=np.float64)
+    out[: len(curve)] = curve[:n]
+    out[len(curve):] = curve[-1] if len(curve) else -np.inf
+    return out
 
 
 class EarlyAbort:
-    def __init__(self, settings: EarlyAbortConfig):
+    reference: np.ndarray | None = None  # a class default: checkpoints written before it existed have none
+
+    def __init__(self, settings: EarlyAbortConfig, reference: np.ndarray | None = None):
         self.settings = settings
+        self.reference = reference
         # the K best finished candidates: (fitness, generation, index, key, curve), best first
         self.best: list[tuple[float, int, int, str, np.ndarray]] = []
+
+    @classmethod
+    def for_run(cls, config: RunConfig) -> "EarlyAbort":
+        """The pruner of a resolved run config, its reference record (if any) replayed."""
+        settings = config.early_abort
+        reference = None
+        if settings.enabled and settings.reference is not None:
+            reference = reference_curve(settings.reference, config.solver["rules"])
+        return cls(settings, reference)
 
     @property
     def ready(self) -> bool:
@@ -35,15 +70,20 @@ class EarlyAbort:
 
     def threshold(self) -> np.ndarray | None:
         """The per-piece threshold (-inf where not checked), or None when there is none yet."""
-        if not self.ready:
+        if not self.settings.enabled:
             return None
-        curves = [c for *_, c in self.best]
-        n = max(len(c) for c in curves)
-        stacked = np.empty((len(curves), n), dtype=np.float64)
-        for i, c in enumerate(curves):
-            stacked[i, : len(c)] = c
-            stacked[i, len(c):] = c[-1] if len(c) else -np.inf
-        curve = stacked.min(axis=0) * (1.0 - self.settings.relative) - self.settings.margin
+        floors = []
+        if self.ready:
+            curves = [c for *_, c in self.best]
+            n = max(len(c) for c in curves)
+            floors.append(np.min([_extended(c, n) for c in curves], axis=0))
+        if self.reference is not None:
+            floors.append(self.reference)
+        if not floors:
+            return None
+        n = max(len(f) for f in floors)
+        floor = np.max([_extended(f, n) for f in floors], axis=0)
+        curve = floor * (1.0 - self.settings.relative) - self.settings.margin
         return Threshold(curve, self.settings.every).kernel_arrays(n)
 
     def kth_best(self) -> float | None:

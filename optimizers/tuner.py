@@ -104,7 +104,7 @@ class Tuner:
     # ------------------------------------------------------------------ setup
     def fresh_state(self) -> dict:
         return {"generation": 0, "optimizer": make_optimizer(self.config, self.space),
-                "early_abort": EarlyAbort(self.config.early_abort), "history": [], "best": None,
+                "early_abort": EarlyAbort.for_run(self.config), "history": [], "best": None,
                 "rescored": None, "done": False}
 
     def _restore(self) -> None:

@@ -4,6 +4,7 @@ configs, and best.yaml as the export to the solver. Small configs: a narrow beam
 import csv
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from experiments import run as run_cli
 from experiments.solve import load_solver_config
 from optimizers import fitness
 from optimizers.config import EarlyAbortConfig
-from optimizers.early_abort import EarlyAbort
+from optimizers.early_abort import EarlyAbort, reference_curve
 from optimizers.space import Param, Space
 from optimizers.store import RunStore
 from solver import solve
@@ -155,6 +156,39 @@ def test_early_abort_threshold_unit():
     assert list(ea3.threshold()) == [200, 1400, 2900]
 
 
+def test_early_abort_reference_is_a_floor_from_the_first_generation():
+    rec = lambda f: {"fitness": f, "aborted": False}
+    ea = EarlyAbort(EarlyAbortConfig(k=2, margin=10, relative=0.5), reference=np.array([100.0, 200, 300]))
+    assert list(ea.threshold()) == [40, 90, 140]  # no candidate finished: the reference alone
+    ea.observe(0, [(0, "a", rec(900), [500, 600, 700, 900]), (1, "b", rec(800), [50, 700, 250, 800])])
+    # the higher of the K-th best (50, 600, 250, 800) and the reference (100, 200, 300, then 300 again)
+    assert list(ea.threshold()) == [40, 290, 140, 390]
+    off = EarlyAbort(EarlyAbortConfig(enabled=False), reference=np.array([100.0]))
+    assert off.threshold() is None
+
+
+RECORD = Path(__file__).resolve().parents[1] / "configs" / "records" / "geek-1395326.txt"
+
+
+def test_a_run_keeps_pace_with_its_reference_record(tmp_path):
+    # the 1,395,326 record leads a 10-wide beam on 120 pieces: generation 0 is already pruned by it
+    run_dir, state = start(tmp_path, overrides=["ga.generations=1"],
+                           early_abort={"k": 3, "margin": 300, "reference": str(RECORD)})
+    floor = reference_curve(RECORD, "geek")[:120] - 300
+    curves = RunStore(run_dir, []).read_curves()
+    table = [r for r in rows(run_dir) if r["cached"] == "False"]
+    assert sum(r["aborted"] == "True" for r in table) >= 3
+    for r in table:
+        curve = curves[(0, r["key"])]
+        below = np.flatnonzero(curve < floor[: len(curve)])
+        if r["aborted"] == "True":
+            p = int(r["abort_piece"])
+            assert below[0] == p - 1 and float(r["threshold"]) == floor[p - 1] and len(curve) == p
+        else:
+            assert len(below) == 0 and len(curve) == 120
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["early_abort"]["reference"] == str(RECORD)
+
+
 def test_memo_reuses_a_record_only_as_the_current_threshold_would_give_it():
     memo = fitness.Memo("score_at_abort")
     finished = {"fitness": 90.0, "score": 90, "pieces": 4, "stop": "done", "aborted": False, "abort_piece": None,
@@ -280,6 +314,17 @@ BAD = [
 ]
 
 
+def test_a_bad_reference_record_is_a_config_error(tmp_path, capsys):
+    (tmp_path / "bad.txt").write_text("N,X3")
+    for value, message in [("nowhere.txt", "early_abort.reference: no such file: nowhere.txt"),
+                           ("bad.txt", "early_abort.reference: " + str(tmp_path / "bad.txt") + ": not a valid record")]:
+        path = write_config(tmp_path, early_abort={"reference": value})
+        assert run_cli.main([str(path), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {path}: ") and message in err, err
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("change, message", BAD)
 def test_bad_config_is_one_line_exit_2_and_no_run_dir(tmp_path, capsys, change, message):
     path = write_config(tmp_path, **change)
@@ -348,12 +393,18 @@ def test_init_from_a_previous_best_yaml(tmp_path):
     assert float(row["fitness"]) == state["best"]["fitness"]
 
 
-@pytest.mark.parametrize("name", ["ga.yaml", "pso.yaml", "random.yaml", "ga-full.yaml"])
+@pytest.mark.parametrize("name", ["ga.yaml", "pso.yaml", "random.yaml", "ga-full.yaml", "ga-record.yaml"])
 def test_shipped_configs_validate(name):
     from pathlib import Path
 
     config = run_cli.load_run_config(Path(__file__).resolve().parents[1] / "configs" / name)
-    assert config.solver["evaluator"]["name"] == "chys_quality" and config.population * config.generations >= 288
+    assert config.solver["evaluator"]["name"] == "chys_quality"
+    if name == "ga-record.yaml":  # the full-width tuning: fewer, costlier candidates, pruned by the record
+        assert config.solver["beam"]["width"] == 9041 and config.pieces is None and config.rescore is None
+        assert (config.early_abort.relative, config.early_abort.margin) == (0.005, 1000)
+        assert reference_curve(config.early_abort.reference, "geek")[-1] == 1_395_326
+        return
+    assert config.population * config.generations >= 288
     if name == "ga-full.yaml":
         assert config.solver["beam"]["width"] == 1000 and config.pieces is None and config.solver["pieces"] is None
         assert config.rescore.top == 5 and config.rescore.overrides == {"beam.width": 9041, "pieces": None}
