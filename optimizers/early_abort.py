@@ -8,12 +8,14 @@ The threshold curve of generation g is built from the ``best_by_step`` curves of
 kth[t] being the K-th best of their values at t (the lowest of the K); only every ``every``-th
 piece is checked. With a ``reference`` record (a published solution, say), its score after each
 piece is a floor under kth[t] (the higher of the two is used), and the threshold exists from the
-first generation: candidates must keep pace with the record to run on. The relative part widens the margin in proportion to the score reached: early in
-the game a candidate storing cells for a big clear can trail by a large share and still finish
-ahead, late in the game it cannot (`benchmarks/abort_whatif.py` measures this on finished runs). A curve
-shorter than the others (a candidate that got stuck) counts with its last value afterwards. Until K
-candidates have finished there is no threshold (but the reference's). Since generation g's threshold depends only on
-earlier generations, a run is deterministic whatever the number of workers.
+first generation: candidates must keep pace with the record to run on.
+
+The relative part widens the margin in proportion to the score reached: early in the game a
+candidate storing cells for a big clear can trail by a large share and still finish ahead, late in
+the game it cannot (`benchmarks/abort_whatif.py` measures this on finished runs). A curve shorter
+than the others (a candidate that got stuck) counts with its last value afterwards. Until K
+candidates have finished there is no threshold but the reference's. Since generation g's threshold
+depends only on earlier generations, a run is deterministic whatever the number of workers.
 """
 
 from __future__ import annotations
