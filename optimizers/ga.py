@@ -38,6 +38,19 @@ def same_setting(a: Individual, b: Individual) -> bool:
     return a.decoded == b.decoded
 
 
+def _blend(a, b, alpha):
+    """DEAP's blend crossover, except that a gene equal in both parents stays exactly what it was:
+    ``(1 - g) x + g x`` is often x plus or minus an ulp, and such a child is a new setting to the
+    memo, simulated again for the parents' result. The random draws are DEAP's, unchanged."""
+    same = [x == y for x, y in zip(a, b)]
+    before = list(a)
+    tools.cxBlend(a, b, alpha)
+    for i, equal in enumerate(same):
+        if equal:
+            a[i] = b[i] = before[i]
+    return a, b
+
+
 def _no_crossover(a, b):
     return a, b
 
@@ -83,7 +96,7 @@ class GA(Optimizer):
             raise SpaceError(f"ga.selection.name: unknown selection operator {sel!r}")
         cx = s.crossover.name
         if cx == "blend":
-            tb.register("mate", tools.cxBlend, alpha=s.crossover.alpha)
+            tb.register("mate", _blend, alpha=s.crossover.alpha)
         elif cx == "uniform":
             tb.register("mate", tools.cxUniform, indpb=s.crossover.indpb)
         elif cx == "one_point":

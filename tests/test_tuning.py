@@ -137,6 +137,25 @@ def test_duplicates_are_simulated_once(tmp_path):
         assert by_key[r["key"]] == (r["beam.width"], r["fitness"], r["pieces"])
 
 
+def test_blend_crossover_keeps_genes_equal_in_both_parents_exactly():
+    import random
+
+    from deap import tools
+
+    from optimizers.ga import _blend
+
+    a0, b0 = [0.163, 0.21, 2200.0], [0.163, 0.25, 2100.0]
+    random.seed(5)
+    a, b = _blend(list(a0), list(b0), alpha=0.3)
+    random.seed(5)
+    da, db = tools.cxBlend(list(a0), list(b0), alpha=0.3)
+    assert a[0] == b[0] == 0.163  # DEAP's own gives 0.163 plus or minus an ulp for some draws
+    assert (a[1:], b[1:]) == (da[1:], db[1:])  # the same draws for the other genes
+    random.seed(0)
+    drifted = sum(tools.cxBlend([0.163], [0.163], alpha=0.3)[0][0] != 0.163 for _ in range(200))
+    assert drifted > 0  # the case the wrapper exists for
+
+
 def test_early_abort_threshold_unit():
     ea = EarlyAbort(EarlyAbortConfig(k=2, margin=10, every=1))
     rec = lambda f, aborted=False: {"fitness": f, "aborted": aborted}
