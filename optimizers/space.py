@@ -54,10 +54,12 @@ class Param:
         return float(len(self.choices) - 1) if self.type == "choice" else float(self.high)
 
     def decode(self, gene: float):
-        """The setting a gene stands for (clipped to the bounds, rounded for int and choice)."""
+        """The setting a gene stands for: clipped to the bounds; a float to 12 significant digits
+        (genes an ulp or so apart, as crossover arithmetic makes them, are one setting to the memo);
+        an int or a choice rounded."""
         g = min(max(float(gene), self.lower), self.upper)
         if self.type == "float":
-            return g
+            return float(f"{g:.12g}")
         i = int(math.floor(g + 0.5))
         if self.type == "int":
             return i

@@ -86,6 +86,9 @@ def test_space_round_trip_rounding_and_feature_terms():
     assert space.decode(space.encode(values)) == values
     assert space.decode([6.49, 0.51, -60.0, 1200.0, 1.0, 15.5]) == [6, "score", -50.0, 1000.0, 0, 16]
     assert space.decode([6.5, 0.49, -1.0, 0.0, -2500.0, 9.0]) == [7, "score_per_clear", -1.0, 0.0, -2000, 10]
+    # floats to 12 significant digits: genes an ulp apart (crossover arithmetic) are one setting
+    assert space.decode([7, 0, -12.499999999999998, 450.00000000000006, -300, 12]) == values
+    assert space.decode([7, 0, -12.4999, 450.0001, -300, 12])[2:4] == [-12.4999, 450.0001]
     # applying: a mapping term keeps delta, a bare number stays bare, an unlisted feature is added
     cfg = space.config(values)
     assert cfg["beam"]["width"] == 7 and cfg["beam"]["score_ranking"] == "score_per_clear"
