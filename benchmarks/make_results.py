@@ -1,6 +1,6 @@
 """Regenerate results/: the record and summary behind every score the README quotes.
 
-    python benchmarks/make_results.py [NAME ...]     # default: all except beam-w9041 and profile-dp-k100000
+    python benchmarks/make_results.py [NAME ...]     # default: all except beam-w9041, beam-full and profile-dp-k100000
     python benchmarks/make_results.py --table        # the README's score table from results/
     python benchmarks/make_results.py --backsearch   # only the backsearch depth table (≈ 3 min)
 
@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = {
     "beam-w100": ("configs/solver.yaml", ["beam.width=100"]),
     "beam-w1000": ("configs/solver.yaml", ["beam.width=1000"]),
-    "beam-w9041": ("configs/solver-full.yaml", []),
+    "beam-w9041": ("configs/solver-9041.yaml", []),
+    "beam-full": ("configs/solver-full.yaml", []),
 }
 for k in (1_000, 10_000, 100_000):  # the profile DP (one thread: the machine is shared)
     RUNS[f"profile-dp-k{k}"] = ("configs/profile_dp.yaml", [f"profile_dp.states={k}", "threads=1"])
@@ -62,7 +63,7 @@ def table() -> str:
         elif policy == "backsearch":
             b = cfg["backsearch"]
             policy += f" depth {b['depth']}, keep {b['keep_fraction']}, base {b['base_rows']}, back-up {b['backup']}"
-        evaluator = cfg["evaluator"] if isinstance(cfg["evaluator"], str) else "inline"
+        evaluator = _name(cfg["evaluator"])
         if cfg["policy"] == "backsearch":
             points = cfg["backsearch"]["points_evaluator"] or cfg["evaluator"]
             evaluator = f"{_name(points)} / {_name(cfg['backsearch']['survival_evaluator'])}"
@@ -75,7 +76,7 @@ def main(names: list[str]) -> int:
     if names == ["--table"]:
         print(table())
         return 0
-    names = names or [n for n in RUNS if n not in ("beam-w9041", "profile-dp-k100000")]
+    names = names or [n for n in RUNS if n not in ("beam-w9041", "beam-full", "profile-dp-k100000")]
     if names == ["--backsearch"]:
         names = [f"backsearch-d{depth}" for depth in BACKSEARCH_DEPTHS]
     for name in names:

@@ -160,6 +160,9 @@ class EarlyAbortConfig(Strict):
         None, description="a contest record (path relative to this file) whose score after each piece is a floor "
                           "under the K-th best curve, from the first generation on: candidates must keep pace with it "
                           "(null: none)")
+    reference_lag: int = Field(
+        0, ge=0, description="pieces of slack in the reference's timing: the floor at piece t is its score at piece "
+                             "t - reference_lag (a clear made a few pieces after the record's is not a deficit)")
     aborted_fitness: Literal["score_at_abort", "zero"] = Field(
         "score_at_abort", description="fitness of an aborted candidate: its running best at the abort piece, or 0")
 

@@ -8,7 +8,9 @@ The threshold curve of generation g is built from the ``best_by_step`` curves of
 kth[t] being the K-th best of their values at t (the lowest of the K); only every ``every``-th
 piece is checked. With a ``reference`` record (a published solution, say), its score after each
 piece is a floor under kth[t] (the higher of the two is used), and the threshold exists from the
-first generation: candidates must keep pace with the record to run on.
+first generation: candidates must keep pace with the record to run on. With ``reference_lag`` = L,
+the floor at piece t is the record's score at piece t - L: a record's score is a staircase, and a
+candidate that makes the same clear a few pieces later is not behind.
 
 The relative part widens the margin in proportion to the score reached: early in the game a
 candidate storing cells for a big clear can trail by a large share and still finish ahead, late in
@@ -80,7 +82,8 @@ class EarlyAbort:
             n = max(len(c) for c in curves)
             floors.append(np.min([_extended(c, n) for c in curves], axis=0))
         if self.reference is not None:
-            floors.append(self.reference)
+            lag = getattr(self.settings, "reference_lag", 0)  # settings pickled before it existed have none
+            floors.append(self.reference[np.maximum(np.arange(len(self.reference)) - lag, 0)])
         if not floors:
             return None
         n = max(len(f) for f in floors)

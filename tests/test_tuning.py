@@ -185,6 +185,10 @@ def test_early_abort_reference_is_a_floor_from_the_first_generation():
     ea.observe(0, [(0, "a", rec(900), [500, 600, 700, 900]), (1, "b", rec(800), [50, 700, 250, 800])])
     # the higher of the K-th best (50, 600, 250, 800) and the reference (100, 200, 300, then 300 again)
     assert list(ea.threshold()) == [40, 290, 140, 390]
+    # with a lag of L pieces the floor at piece t is the reference's value at piece t - L
+    lagged = EarlyAbort(EarlyAbortConfig(k=2, margin=10, relative=0.5, reference_lag=2),
+                        reference=np.array([100.0, 200, 300, 400]))
+    assert list(lagged.threshold()) == [40, 40, 40, 90]
     off = EarlyAbort(EarlyAbortConfig(enabled=False), reference=np.array([100.0]))
     assert off.threshold() is None
 
@@ -423,7 +427,7 @@ def test_shipped_configs_validate(name):
     assert config.solver["evaluator"]["name"] == "chys_quality"
     if name == "ga-record.yaml":  # the full-width tuning: fewer, costlier candidates, pruned by the record
         assert config.solver["beam"]["width"] == 9041 and config.pieces is None and config.rescore is None
-        assert (config.early_abort.relative, config.early_abort.margin) == (0.005, 1000)
+        assert (config.early_abort.relative, config.early_abort.margin, config.early_abort.reference_lag) == (0.005, 1000, 10)
         assert reference_curve(config.early_abort.reference, "geek")[-1] == 1_395_326
         return
     assert config.population * config.generations >= 288
