@@ -6,7 +6,8 @@ features). So every kernel is cached in a directory named by a digest of all ker
 (`engine`, `evaluators`, `solver`, subpackages included): editing any of them starts a fresh
 cache, and every process of the same sources (joblib or dask workers included) shares one. The
 directory is ``.numba_cache/`` in the project when writable, else
-``~/.cache/tetris-workbench/numba``; the three most recently used digests are kept. An explicit ``NUMBA_CACHE_DIR`` wins and is left alone.
+``~/.cache/tetris-workbench/numba``; the three most recently used digests are kept. An explicit
+``NUMBA_CACHE_DIR`` wins and is left alone.
 
 This must run before any ``@njit(cache=True)`` function is defined: numba picks the cache
 directory at decoration time. `engine/__init__.py` runs it first, and every package imports the

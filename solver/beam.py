@@ -317,13 +317,13 @@ class Beam(Policy):
             hs = ch_height[idx]
             near = (sc + cfg.score_gap >= top) & (hs + cfg.height_gap >= hs.max())
             idx, hashes, sc, hs = idx[near], hashes[near], sc[near], hs[near]
-            q = ch_quality[idx]
+            par = ch_parent[idx]
+            child_anc = np.empty((len(idx), gens), np.int64)
+            child_anc[:, 0] = par
+            child_anc[:, 1:] = anc[par, :-1]
             if len(idx) > W:
+                q = ch_quality[idx]
                 cl = ch_clears[idx]
-                par = ch_parent[idx]
-                child_anc = np.empty((len(idx), gens), np.int64)
-                child_anc[:, 0] = par
-                child_anc[:, 1:] = anc[par, :-1]
                 taken = np.zeros(len(idx), np.bool_)
                 if cfg.score_ranking == "score_per_clear":
                     keys = (hashes, -q, -sc, -(sc * 10_000 // np.maximum(cl, 1)))
@@ -335,14 +335,9 @@ class Beam(Policy):
                 want, quota, hmax = quotas["quality"]
                 second = pick_in_order(keys, want, 10, child_anc, quota, hs, hmax, taken, counters, hcount)
                 sel = np.concatenate((first, second))
-                anc = child_anc[sel]
-                idx, sc, hs, q, hashes = idx[sel], sc[sel], hs[sel], q[sel], hashes[sel]
-            else:
-                par = ch_parent[idx]
-                child_anc = np.empty((len(idx), gens), np.int64)
-                child_anc[:, 0] = par
-                child_anc[:, 1:] = anc[par, :-1]
-                anc = child_anc
+                child_anc = child_anc[sel]
+                idx, sc, hs = idx[sel], sc[sel], hs[sel]
+            anc = child_anc
             boards = ch_boards[idx]
             scores, clears, heights, cells = sc, ch_clears[idx], hs, ch_cells[idx]
             trace_parent.append(ch_parent[idx].astype(np.int32))

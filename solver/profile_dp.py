@@ -142,8 +142,8 @@ def free_rows(rules) -> int:
 def drop(h, out, moves, low, high, shape, m, window, cap, floor, width):
     """Drop move ``m`` of ``shape`` on heights ``h``; ``out`` receives the heights after the lock and
     the clear of the rows it filled. Returns (centre y on the board, cells in the window after the
-    lock, rows filled), or y = -1 when the drop leaves a hole, tops out, or ends with the stack above ``cap`` or a column
-    below its ``floor``."""
+    lock, rows filled), or y = -1 when the drop leaves a hole, tops out, or ends with the stack
+    above ``cap`` or a column below its ``floor``."""
     x0 = moves[shape, m, 2]
     w = moves[shape, m, 3]
     # resting without a hole: every column of the piece lands on the surface, at the same centre row
