@@ -5,7 +5,8 @@ children are dropped when they break a hard rule:
 - the lock touches the top (every row occupied: the game would end), or, with ``top_row_free``,
   occupies the top row at all (before clearing), as the 1,395,326 solver's shortcut did;
 - it clears 1-4 rows while the parent stack is lower than ``clear_min_height[rows - 1]`` rows or
-  holds fewer than ``clear_min_cells[rows - 1]`` cells (clearing early wastes the multiplier);
+  holds fewer than ``clear_min_cells[rows - 1]`` cells (clearing early wastes the multiplier),
+  except in the last ``endgame_pieces`` pieces played, when no later clear needs the cells;
 - its top ``sky_rows`` occupied rows each hold at most ``sky_max_cells`` cells (a branch reaching
   into the sky).
 Children with the same board are merged (the higher score wins, then fewer clears). Nodes more than
@@ -263,6 +264,7 @@ class Beam(Policy):
         }
         min_height = np.array([0] + list(cfg.clear_min_height), np.int64)
         min_cells = np.array([0] + list(cfg.clear_min_cells), np.int64)
+        endgame = n_pieces - cfg.endgame_pieces  # the first piece played with the clear rules off
         chunks = 4 * _threads()
 
         # the layer: root = the empty board
@@ -286,6 +288,8 @@ class Beam(Policy):
         for t in range(n_pieces):
             shape = int(self.sequence[t])
             n = boards.shape[0]
+            if t == endgame:
+                min_height[:], min_cells[:] = 0, 0
             expand_placements(boards, n, shape, spawn_state(t, R), R, codes_buf, counts, chunks,
                               cfg.placements == "lowest")
             starts = np.zeros(n, np.int64)

@@ -60,6 +60,9 @@ class BeamConfig(Strict):
     clear_min_cells: list[int] = Field(
         [126, 126, 135, 135], min_length=4, max_length=4,
         description="clearing 1, 2, 3, 4 rows needs at least this many cells on the parent board")
+    endgame_pieces: int = Field(
+        0, ge=0,
+        description="in the last this many pieces played the clear rules (clear_min_height, clear_min_cells) are off: no later clear needs the cells")
     top_row_free: bool = Field(
         False, description="drop children whose lock occupies the top row (before clearing), as the 1,395,326 solver did")
     sky_rows: int = Field(5, ge=0, description="drop boards whose top sky_rows occupied rows ...")

@@ -89,6 +89,17 @@ def test_beam_path_reaches_the_best_score_it_saw():
         assert r.score == r.best_by_step.max() == replay(r.record).score
 
 
+def test_beam_endgame_lifts_the_clear_rules_in_the_last_pieces():
+    # 30 pieces lock 120 cells, fewer than the 126 the clear rules ask of a parent board: no clear,
+    # unless the last 10 pieces may clear anyway; the layers before them are the same
+    cfg = {"policy": "beam", "pieces": 30, "evaluator": "chys_quality", "beam": {"width": 24}}
+    ruled = solve(SolverConfig(**cfg))
+    endgame = solve(SolverConfig(**{**cfg, "beam": {"width": 24, "endgame_pieces": 10}}))
+    assert ruled.score == 0 and not ruled.best_by_step.any()
+    assert endgame.score == 822 == replay(endgame.record).score and endgame.clear_kinds == (0, 0, 1, 1, 0)
+    assert not endgame.best_by_step[:20].any() and endgame.best_by_step[20] > 0
+
+
 def test_beam_same_record_whatever_the_threads():
     cfg = small("beam", pieces=300, beam={"width": 40})
     numba.set_num_threads(1)
