@@ -22,6 +22,7 @@ depends only on earlier generations, a run is deterministic whatever the number 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -33,10 +34,19 @@ from .config import EarlyAbortConfig, RunConfig
 
 def reference_curve(path: str | Path, rules: str) -> np.ndarray:
     """The score after each piece (piece 1 first) of the contest record in ``path``, replayed by the
-    engine under the named rules. Raises ValueError for a record the engine rejects."""
+    engine under the named rules. Raises ValueError for a record the engine rejects. A record is
+    replayed once per process while its file is unchanged (a run's config check, its pruner and
+    its figures all ask for it)."""
+    p = Path(path).resolve()
+    stat = p.stat()
+    return _replayed(p, stat.st_mtime_ns, stat.st_size, rules).copy()
+
+
+@functools.lru_cache(maxsize=8)
+def _replayed(path: Path, mtime_ns: int, size: int, rules: str) -> np.ndarray:
     from engine import get_rules, replay
 
-    verdict = replay(Path(path).read_text(), get_rules(rules))
+    verdict = replay(path.read_text(), get_rules(rules))
     if not verdict.valid:
         raise ValueError(f"{path}: not a valid record ({verdict.error})")
     return np.asarray(verdict.score_by_piece[1:], dtype=np.float64)

@@ -196,6 +196,22 @@ def test_early_abort_reference_is_a_floor_from_the_first_generation():
 RECORD = Path(__file__).resolve().parents[1] / "configs" / "records" / "geek-1395326.txt"
 
 
+def test_a_reference_record_is_replayed_once_while_its_file_is_unchanged(tmp_path, monkeypatch):
+    import engine
+
+    calls = []
+    real = engine.replay
+    monkeypatch.setattr(engine, "replay", lambda *a, **k: calls.append(1) or real(*a, **k))
+    copy = tmp_path / "record.txt"
+    copy.write_text(RECORD.read_text())
+    first = reference_curve(copy, "geek")
+    first[-1] = 0  # the caller's copy: the cached curve is not touched
+    assert reference_curve(copy, "geek")[-1] == 1_395_326 and len(calls) == 1
+    copy.write_text(",".join(RECORD.read_text().split(",")[:200]))  # the record's first 200 operations
+    shorter = reference_curve(copy, "geek")
+    assert len(calls) == 2 and len(shorter) < len(first)
+
+
 def test_a_run_keeps_pace_with_its_reference_record(tmp_path):
     # the 1,395,326 record leads a 10-wide beam on 120 pieces: generation 0 is already pruned by it
     run_dir, state = start(tmp_path, overrides=["ga.generations=1"],
