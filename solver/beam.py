@@ -264,7 +264,7 @@ class Beam(Policy):
         }
         min_height = np.array([0] + list(cfg.clear_min_height), np.int64)
         min_cells = np.array([0] + list(cfg.clear_min_cells), np.int64)
-        endgame = n_pieces - cfg.endgame_pieces  # the first piece played with the clear rules off
+        endgame = max(n_pieces - cfg.endgame_pieces, 0)  # the first piece played with the clear rules off
         chunks = 4 * _threads()
 
         # the layer: root = the empty board

@@ -98,6 +98,8 @@ def test_beam_endgame_lifts_the_clear_rules_in_the_last_pieces():
     assert ruled.score == 0 and not ruled.best_by_step.any()
     assert endgame.score == 822 == replay(endgame.record).score and endgame.clear_kinds == (0, 0, 1, 1, 0)
     assert not endgame.best_by_step[:20].any() and endgame.best_by_step[20] > 0
+    free = solve(SolverConfig(**{**cfg, "beam": {"width": 24, "endgame_pieces": 1000}}))  # more than are played
+    assert free.best_by_step[:20].any() and free.score == replay(free.record).score > 0
 
 
 def test_beam_same_record_whatever_the_threads():
