@@ -265,6 +265,7 @@ class Beam(Policy):
         min_height = np.array([0] + list(cfg.clear_min_height), np.int64)
         min_cells = np.array([0] + list(cfg.clear_min_cells), np.int64)
         endgame = max(n_pieces - cfg.endgame_pieces, 0)  # the first piece played with the clear rules off
+        no_rule = np.zeros_like(min_height)
         chunks = 4 * _threads()
 
         # the layer: root = the empty board
@@ -288,8 +289,6 @@ class Beam(Policy):
         for t in range(n_pieces):
             shape = int(self.sequence[t])
             n = boards.shape[0]
-            if t == endgame:
-                min_height[:], min_cells[:] = 0, 0
             expand_placements(boards, n, shape, spawn_state(t, R), R, codes_buf, counts, chunks,
                               cfg.placements == "lowest")
             starts = np.zeros(n, np.int64)
@@ -302,8 +301,10 @@ class Beam(Policy):
             ch_height, ch_cells = np.empty(total, np.int64), np.empty(total, np.int64)
             ch_parent, ch_code = np.empty(total, np.int64), np.empty(total, np.int16)
             ch_alive, ch_full = np.empty(total, np.bool_), np.empty(total, np.int64)
+            ruled = t < endgame
             make_children(boards, n, scores, clears, heights, cells, codes_buf, counts, starts, shape, t + 1, R,
-                          spec, min_height, min_cells, cfg.sky_rows, cfg.sky_max_cells, cfg.top_row_free,
+                          spec, min_height if ruled else no_rule, min_cells if ruled else no_rule,
+                          cfg.sky_rows, cfg.sky_max_cells, cfg.top_row_free,
                           ch_boards, ch_score,
                           ch_clears, ch_quality, ch_height, ch_cells, ch_parent, ch_code, ch_alive, ch_full)
             idx = np.flatnonzero(ch_alive)
