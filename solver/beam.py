@@ -14,10 +14,13 @@ Children with the same board are merged (the higher score wins, then fewer clear
 than the tallest, are dropped. The rest is cut back to ``width``: ``score_share`` of it by the score
 ranking, the rest by the quality ranking (the evaluator's value of the board), each pick subject to
 quotas — at most a share of the picks per occupied height and per ancestor 1, 2, 3, 4 generations
-up — so the beam keeps its diversity. Ties are broken by a hash of the board's bits, so the result
-does not depend on the number of threads. The record ends on the best child of any layer, kept or
-cut: the higher score, then the later piece (the score ranking is by score per clear, so a layer's
-highest score can be cut).
+up — so the beam keeps its diversity. Nodes tied on a ranking are ordered by a hash of the board's
+bits (``tie_break: hash``) or by the board's rows themselves (``board``, the 1,395,326 solver's
+order: a stack reaching a higher group of four rows comes first); with ``keep_ties`` the nodes tied
+with a ranking's last pick are kept too, as that solver does. Either way the result does not depend
+on the number of threads. The record ends on the best child of any layer, kept or cut: the higher
+score, then the later piece (the score ranking is by score per clear, so a layer's highest score
+can be cut).
 
 Data are arrays: a layer is boards (N, height), scores, clear counts, qualities, heights, cells and
 ancestor indices; children are generated and valued by numba kernels over parents in parallel.
@@ -186,16 +189,35 @@ def merge_equal_boards(boards, idx, hashes, scores, clears):
 
 
 @njit(cache=True)
-def pick(order, want, anc, quota, heights, height_max, taken, counters, hcount):
+def board_words(boards, idx):
+    """Each board as five int64 words of four rows, top word first, the word's top row in its low
+    16 bits: ``out[w, m]`` for board ``idx[m]`` (the 1,395,326 solver's order of tied boards compares
+    these, larger first). Boards of other heights are padded with empty rows at the bottom."""
+    n_words = (boards.shape[1] + 3) // 4
+    out = np.zeros((n_words, idx.shape[0]), np.int64)
+    for m in range(idx.shape[0]):
+        b = boards[idx[m]]
+        for y in range(b.shape[0]):
+            out[y // 4, m] |= np.int64(b[y]) << (16 * (y % 4))
+    return out
+
+
+@njit(cache=True)
+def pick(order, want, anc, quota, heights, height_max, taken, counters, hcount, rank, keep_ties):
     """Walk ``order`` (best first) and take up to ``want`` nodes not yet ``taken``, at most
-    ``quota[g]`` sharing an ancestor g + 1 generations up and ``height_max`` per occupied height."""
-    out = np.empty(want, np.int64)
+    ``quota[g]`` sharing an ancestor g + 1 generations up and ``height_max`` per occupied height.
+    With ``keep_ties``, the walk then goes on, taking the nodes within the quotas whose row of
+    ``rank`` (the ranking key) equals the last pick's, up to the first one within the quotas that
+    differs."""
+    out = np.empty(order.shape[0], np.int64)
     counters[:] = 0
     hcount[:] = 0
     gens = quota.shape[0]
     n = 0
+    if want == 0:
+        return out[:0]
     for idx in order:
-        if n >= want:
+        if n >= want and not keep_ties:
             break
         if taken[idx]:
             continue
@@ -209,6 +231,15 @@ def pick(order, want, anc, quota, heights, height_max, taken, counters, hcount):
                 break
         if not ok or hcount[heights[idx]] >= height_max:
             continue
+        if n >= want:  # keep_ties: only a tie with the last pick
+            last = out[n - 1]
+            tied = True
+            for k in range(rank.shape[1]):
+                if rank[idx, k] != rank[last, k]:
+                    tied = False
+                    break
+            if not tied:
+                break
         for g in range(gens):
             a = anc[idx, g]
             if a < 0:
@@ -221,13 +252,14 @@ def pick(order, want, anc, quota, heights, height_max, taken, counters, hcount):
     return out[:n]
 
 
-def pick_in_order(keys, want, depth, anc, quota, heights, height_max, taken, counters, hcount):
+def pick_in_order(keys, want, depth, anc, quota, heights, height_max, taken, counters, hcount, rank, keep_ties):
     """`pick` over the order ``np.lexsort(keys)`` (last key most significant, smallest first).
 
     Only a prefix of that order is usually walked, so it is sorted alone: the nodes whose most
     significant key is within the ``depth`` x ``want`` smallest (whole tie groups included) come
     first in the full order too. If the quotas leave picks unmade within the prefix, the full order
-    is used. The result is the same as walking the full order."""
+    is used. The result is the same as walking the full order (ties kept beyond ``want`` share the
+    last pick's most significant key, so they lie within the prefix)."""
     primary = keys[-1]
     n = len(primary)
     k = depth * want + 64
@@ -237,11 +269,14 @@ def pick_in_order(keys, want, depth, anc, quota, heights, height_max, taken, cou
         if len(prefix) < n:
             saved = taken.copy()
             order = prefix[np.lexsort(tuple(key[prefix] for key in keys))]
-            got = pick(order, want, anc, quota, heights, height_max, taken, counters, hcount)
-            if len(got) == want:
+            got = pick(order, want, anc, quota, heights, height_max, taken, counters, hcount, rank, keep_ties)
+            if len(got) >= want:
                 return got
             taken[:] = saved
-    return pick(np.lexsort(keys), want, anc, quota, heights, height_max, taken, counters, hcount)
+    return pick(np.lexsort(keys), want, anc, quota, heights, height_max, taken, counters, hcount, rank, keep_ties)
+
+
+_NO_RANK = np.zeros((0, 0), np.float64)  # `pick`'s ranking keys when ties are not kept (never read)
 
 
 class Beam(Policy):
@@ -328,22 +363,28 @@ class Beam(Policy):
             child_anc[:, 1:] = anc[par, :-1]
             if len(idx) > W:
                 q = ch_quality[idx]
-                cl = ch_clears[idx]
                 taken = np.zeros(len(idx), np.bool_)
+                if cfg.tie_break == "hash":
+                    tie = (hashes,)
+                else:  # larger words first, the top word most significant
+                    tie = tuple(-board_words(ch_boards, idx)[::-1])
                 if cfg.score_ranking == "score_per_clear":
-                    keys = (hashes, -q, -sc, -(sc * 10_000 // np.maximum(cl, 1)))
+                    rank = (sc * 10_000 // np.maximum(ch_clears[idx], 1), sc, q)
                 else:
-                    keys = (hashes, -q, -sc)
-                want, quota, hmax = quotas["score"]
-                first = pick_in_order(keys, want, 32, child_anc, quota, hs, hmax, taken, counters, hcount)
-                keys = (hashes, -sc, -q) if cfg.quality_ranking == "quality" else (hashes, -q, -sc)
-                want, quota, hmax = quotas["quality"]
-                second = pick_in_order(keys, want, 10, child_anc, quota, hs, hmax, taken, counters, hcount)
+                    rank = (sc, q)
+                first = self._pick(rank, tie, quotas["score"], 32, child_anc, hs, taken, counters, hcount, cfg)
+                rank = (q, sc) if cfg.quality_ranking == "quality" else (sc, q)
+                second = self._pick(rank, tie, quotas["quality"], 10, child_anc, hs, taken, counters, hcount, cfg)
                 sel = np.concatenate((first, second))
                 child_anc = child_anc[sel]
                 idx, sc, hs = idx[sel], sc[sel], hs[sel]
             anc = child_anc
             boards = ch_boards[idx]
+            if len(idx) > len(counts):  # ties kept beyond the width (keep_ties)
+                grown = len(idx) + W // 8
+                codes_buf = np.zeros((grown, cap), np.int16)
+                counts = np.zeros(grown, np.int64)
+                counters = np.zeros((gens, grown), np.int64)
             scores, clears, heights, cells = sc, ch_clears[idx], hs, ch_cells[idx]
             trace_parent.append(ch_parent[idx].astype(np.int32))
             trace_code.append(ch_code[idx])
@@ -374,6 +415,16 @@ class Beam(Policy):
         at_top = np.flatnonzero(score[idx] == top)
         i = idx[at_top[np.lexsort((hashes[at_top], -quality[idx[at_top]]))[0]]]
         return top, t, int(parent[i]), int(code[i])
+
+    @staticmethod
+    def _pick(rank, tie, quotas, depth, anc, heights, taken, counters, hcount, cfg):
+        """The picks of one ranking: ``rank`` is its key, most significant first, larger first;
+        ``tie`` orders nodes tied on it (smaller first, last most significant)."""
+        want, quota, hmax = quotas
+        keys = tie + tuple(-key for key in reversed(rank))
+        matrix = np.column_stack([key.astype(np.float64) for key in rank]) if cfg.keep_ties else _NO_RANK
+        return pick_in_order(keys, want, depth, anc, quota, heights, hmax, taken, counters, hcount, matrix,
+                             cfg.keep_ties)
 
     @staticmethod
     def _quota(shares, picks, gens):

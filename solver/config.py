@@ -65,6 +65,14 @@ class BeamConfig(Strict):
         description="in the last this many pieces played the clear rules (clear_min_height, clear_min_cells) are off: no later clear needs the cells")
     top_row_free: bool = Field(
         False, description="drop children whose lock occupies the top row (before clearing), as the 1,395,326 solver did")
+    tie_break: Literal["hash", "board"] = Field(
+        "hash",
+        description="order of nodes tied on a ranking: by a hash of the board, or by the board's rows read as five "
+                    "64-bit words of four rows each, top word first, larger first (as the 1,395,326 solver)")
+    keep_ties: bool = Field(
+        False,
+        description="once a ranking's picks are made, also keep the next nodes within the quotas whose ranking key "
+                    "equals the last pick's (as the 1,395,326 solver); a layer can then exceed width")
     sky_rows: int = Field(5, ge=0, description="drop boards whose top sky_rows occupied rows ...")
     sky_max_cells: int = Field(3, ge=0, description="... each hold at most this many cells (0 rows: rule off)")
 

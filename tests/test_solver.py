@@ -102,8 +102,9 @@ def test_beam_endgame_lifts_the_clear_rules_in_the_last_pieces():
     assert free.best_by_step[:20].any() and free.score == replay(free.record).score > 0
 
 
-def test_beam_same_record_whatever_the_threads():
-    cfg = small("beam", pieces=300, beam={"width": 40})
+@pytest.mark.parametrize("ties", [{}, {"tie_break": "board", "keep_ties": True}])
+def test_beam_same_record_whatever_the_threads(ties):
+    cfg = small("beam", pieces=300, beam={"width": 40, **ties})
     numba.set_num_threads(1)
     one = solve(cfg)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
@@ -182,6 +183,37 @@ def test_lowest_placements_keep_the_lowest_of_each_state_and_column():
             for x, y, s in full:
                 lowest[(s, x)] = max(lowest.get((s, x), -1), y)
             assert got == {(x, y, s) for (s, x), y in lowest.items()}
+
+
+def test_board_words_read_four_rows_per_word_top_first():
+    from solver.beam import board_words
+
+    board = np.zeros(20, np.uint16)
+    board[0], board[3] = 0b1, 0b11  # word 0: row 0 in bits 0-15, row 3 in bits 48-63
+    board[4] = 0b100  # word 1
+    board[19] = 0b1111111111  # word 4, its last row
+    words = board_words(np.stack([np.zeros(20, np.uint16), board]), np.array([1, 0]))
+    assert words.shape == (5, 2) and not words[:, 1].any()
+    assert list(words[:, 0]) == [1 | 3 << 48, 4, 0, 0, 1023 << 48]
+
+
+def test_pick_keeps_the_ties_of_the_last_pick_within_the_quotas():
+    from solver.beam import pick
+
+    # seven nodes, best first, by ranking key (rank) and parent (anc); nodes 1-4 and 6 tie on the key
+    order = np.arange(7)
+    rank = np.array([[9.0, 1], [5, 1], [5, 1], [5, 1], [5, 1], [5, 0], [5, 1]])
+    anc = np.array([[0], [1], [0], [0], [1], [1], [0]])
+    heights = np.zeros(7, np.int64)
+
+    def run(want, keep_ties, quota=10):
+        return list(pick(order, want, anc, np.array([quota]), heights, 10, np.zeros(7, np.bool_),
+                         np.zeros((1, 2), np.int64), np.zeros(21, np.int64), rank, keep_ties))
+
+    assert run(2, False) == [0, 1]
+    assert run(2, True) == [0, 1, 2, 3, 4]  # node 5 differs and is within the quotas: the walk ends there
+    assert run(2, True, quota=2) == [0, 1, 2, 4]  # node 3 is over its parent's quota, node 5 too
+    assert run(0, True) == []
 
 
 @pytest.mark.parametrize("policy", ["greedy", "lookahead", "beam", "backsearch", "profile_dp"])
