@@ -54,7 +54,12 @@ def table() -> str:
         cfg = s["config"]
         policy = cfg["policy"]
         if policy == "beam":
-            policy += f" W = {cfg['beam']['width']:,}" + (", lowest" if cfg["beam"].get("placements") == "lowest" else "")
+            beam = cfg["beam"]
+            policy += f" W = {beam['width']:,}" + (", lowest" if beam.get("placements") == "lowest" else "")
+            if beam.get("tie_break") == "board":
+                policy += ", board tie order" + (", ties kept" if beam.get("keep_ties") else "")
+            if beam.get("endgame_pieces"):
+                policy += f", endgame {beam['endgame_pieces']}"
         elif policy == "profile_dp":
             dp = cfg["profile_dp"]
             policy = f"profile DP K = {dp['states']:,}, window {dp['window']}"
