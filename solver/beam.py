@@ -209,7 +209,7 @@ def pick(order, want, anc, quota, heights, height_max, taken, counters, hcount, 
     With ``keep_ties``, the walk then goes on, taking the nodes within the quotas whose row of
     ``rank`` (the ranking key) equals the last pick's, up to the first one within the quotas that
     differs."""
-    out = np.empty(order.shape[0], np.int64)
+    out = np.empty(order.shape[0] if keep_ties else min(want, order.shape[0]), np.int64)
     counters[:] = 0
     hcount[:] = 0
     gens = quota.shape[0]
