@@ -1,8 +1,8 @@
-"""The README's configuration reference is the one generated from the schemas."""
+"""docs/configuration.md's configuration reference is the one generated from the schemas."""
 
-from experiments.reference import README, markdown, readme_section
+from experiments.reference import DOC, doc_section, markdown
 
 
-def test_readme_reference_is_current():
-    assert readme_section(README.read_text(encoding="utf-8")) == markdown(), (
-        "README.md's configuration reference is stale: run python -m experiments.reference --write")
+def test_configuration_reference_is_current():
+    assert doc_section(DOC.read_text(encoding="utf-8")) == markdown(), (
+        "docs/configuration.md's configuration reference is stale: run python -m experiments.reference --write")
