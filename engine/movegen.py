@@ -15,10 +15,13 @@ The search is bit-parallel: ``fit[s, y]`` holds, at bit ``x + XOFF``, whether th
 ``s`` with its centre at (x, y) is valid; a breadth-first search then advances whole rows of
 positions per step with shifts and masks (L: ``>> 1``, R: ``<< 1``, D: row y-1 -> y, C: state
 s-1 -> s), one layer per step count, so the first layer holding a position is its distance.
-Kernels take scratch arrays so the hot loop allocates nothing; ``Scratch`` bundles them.
+Kernels take their scratch arrays as one `MoveScratch` so the hot loop allocates nothing, and the
+rules as the `KernelRules` bundle (`Rules.kernel`).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -31,9 +34,40 @@ XOFF = 8  # bit x + XOFF of a mask stands for centre column x (room for centres 
 EXTRA_ROWS = 4  # centre rows 0 .. height + EXTRA_ROWS - 1 are searched
 
 
-def rows_for(height: int) -> int:
+@njit(cache=True)
+def rows_for(height):
     """Number of centre rows in the search masks of a board of ``height`` rows."""
     return height + EXTRA_ROWS
+
+
+class MoveScratch(NamedTuple):
+    """The move generator's scratch arrays (int64 masks, bit ``x + XOFF`` for centre column x):
+    ``fit[s, cy]`` / ``free[s]`` (`fit_masks`), ``visited``, ``front`` and ``nxt`` (the search's
+    sets and frontiers, (4, rows) each), and ``layers`` (the frontier of each step count, kept for
+    routes: (max_steps + 1, 4, rows); one layer is enough for placements)."""
+
+    fit: np.ndarray
+    free: np.ndarray
+    visited: np.ndarray
+    front: np.ndarray
+    nxt: np.ndarray
+    layers: np.ndarray
+
+
+@njit(cache=True)
+def new_scratch(rows, layers):
+    """A `MoveScratch` for boards searched over ``rows`` centre rows, with ``layers`` stored layers
+    (1 for placements, ``max_steps + 1`` for routes)."""
+    return MoveScratch(np.zeros((4, rows), np.int64), np.zeros(4, np.int64), np.zeros((4, rows), np.int64),
+                       np.zeros((4, rows), np.int64), np.zeros((4, rows), np.int64),
+                       np.zeros((layers, 4, rows), np.int64))
+
+
+@njit(cache=True)
+def capacity(height, width):
+    """An upper bound on the placements of one piece on a board of ``height`` x ``width``: one per
+    (state, centre row, centre column)."""
+    return 4 * (height + EXTRA_ROWS) * (width + 8)
 
 
 @njit(cache=True, inline="always")
@@ -113,7 +147,7 @@ def sky_row(fit, free, sx, sy):
 
 
 @njit(cache=True)
-def search(fit, free, sx, sy, ss, max_steps, visited, front, nxt, layers, store):
+def search(sc, sx, sy, ss, max_steps, store):
     """Breadth-first search from the spawn (sx, sy, ss) over at most ``max_steps`` steps.
 
     Fills ``visited[s, y]`` with every position reachable in at most ``max_steps`` steps. With
@@ -121,8 +155,10 @@ def search(fit, free, sx, sy, ss, max_steps, visited, front, nxt, layers, store)
     search runs layer by layer from the spawn. Without it, rows of open sky (`sky_row`) are filled
     in closed form and the layered search starts at the lowest of them, whose positions join the
     frontier at their exact distances. Returns the last layer's number, or -1 when the spawn
-    position is invalid.
+    position is invalid. ``sc`` is the `MoveScratch`, ``fit`` and ``free`` already filled.
     """
+    fit, free, visited, layers = sc.fit, sc.free, sc.visited, sc.layers
+    front, nxt = sc.front, sc.nxt
     rows = fit.shape[1]
     visited[:] = 0
     front[:] = 0
@@ -213,10 +249,12 @@ def resting_mask(visited, fit, s, y):
 
 
 @njit(cache=True)
-def drop_placements_into(board, cells, alias, width, fit, free, out):
+def drop_placements_into(board, rules, shape, sc, out):
     """Drop-only placements: for each distinct state, every column where the piece fits above the
     board, dropped straight down to the first row it cannot enter; kept when every cell is inside
     the board. Rows (x, y, state) of ``out``, ordered by state, then y, then x; returns how many."""
+    cells, alias, width = rules.cells[shape], rules.alias[shape], rules.width
+    fit, free = sc.fit, sc.free
     fit_masks(board, cells, width, fit, free)
     rows = fit.shape[1]
     n = 0
@@ -247,14 +285,16 @@ def drop_placements_into(board, cells, alias, width, fit, free, out):
 
 
 @njit(cache=True)
-def placements_into(board, cells, alias, width, sx, sy, ss, max_steps, fit, free, visited, front, nxt, layers, out):
-    """Write every placement as a row (x, y, state) of ``out``; return how many (0 when the spawn
-    is blocked). Rows are ordered by state, then y, then x. ``max_steps < 0``: drop-only
-    placements (`drop_placements_into`; the spawn is not used)."""
-    if max_steps < 0:
-        return drop_placements_into(board, cells, alias, width, fit, free, out)
-    fit_masks(board, cells, width, fit, free)
-    if search(fit, free, sx, sy, ss, max_steps, visited, front, nxt, layers, False) < 0:
+def placements_into(board, rules, shape, spawn_state, sc, out):
+    """Write every placement of ``shape`` spawning in ``spawn_state`` on ``board`` as a row
+    (x, y, state) of ``out``; return how many (0 when the spawn is blocked). Rows are ordered by
+    state, then y, then x. Under drop-only rules (``step_limit < 0``): `drop_placements_into`."""
+    if rules.step_limit < 0:
+        return drop_placements_into(board, rules, shape, sc, out)
+    alias = rules.alias[shape]
+    fit = sc.fit
+    fit_masks(board, rules.cells[shape], rules.width, fit, sc.free)
+    if search(sc, rules.spawn_x, rules.spawn_y, spawn_state, rules.step_limit, False) < 0:
         return 0
     n = 0
     for c in range(4):
@@ -264,7 +304,7 @@ def placements_into(board, cells, alias, width, sx, sy, ss, max_steps, fit, free
             m = 0
             for s in range(4):
                 if alias[s] == c:
-                    m |= resting_mask(visited, fit, s, y)
+                    m |= resting_mask(sc.visited, fit, s, y)
             while m:
                 low = m & -m
                 out[n, 0] = popcount(low - 1) - XOFF
@@ -276,16 +316,19 @@ def placements_into(board, cells, alias, width, sx, sy, ss, max_steps, fit, free
 
 
 @njit(cache=True)
-def route_into(board, cells, alias, width, sx, sy, ss, tx, ty, ts, max_steps, fit, free, visited, front, nxt, layers, out):
+def route_into(board, rules, shape, spawn_state, tx, ty, ts, sc, out):
     """A shortest list of steps from the spawn to the cells of position (tx, ty, ts), written to
-    ``out`` (step codes); returns its length, or -1 when no state with those cells reaches it.
+    ``out`` (step codes); returns its length, or -1 when no state with those cells reaches it
+    within the rules' step limit. ``sc`` needs ``step_limit + 1`` stored layers.
 
     Among shortest routes, the one found by walking back from the target preferring D, then L, R,
     C, so routes end with their drops and begin with rotations and shifts."""
-    fit_masks(board, cells, width, fit, free)
-    d_max = search(fit, free, sx, sy, ss, max_steps, visited, front, nxt, layers, True)
+    alias = rules.alias[shape]
+    fit_masks(board, rules.cells[shape], rules.width, sc.fit, sc.free)
+    d_max = search(sc, rules.spawn_x, rules.spawn_y, spawn_state, rules.step_limit, True)
     if d_max < 0:
         return -1
+    layers = sc.layers
     bit = np.int64(1) << (tx + XOFF)
     target = alias[ts]
     found = -1
@@ -319,49 +362,27 @@ def route_into(board, cells, alias, width, sx, sy, ss, tx, ty, ts, max_steps, fi
     return found
 
 
-@njit(cache=True)
-def scratch_arrays(rows):
-    """Scratch for `placements_into` inside a kernel: (fit, free, visited, front, nxt, layers),
-    ``layers`` holding a single layer (placements need no stored layers)."""
-    return (np.zeros((4, rows), np.int64), np.zeros(4, np.int64), np.zeros((4, rows), np.int64),
-            np.zeros((4, rows), np.int64), np.zeros((4, rows), np.int64), np.zeros((1, 4, rows), np.int64))
+def scratch(rules, routes: bool = False) -> MoveScratch:
+    """A `MoveScratch` for ``rules``' boards; ``routes`` keeps every layer (for `route_into`)."""
+    return new_scratch(rows_for(rules.height), rules.max_steps + 1 if routes else 1)
 
 
-class Scratch:
-    """Preallocated arrays for the move-generation kernels on boards of one height."""
-
-    def __init__(self, height: int, max_steps: int = 100):
-        rows = rows_for(height)
-        self.fit = np.zeros((4, rows), np.int64)
-        self.free = np.zeros(4, np.int64)
-        self.visited = np.zeros((4, rows), np.int64)
-        self.front = np.zeros((4, rows), np.int64)
-        self.nxt = np.zeros((4, rows), np.int64)
-        self.layers = np.zeros((max_steps + 1, 4, rows), np.int64)
-        self.out = np.zeros((4 * rows * 64, 3), np.int64)
-        self.steps = np.zeros(max_steps, np.int64)
-
-
-def placements(board, rules, shape: int, state: int, scratch: Scratch | None = None) -> np.ndarray:
+def placements(board, rules, shape: int, state: int, sc: MoveScratch | None = None) -> np.ndarray:
     """All placements of ``shape`` spawning in ``state`` on ``board``: an (n, 3) array (x, y, state)."""
-    sc = scratch or Scratch(rules.height, rules.max_steps)
-    n = placements_into(
-        board, rules.cells[shape], rules.alias[shape], rules.width, rules.spawn_x, rules.spawn_y, state,
-        rules.step_limit, sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out,
-    )
-    return sc.out[:n].copy()
+    out = np.zeros((capacity(rules.height, rules.width), 3), np.int64)
+    n = placements_into(np.ascontiguousarray(board, np.uint16), rules.kernel, shape, state,
+                        sc or scratch(rules), out)
+    return out[:n]
 
 
-def route(board, rules, shape: int, state: int, target, scratch: Scratch | None = None) -> list[int]:
+def route(board, rules, shape: int, state: int, target, sc: MoveScratch | None = None) -> list[int]:
     """A shortest step list (codes 0..3 = L, R, D, C) from the spawn to ``target`` (x, y, state)."""
     if rules.placement == "drop":
         raise ValueError(f"rules {rules.name!r} place pieces by dropping them: there are no routes")
-    sc = scratch or Scratch(rules.height, rules.max_steps)
     tx, ty, ts = (int(v) for v in target)
-    n = route_into(
-        board, rules.cells[shape], rules.alias[shape], rules.width, rules.spawn_x, rules.spawn_y, state,
-        tx, ty, ts, rules.max_steps, sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.steps,
-    )
+    steps = np.zeros(max(rules.max_steps, 1), np.int64)
+    n = route_into(np.ascontiguousarray(board, np.uint16), rules.kernel, shape, state, tx, ty, ts,
+                   sc or scratch(rules, routes=True), steps)
     if n < 0:
         raise ValueError(f"position {target} is not reachable within {rules.max_steps} steps")
-    return sc.steps[:n].tolist()
+    return steps[:n].tolist()

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from .board import BOARD_DTYPE, is_valid
-from .play import END_NAMES, GOING_ON, PIECE_LIMIT, RECORD_END, SPAWN_BLOCKED, lock_and_score, spawn_blocked, spawn_state
+from .lock import END_NAMES, GOING_ON, PIECE_LIMIT, RECORD_END, SPAWN_BLOCKED, lock_piece, spawn_blocked, spawn_state
 from .record import OP_N, Record, RecordError, extract, parse
 from .rules import GEEK, Rules
 
@@ -42,8 +42,8 @@ def _trace(boards, locked, n, board, shape, state, x, y, full_rows):
 
 
 @njit(cache=True)
-def replay_kernel(kinds, counts, sequence, R, score_by_piece, board, boards, locked):
-    """Replay operations under the rules ``R`` (`Rules.kernel`) on ``board`` (empty at the start,
+def replay_kernel(kinds, counts, sequence, rules, score_by_piece, board, boards, locked):
+    """Replay operations under ``rules`` (`Rules.kernel`) on ``board`` (empty at the start,
     the final board at the end); return (score, counter, end code). ``score_by_piece[n]`` receives
     the score after piece n locked (n = 1..counter; left at 0 for a vanished piece).
 
@@ -52,9 +52,9 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board, boards, loc
     cleared (the board as it was when piece n never locked), ``locked[n]`` is (shape, state, x, y,
     full rows) of the lock, shape -1 when piece n never locked (it vanished, or its spawn was
     blocked). A lock that ends the game is traced too."""
-    cells = R[0]
-    width = R[3]
-    limit = R[11]
+    cells = rules.cells
+    width = rules.width
+    limit = rules.piece_limit
     score = 0
     counter = 0
     shape = 0
@@ -67,11 +67,11 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board, boards, loc
         k = kinds[i]
         if k == OP_N:
             if has_piece and moved:
-                end, f, points = lock_and_score(board, cells[shape, state], x, y, counter, R)
-                _trace(boards, locked, counter, board, shape, state, x, y, f)
-                if end != GOING_ON:
-                    return score, counter, end
-                score += points
+                lock = lock_piece(board, rules, shape, state, x, y, counter)
+                _trace(boards, locked, counter, board, shape, state, x, y, lock.lines)
+                if lock.end != GOING_ON:
+                    return score, counter, lock.end
+                score += lock.points
             elif has_piece:
                 _trace(boards, locked, counter, board, -1, state, x, y, 0)
             score_by_piece[counter] = score
@@ -79,12 +79,12 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board, boards, loc
                 return score, counter, PIECE_LIMIT
             counter += 1
             shape = sequence[counter - 1]
-            state = spawn_state(counter - 1, R)
-            x = R[5]
-            y = R[6]
+            state = spawn_state(counter - 1, rules)
+            x = rules.spawn_x
+            y = rules.spawn_y
             has_piece = True
             moved = False
-            if spawn_blocked(board, cells[shape, state], R):
+            if spawn_blocked(board, rules, shape, state):
                 _trace(boards, locked, counter, board, -1, state, x, y, 0)
                 return score, counter, SPAWN_BLOCKED
         else:
@@ -98,11 +98,11 @@ def replay_kernel(kinds, counts, sequence, R, score_by_piece, board, boards, loc
                     x += STEP_DX[k]
                     y += STEP_DY[k]
     if has_piece:
-        end, f, points = lock_and_score(board, cells[shape, state], x, y, counter, R)
-        _trace(boards, locked, counter, board, shape, state, x, y, f)
-        if end != GOING_ON:
-            return score, counter, end
-        score += points
+        lock = lock_piece(board, rules, shape, state, x, y, counter)
+        _trace(boards, locked, counter, board, shape, state, x, y, lock.lines)
+        if lock.end != GOING_ON:
+            return score, counter, lock.end
+        score += lock.points
         score_by_piece[counter] = score
     return score, counter, RECORD_END
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -99,6 +100,31 @@ class PieceSource:
             v = (v * self.multiplier + self.increment) % self.modulus
             out[i] = np.searchsorted(bounds, v % int(bounds[-1]), side="right")
         return out
+
+
+class KernelRules(NamedTuple):
+    """The rules as numba kernels read them (`Rules.kernel`; numba compiles it as a tuple whose
+    fields are read by name).
+
+    ``cells[shape, state]``: the (4, 2) offsets (dx, dy); ``alias[shape, state]``: the lowest state
+    with the same cells; ``scores[f]``: the table for ``f`` full rows; ``cycle_states``: pieces
+    spawn in state ``index mod 4`` (else 0); ``piece_limit``: -1 for none; ``step_limit``:
+    ``max_steps``, or -1 for drop-only placements; ``full_row``: a full row's bits."""
+
+    cells: np.ndarray
+    alias: np.ndarray
+    scores: np.ndarray
+    width: int
+    height: int
+    spawn_x: int
+    spawn_y: int
+    cycle_states: bool
+    score_by_cells: bool
+    top_out_all_rows: bool
+    spawn_must_drop: bool
+    piece_limit: int
+    step_limit: int
+    full_row: int
 
 
 @dataclass(frozen=True)
@@ -196,14 +222,14 @@ class Rules:
         return self.pieces.sequence(n, seed)
 
     @cached_property
-    def kernel(self) -> tuple:
-        """The rules as one tuple for numba kernels (see `engine.play`): (cells, alias, scores,
-        width, height, spawn_x, spawn_y, cycle_states, score_by_cells, top_out_all_rows,
-        spawn_must_drop, piece_limit or -1, max_steps, or -1 for ``placement == "drop"``)."""
-        return (self.cells, self.alias, self.scores, self.width, self.height, self.spawn_x,
-                self.spawn_y, self.spawn_state == "cycle", self.score_by_cells,
-                self.top_out == "all_rows", self.spawn_must_drop,
-                -1 if self.piece_limit is None else self.piece_limit, self.step_limit)
+    def kernel(self) -> KernelRules:
+        """The rules as the kernels read them (`KernelRules`)."""
+        return KernelRules(
+            cells=self.cells, alias=self.alias, scores=self.scores, width=self.width, height=self.height,
+            spawn_x=self.spawn_x, spawn_y=self.spawn_y, cycle_states=self.spawn_state == "cycle",
+            score_by_cells=self.score_by_cells, top_out_all_rows=self.top_out == "all_rows",
+            spawn_must_drop=self.spawn_must_drop, piece_limit=-1 if self.piece_limit is None else self.piece_limit,
+            step_limit=self.step_limit, full_row=self.full_row)
 
     @property
     def step_limit(self) -> int:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .board import BOARD_DTYPE, popcount
-from .play import END_NAMES, GOING_ON, lock_and_score, spawn_blocked
-from .movegen import Scratch, placements, route
+from .lock import END_NAMES, GOING_ON, lock_piece, spawn_blocked
+from .movegen import MoveScratch, placements, route
 from .rules import GEEK, Rules
 
 
@@ -82,13 +82,13 @@ class GameState:
         """Occupied cells on the board."""
         return int(sum(popcount(np.int64(r)) for r in self.board))
 
-    def placements(self, scratch: Scratch | None = None) -> np.ndarray:
+    def placements(self, scratch: MoveScratch | None = None) -> np.ndarray:
         """The current piece's placements as an (n, 3) array of (x, y, state)."""
         if self.over:
             return np.zeros((0, 3), np.int64)
         return placements(self.board, self.rules, self.shape, self.spawn_state, scratch)
 
-    def route(self, placement, scratch: Scratch | None = None) -> list[int]:
+    def route(self, placement, scratch: MoveScratch | None = None) -> list[int]:
         """A shortest step list (0..3 = L, R, D, C) taking the current piece to ``placement``."""
         return route(self.board, self.rules, self.shape, self.spawn_state, placement, scratch)
 
@@ -106,10 +106,9 @@ class GameState:
         if check and not any((p == (x, y, s)).all() for p in self.placements()):
             raise ValueError(f"({x}, {y}, {s}) is not a placement of piece {self.piece}")
         board = self.board.copy()
-        code, full_rows, points = lock_and_score(board, self.rules.cells[self.shape, s], x, y, self.piece + 1,
-                                                 self.rules.kernel)
-        end = None if code == GOING_ON else END_NAMES[code]
-        points = int(points)
+        lock = lock_piece(board, self.rules.kernel, self.shape, s, x, y, self.piece + 1)
+        end = None if lock.end == GOING_ON else END_NAMES[lock.end]
+        points, full_rows = int(lock.points), int(lock.lines)
         kinds = list(self.clear_kinds)
         if full_rows and end is None:
             kinds[full_rows] += 1
@@ -126,6 +125,6 @@ class GameState:
         """Why the next piece cannot appear, or None."""
         if self.piece >= len(self.sequence):
             return "sequence_end"
-        if spawn_blocked(self.board, self.rules.cells[self.shape, self.spawn_state], self.rules.kernel):
+        if spawn_blocked(self.board, self.rules.kernel, self.shape, self.spawn_state):
             return "spawn_blocked"
         return None

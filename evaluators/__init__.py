@@ -1,26 +1,44 @@
-"""Evaluators: features of a placement (numba kernels), weighted by YAML presets.
+"""Evaluators: features of a placement (numba kernels, declared once in a registry), weighted by
+YAML presets.
 
-- `features`: one kernel per feature, `FEATURES` (the weight-vector order), `ALIASES`, `describe()`;
-- `kernel`: `evaluate` / `parent_values` / `feature_vector`, callable inside other numba kernels;
-- `evaluator`: the `Evaluator` (YAML <-> weights <-> spec arrays) and `load_evaluator`.
+- `registry`: how a feature or a tie-break is declared (`board_feature`, `board_features`,
+  `placement_feature`, `tie_break`) and everything derived from the declarations (names and slots,
+  the generated kernels `evaluate` / `board_values` / `feature_vector` / `priority`, the docs' table);
+- `features`: the built-in features and tie-breaks;
+- `evaluator`: the `Evaluator` (YAML, validated by pydantic <-> weights <-> `EvaluatorSpec`) and
+  `load_evaluator`.
 
 Importing compiles nothing: kernels compile (or load from numba's cache) on first call.
 """
 
+from . import features as _builtin  # noqa: F401  (registers the built-in features first)
+from . import registry
 from .evaluator import (
     PRESETS_DIR,
     Evaluator,
     EvaluatorError,
+    EvaluatorFile,
+    EvaluatorSpec,
     FeatureTerm,
     from_dict,
     load_evaluator,
     preset_names,
 )
-from .features import ALIASES, FEATURES, PLACEMENT_FEATURES, describe
-from .kernel import evaluate, feature_vector, parent_values
+from .registry import (
+    Placement,
+    RegistryError,
+    board_feature,
+    board_features,
+    board_values,
+    evaluate,
+    feature_vector,
+    placement_feature,
+    priority,
+    tie_break,
+)
 
 __all__ = [
-    "ALIASES", "Evaluator", "EvaluatorError", "FEATURES", "FeatureTerm", "PLACEMENT_FEATURES",
-    "PRESETS_DIR", "describe", "evaluate", "feature_vector", "from_dict", "load_evaluator",
-    "parent_values", "preset_names",
+    "Evaluator", "EvaluatorError", "EvaluatorFile", "EvaluatorSpec", "FeatureTerm", "PRESETS_DIR", "Placement",
+    "RegistryError", "board_feature", "board_features", "board_values", "evaluate", "feature_vector",
+    "from_dict", "load_evaluator", "placement_feature", "preset_names", "priority", "registry", "tie_break",
 ]

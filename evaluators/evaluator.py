@@ -1,26 +1,27 @@
-"""Evaluators: weighted features read from YAML, turned into the arrays the kernel multiplies.
+"""Evaluators: weighted features read from YAML, turned into the spec the kernels multiply.
 
 The YAML format (a file, a preset of ``evaluators/presets/``, or the same structure as a dict)::
 
     name: pierre_dellacherie          # optional; default: the file's stem ("inline" for a dict)
     description: Pierre Dellacherie's six features (one line)      # optional
-    features:                         # required, at least one; names from features.FEATURES or an alias
+    features:                         # required, at least one; names from the feature registry
       landing_height: -45                 # shorthand: just a weight
       eroded_cells: {weight: 34}
       holes: {weight: -20, delta: true}   # the change from the parent board (board features only)
       lines_cleared: {weight: 0.5, table: [[1, 0], [2, 100], [3, 500], [4, 1000]]}
-    tie_break: pd_priority            # optional: null (default) or pd_priority
+    tie_break: pd_priority            # optional: null (default) or a registered tie-break
 
 Keys of a feature: ``weight`` (a number, required), ``delta`` (true/false, default false),
 ``table`` (null, default, or a list of ``[threshold, value]`` pairs, thresholds strictly
 increasing). A feature's term is ``weight * t(v)``, where v is the feature's value (minus the parent
 board's value when ``delta``) and t the step table: the value of the last pair whose threshold is
-``<= v``, 0 below the first threshold; without a table t(v) = v. ``tie_break`` names how a solver
-orders placements of equal value; ``pd_priority`` is Pierre Dellacherie's priority, implemented by
-the solver. Numbers may be written ``1e9`` (YAML 1.2 style) as well as ``1.0e+9``.
+``<= v``, 0 below the first threshold; without a table t(v) = v. ``tie_break`` names how a policy
+orders placements of equal value (`registry.tie_break`). Numbers may be written ``1e9`` (YAML 1.2
+style) as well as ``1.0e+9``.
 
-Every problem raises `EvaluatorError` with one line ``"<file or origin>: <dotted key>: <problem>"``,
-e.g. ``evaluators/presets/x.yaml: features.holse: unknown feature (known: aggregate_height, ...)``.
+The schema is pydantic (`EvaluatorFile`, `TermFile`), as every configuration of the workbench; every
+problem raises `EvaluatorError` with one line ``"<file or origin>: <dotted key>: <problem>"``, e.g.
+``evaluators/presets/x.yaml: features.holse: unknown feature (known: aggregate_height, ...)``.
 """
 
 from __future__ import annotations
@@ -30,22 +31,38 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 import yaml
+from numba import njit
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
 
-from .features import FEATURES, PLACEMENT_FEATURES, canonical, known_names
-from .kernel import evaluate, parent_values
+from engine.validation import format_validation_error, show
+
+from . import registry
+from .registry import Kind, Placement, board_values, evaluate
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
-TIE_BREAKS = ("pd_priority",)
-TOP_KEYS = ("name", "description", "features", "tie_break")
-TERM_KEYS = ("weight", "delta", "table")
 
 
 class EvaluatorError(ValueError):
     """An evaluator description that cannot be used; the message is one line naming where."""
+
+
+class EvaluatorSpec(NamedTuple):
+    """An evaluator as the kernels read it, one slot per registered feature (`registry.names`):
+    ``kind`` (the registry and tie-break the kernels are compiled for), ``weights``, ``active`` (the
+    feature is used), ``delta`` (minus the parent's value), the step tables ``table_x`` /
+    ``table_y`` (n x K) and their lengths ``table_len`` (0: no table)."""
+
+    kind: Kind
+    weights: np.ndarray
+    active: np.ndarray
+    delta: np.ndarray
+    table_x: np.ndarray
+    table_y: np.ndarray
+    table_len: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,133 @@ class FeatureTerm:
         return out
 
 
+# ------------------------------------------------------------------------------------------------
+# The schema
+
+
+def _finite(what: str):
+    def check(v):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(float(v)):
+            raise ValueError(f"{what} must be a finite number, got {show(v)}")
+        return float(v)
+
+    return check
+
+
+def _pair(v):
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise ValueError(f"expected a [threshold, value] pair, got {show(v)}")
+    return (_finite("threshold")(v[0]), _finite("value")(v[1]))
+
+
+Weight = Annotated[float, BeforeValidator(_finite("weight"))]
+Pair = Annotated[tuple[float, float], BeforeValidator(_pair)]
+
+
+class TermFile(BaseModel):
+    """One feature's entry: a weight, or a mapping with ``weight``, ``delta`` and ``table``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    weight: Weight
+    delta: bool = False
+    table: Optional[tuple[Pair, ...]] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data):
+        if isinstance(data, Mapping):
+            return data
+        return {"weight": _finite("weight")(data)}
+
+    @field_validator("delta", mode="before")
+    @classmethod
+    def _bool(cls, v):
+        if not isinstance(v, bool):
+            raise ValueError(f"expected true or false, got {show(v)}")
+        return v
+
+    @field_validator("table", mode="before")
+    @classmethod
+    def _list(cls, v):
+        if v is None:
+            return v
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"expected a list of [threshold, value] pairs, got {show(v)}")
+        if not v:
+            raise ValueError("empty table (leave the key out for no table)")
+        return v
+
+    @field_validator("table")
+    @classmethod
+    def _increasing(cls, v):
+        if v is not None:
+            for j in range(1, len(v)):
+                if v[j][0] <= v[j - 1][0]:
+                    raise ValueError(f"thresholds must increase ({show(v[j][0])} after {show(v[j - 1][0])}, pair {j})")
+        return v
+
+
+class EvaluatorFile(BaseModel):
+    """An evaluator's YAML."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Optional[str] = None
+    description: Optional[str] = ""
+    features: dict[str, TermFile]
+    tie_break: Optional[str] = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v):
+        if v is not None and not v:
+            raise ValueError("expected a non-empty string")
+        return v
+
+    @field_validator("features", mode="before")
+    @classmethod
+    def _names(cls, v):
+        if not isinstance(v, Mapping):
+            raise ValueError(f"expected a mapping feature -> weight, got {show(v)}")
+        if not v:
+            raise ValueError("no feature given")
+        seen: dict[str, str] = {}
+        for name in v:
+            if not isinstance(name, str) or registry.canonical(name) not in registry.names():
+                raise ValueError(f"{name}: unknown feature (known: {', '.join(registry.known_names())})")
+            target = registry.canonical(name)
+            if target in seen:
+                raise ValueError(f"{name}: same feature as {seen[target]} ({name} is an alias); give it once")
+            seen[target] = name
+            term = v[name]
+            if isinstance(term, Mapping) and term.get("delta") is True and registry.is_placement(name):
+                raise ValueError(f"{name}.delta: a placement feature has no parent value; delta applies to "
+                                 "board features only")
+        return v
+
+    @field_validator("tie_break")
+    @classmethod
+    def _tie_break(cls, v):
+        known = [t for t in registry.tie_breaks() if t != "none"]
+        if v is not None and v not in known:
+            raise ValueError(f"unknown tie-break {show(v)} (known: null, {', '.join(known)})")
+        return v
+
+
+# ------------------------------------------------------------------------------------------------
+# The value
+
+
+@njit(cache=True)
+def value_of(p, spec):
+    """`evaluate` of one placement, the parent's values computed here (for Python callers)."""
+    pv = np.zeros(spec.weights.shape[0])
+    board_values(p.parent, p.width, spec, pv)
+    return evaluate(p, pv, spec)
+
+
 @dataclass(frozen=True)
 class Evaluator:
     """A named set of weighted features (``weights``: feature name or alias -> `FeatureTerm`)."""
@@ -78,22 +222,16 @@ class Evaluator:
     tie_break: str | None = None
 
     def __post_init__(self):
-        seen = set()
-        for name, term in self.weights.items():
-            if canonical(name) not in FEATURES:
-                raise EvaluatorError(f"{self.name}: features.{name}: unknown feature (known: {', '.join(known_names())})")
-            if canonical(name) in seen:
-                raise EvaluatorError(f"{self.name}: features.{name}: the same feature is listed twice (alias)")
-            if not isinstance(term, FeatureTerm):
-                raise EvaluatorError(f"{self.name}: features.{name}: expected a FeatureTerm, got {type(term).__name__}")
-            seen.add(canonical(name))
-        if self.tie_break is not None and self.tie_break not in TIE_BREAKS:
-            raise EvaluatorError(f"{self.name}: tie_break: unknown tie-break {self.tie_break!r}")
+        try:
+            EvaluatorFile.model_validate(self.to_dict())
+        except ValidationError as e:
+            raise EvaluatorError(format_validation_error(e, self.name, EvaluatorFile)) from None
 
     @cached_property
-    def spec(self) -> tuple:
-        """``(weights, active, delta, table_x, table_y, table_len)`` for `kernel.evaluate`."""
-        n = len(FEATURES)
+    def spec(self) -> EvaluatorSpec:
+        """The kernels' `EvaluatorSpec` under the feature registry as it is now."""
+        names = registry.names()
+        n = len(names)
         k = max([1] + [len(t.table) for t in self.weights.values() if t.table is not None])
         w = np.zeros(n, np.float64)
         active = np.zeros(n, np.bool_)
@@ -102,7 +240,7 @@ class Evaluator:
         ty = np.zeros((n, k), np.float64)
         tlen = np.zeros(n, np.int64)
         for name, term in self.weights.items():
-            i = FEATURES.index(canonical(name))
+            i = names.index(registry.canonical(name))
             w[i] = term.weight
             active[i] = True
             delta[i] = term.delta
@@ -113,15 +251,13 @@ class Evaluator:
                     ty[i, j] = v
         for a in (w, active, delta, tx, ty, tlen):
             a.setflags(write=False)
-        return (w, active, delta, tx, ty, tlen)
+        return EvaluatorSpec(registry.kind(self.tie_break), w, active, delta, tx, ty, tlen)
 
     def value(self, parent, locked, cleared, cells, x, y, lines, points, width) -> float:
-        """The value of one placement (see `kernel.evaluate`); computes the parent's values too."""
-        spec = self.spec
-        pv = np.zeros(len(FEATURES), np.float64)
-        parent_values(parent, width, spec, pv)
-        return float(evaluate(parent, pv, locked, cleared, np.asarray(cells, np.int64), int(x), int(y),
-                              int(lines), int(points), int(width), spec))
+        """The value of one placement (see `registry.evaluate`); computes the parent's values too."""
+        p = Placement(_board(parent), _board(locked), _board(cleared), np.ascontiguousarray(cells, np.int64),
+                      int(x), int(y), int(lines), int(points), int(width))
+        return float(value_of(p, self.spec))
 
     def to_dict(self) -> dict:
         """The YAML structure (plain types); ``from_dict(e.to_dict()) == e``."""
@@ -141,22 +277,24 @@ class Evaluator:
         feature the evaluator does not use yet is added as a plain term. A name may be an alias of a
         feature the evaluator lists under its other name."""
         new = dict(self.weights)
-        by_feature = {canonical(n): n for n in new}
+        by_feature = {registry.canonical(n): n for n in new}
         for name, w in weights.items():
-            if canonical(name) not in FEATURES:
-                raise EvaluatorError(f"with_weights: {name}: unknown feature (known: {', '.join(known_names())})")
-            if not _is_number(w):
-                raise EvaluatorError(f"with_weights: {name}: weight must be a finite number, got {w!r}")
-            key = by_feature.get(canonical(name), name)
+            if registry.canonical(name) not in registry.names():
+                raise EvaluatorError(f"with_weights: {name}: unknown feature (known: {', '.join(registry.known_names())})")
+            try:
+                w = _finite("weight")(w)
+            except ValueError as e:
+                raise EvaluatorError(f"with_weights: {name}: {e}") from None
+            key = by_feature.get(registry.canonical(name), name)
             old = new.get(key)
-            new[key] = FeatureTerm(float(w)) if old is None else replace(old, weight=float(w))
-            by_feature[canonical(name)] = key
+            new[key] = FeatureTerm(w) if old is None else replace(old, weight=w)
+            by_feature[registry.canonical(name)] = key
         return replace(self, weights=new)
 
     def __hash__(self):
         return hash((self.name, self.description, tuple(self.weights.items()), self.tie_break))
 
-    def __getstate__(self):  # the cached spec is rebuilt, not pickled
+    def __getstate__(self):  # the cached spec is rebuilt (under the receiving process's registry)
         state = dict(self.__dict__)
         state.pop("spec", None)
         return state
@@ -165,122 +303,26 @@ class Evaluator:
         self.__dict__.update(state)
 
 
+def _board(b) -> np.ndarray:
+    return np.ascontiguousarray(b, np.uint16)
+
+
 # ------------------------------------------------------------------------------------------------
 # Loading
-
-
-class _Loader(yaml.SafeLoader):
-    """Safe loader that also reads YAML 1.2 floats such as ``1e9`` and ``-1e-3`` as numbers."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)) \
-        and math.isfinite(float(v))
-
-
-def _show(v) -> str:
-    """A value as YAML would spell it, short."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    text = repr(v) if isinstance(v, str) else str(v)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _fail(origin: str, key: str | None, problem: str):
-    raise EvaluatorError(f"{origin}: {key}: {problem}" if key else f"{origin}: {problem}")
-
-
-def _parse_table(origin: str, key: str, table) -> tuple[tuple[float, float], ...] | None:
-    if table is None:
-        return None
-    if not isinstance(table, (list, tuple)):
-        _fail(origin, key, f"expected a list of [threshold, value] pairs, got {_show(table)}")
-    if not table:
-        _fail(origin, key, "empty table (leave the key out for no table)")
-    out = []
-    last = None
-    for j, pair in enumerate(table):
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            _fail(origin, f"{key}.{j}", f"expected a [threshold, value] pair, got {_show(pair)}")
-        for part, v in zip(("threshold", "value"), pair):
-            if not _is_number(v):
-                _fail(origin, f"{key}.{j}", f"{part} must be a finite number, got {_show(v)}")
-        t, v = float(pair[0]), float(pair[1])
-        if out and t <= out[-1][0]:
-            _fail(origin, f"{key}.{j}", f"thresholds must increase ({_show(pair[0])} after {_show(last)})")
-        out.append((t, v))
-        last = pair[0]
-    return tuple(out)
-
-
-def _parse_term(origin: str, key: str, name: str, raw) -> FeatureTerm:
-    if not isinstance(raw, Mapping):
-        if not _is_number(raw):
-            _fail(origin, key, f"weight must be a finite number, got {_show(raw)}")
-        return FeatureTerm(float(raw))
-    for k in raw:
-        if k not in TERM_KEYS:
-            _fail(origin, f"{key}.{k}", f"unknown option (known: {', '.join(TERM_KEYS)})")
-    if "weight" not in raw:
-        _fail(origin, f"{key}.weight", "missing (every feature needs a weight)")
-    w = raw["weight"]
-    if not _is_number(w):
-        _fail(origin, f"{key}.weight", f"weight must be a finite number, got {_show(w)}")
-    d = raw.get("delta", False)
-    if not isinstance(d, bool):
-        _fail(origin, f"{key}.delta", f"expected true or false, got {_show(d)}")
-    if d and canonical(name) in PLACEMENT_FEATURES:
-        _fail(origin, f"{key}.delta", "a placement feature has no parent value; delta applies to board features only")
-    table = _parse_table(origin, f"{key}.table", raw.get("table"))
-    return FeatureTerm(float(w), d, table)
 
 
 def from_dict(data: Any, origin: str = "<inline>", default_name: str = "inline") -> Evaluator:
     """An `Evaluator` from the YAML structure; problems raise `EvaluatorError` naming ``origin``."""
     if not isinstance(data, Mapping):
-        _fail(origin, None, f"expected a mapping with keys {', '.join(TOP_KEYS)}, got {_show(data)}")
-    for k in data:
-        if k not in TOP_KEYS:
-            _fail(origin, str(k), f"unknown key (known: {', '.join(TOP_KEYS)})")
-    name = data.get("name", default_name)
-    if not isinstance(name, str) or not name:
-        _fail(origin, "name", f"expected a non-empty string, got {_show(name)}")
-    description = data.get("description", "")
-    if description is None:
-        description = ""
-    if not isinstance(description, str):
-        _fail(origin, "description", f"expected a string, got {_show(description)}")
-    if "features" not in data:
-        _fail(origin, "features", "missing (give at least one feature)")
-    raw = data["features"]
-    if not isinstance(raw, Mapping):
-        _fail(origin, "features", f"expected a mapping feature -> weight, got {_show(raw)}")
-    if not raw:
-        _fail(origin, "features", "no feature given")
-    weights: dict[str, FeatureTerm] = {}
-    seen: dict[str, str] = {}
-    for fname, term in raw.items():
-        key = f"features.{fname}"
-        if not isinstance(fname, str) or canonical(fname) not in FEATURES:
-            _fail(origin, key, f"unknown feature (known: {', '.join(known_names())})")
-        target = canonical(fname)
-        if target in seen:
-            _fail(origin, key, f"same feature as {seen[target]} ({fname} is an alias); give it once")
-        seen[target] = fname
-        weights[fname] = _parse_term(origin, key, fname, term)
-    tie_break = data.get("tie_break")
-    if tie_break is not None and tie_break not in TIE_BREAKS:
-        _fail(origin, "tie_break", f"unknown tie-break {_show(tie_break)} (known: null, {', '.join(TIE_BREAKS)})")
-    return Evaluator(name=name, description=description, weights=weights, tie_break=tie_break)
+        keys = ", ".join(EvaluatorFile.model_fields)
+        raise EvaluatorError(f"{origin}: expected a mapping with keys {keys}, got {show(data)}")
+    try:
+        parsed = EvaluatorFile.model_validate(data)
+    except ValidationError as e:
+        raise EvaluatorError(format_validation_error(e, origin, EvaluatorFile)) from None
+    weights = {name: FeatureTerm(t.weight, t.delta, t.table) for name, t in parsed.features.items()}
+    return Evaluator(name=parsed.name or default_name, description=parsed.description or "", weights=weights,
+                     tie_break=parsed.tie_break)
 
 
 def _display(path: Path) -> str:
@@ -295,22 +337,37 @@ def load_file(path: str | Path) -> Evaluator:
     """An `Evaluator` from a YAML file."""
     path = Path(path)
     shown = _display(path)
+    data = _read_yaml(path, shown)
+    if data is None:
+        raise EvaluatorError(f"{shown}: empty file")
+    return from_dict(data, origin=shown, default_name=path.stem)
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe loader that also reads YAML 1.2 floats such as ``1e9`` and ``-1e-3`` as numbers."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _read_yaml(path: Path, shown: str):
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        _fail(shown, None, "file not found")
+        raise EvaluatorError(f"{shown}: file not found") from None
     except OSError as e:
-        _fail(shown, None, f"cannot read: {e.strerror or e}")
+        raise EvaluatorError(f"{shown}: cannot read: {e.strerror or e}") from None
     try:
-        data = yaml.load(text, Loader=_Loader)
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).split("\n")[0]
-        _fail(shown, None, f"invalid YAML: {where}{problem}")
-    if data is None:
-        _fail(shown, None, "empty file")
-    return from_dict(data, origin=shown, default_name=path.stem)
+        raise EvaluatorError(f"{shown}: invalid YAML: {where}{problem}") from None
 
 
 def preset_names() -> list[str]:
@@ -335,5 +392,5 @@ def load_evaluator(source: str | Path | Mapping | Evaluator) -> Evaluator:
         preset = PRESETS_DIR / f"{text}.yaml"
         if preset.is_file():
             return load_file(preset)
-        _fail(text, None, f"no such file or preset (presets: {', '.join(preset_names())})")
+        raise EvaluatorError(f"{text}: no such file or preset (presets: {', '.join(preset_names())})")
     return load_file(path)

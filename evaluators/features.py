@@ -1,48 +1,19 @@
-"""The features an evaluator weighs: one numba kernel per feature, and their registry.
+"""The built-in features: one registered numba kernel each (see `evaluators.registry`).
 
 Boards are the engine's: a numpy ``uint16`` array of ``height`` rows, row ``y = 0`` at the top,
 bit ``x`` of row ``y`` set when cell (x, y) is occupied; ``width`` is given separately. Every
 kernel works on whole rows as int64 bit masks (shifts, masks, `engine.board.popcount`), never cell by
-cell. Terms used below:
+cell. A board feature is ``f(board, width, top)``, ``top`` the first occupied row (``height`` for an
+empty board; every row above it is empty). Terms used below:
 
 - *column height*: ``height - y`` where ``y`` is the row of the column's top occupied cell; 0 for an
   empty column. A flat stack one row high has height 1 in every column.
 - *hole*: an empty cell with at least one occupied cell anywhere above it in the same column.
 - *open to the sky*: an empty cell with no occupied cell above it in its column.
 
-Board features (``f(board, width)``, measured on the board after the lock and the clear):
-
-| name | what it counts |
-|---|---|
-| ``row_transitions`` | per row, horizontally adjacent cells that differ, the walls counting as occupied cells (an empty row counts 2), summed over all rows (Pierre Dellacherie) |
-| ``interior_row_transitions`` | per row, adjacent cells (x, x+1), x = 0..width-2, that differ, walls not counted, summed over all rows |
-| ``column_transitions`` | per column, vertically adjacent cells that differ, with the space above row 0 empty and a floor below the last row occupied, summed over all columns |
-| ``holes`` | holes (alias ``covered_empty_cells``) |
-| ``open_holes`` | holes connected through empty cells (4-neighbourhood, inside the board) to an empty cell open to the sky ("virtual" holes) |
-| ``covered_holes`` | holes not connected so ("real" holes); ``open_holes + covered_holes == holes`` |
-| ``rows_with_holes`` | rows holding at least one hole |
-| ``buried_cells`` | occupied cells with at least one empty cell anywhere below them in the same column |
-| ``wells`` | cumulative wells: a well cell is an empty cell whose left and right neighbours are occupied (a wall counts as occupied); each maximal vertical run of k well cells in a column counts 1 + 2 + ... + k |
-| ``occupied_cells`` | occupied cells |
-| ``occupied_rows`` | rows holding at least one occupied cell |
-| ``aggregate_height`` | sum of the column heights |
-| ``max_height`` | largest column height |
-| ``bumpiness`` | sum over x = 0..width-2 of abs(h[x] - h[x+1]) |
-| ``platforms`` | neighbouring columns (x, x+1) of equal height |
-| ``steps_up_1``, ``steps_up_2``, ``steps_up_3plus`` | neighbouring columns (x, x+1) with h[x+1] - h[x] equal to 1, 2, or at least 3 |
-| ``steps_down_1``, ``steps_down_2``, ``steps_down_3plus`` | neighbouring columns (x, x+1) with h[x] - h[x+1] equal to 1, 2, or at least 3 |
-
-Placement features (they describe the lock itself; the caller passes what the engine counted):
-
-| name | what it counts |
-|---|---|
-| ``landing_height`` | ((height - y_top) + (height - y_bottom)) / 2 for the top and bottom rows of the piece's four cells where it locked (a flat I on the floor: 1.0, a vertical one: 2.5) |
-| ``eroded_cells`` | rows cleared by the lock × the piece's own cells in those rows (Pierre Dellacherie) |
-| ``lines_cleared`` | rows cleared by the lock, 0..4 |
-| ``points_gained`` | points the lock scored |
-
-``covered_empty_cells`` is an alias of ``holes`` (the name the 1,395,326 solution uses): the same
-kernel and the same weight-vector slot. `FEATURES` fixes the order of the weight vector.
+Registration order is slot order, and an evaluator sums its terms in slot order: the features are
+registered in the order the evaluator has always added them, so values are bit-for-bit those of
+earlier versions. The docs' feature table is `registry.table()`.
 
 Limits: ``width`` up to 16 (16-bit rows), ``height`` up to `MAX_HEIGHT` = 64 (the engine's rules
 allow 60): ``open_holes`` and ``wells`` keep one word per row in a fixed stack buffer.
@@ -58,6 +29,8 @@ from numba.extending import intrinsic
 
 from engine.board import popcount
 
+from .registry import board_feature, board_features, placement_feature, tie_break
+
 #: Rows a board may have at most here (the engine's rules allow 4..60).
 MAX_HEIGHT = 64
 
@@ -70,7 +43,7 @@ def stack_int64(typingctx, n):
     """A pointer to ``n`` (a literal) int64 slots on the calling function's stack, uninitialised.
 
     Scratch space without a heap allocation: a heap array would cost an allocation and a free
-    per call, and keep `kernel.evaluate` from being compiled without numba's runtime. Valid only
+    per call, and keep the evaluator from being compiled without numba's runtime. Valid only
     until the calling function returns."""
     if not isinstance(n, types.IntegerLiteral):
         return None
@@ -79,16 +52,6 @@ def stack_int64(typingctx, n):
         return cgutils.alloca_once(builder, ir.IntType(64), size=n.literal_value)
 
     return types.CPointer(types.int64)(n), codegen
-
-
-@njit(cache=True)
-def top_row(board):
-    """Row of the highest occupied cell (smallest y), or ``height`` for an empty board."""
-    height = board.shape[0]
-    y = 0
-    while y < height and board[y] == 0:
-        y += 1
-    return y
 
 
 @njit(cache=True)
@@ -116,142 +79,9 @@ def hfill(seed, empty):
     return g | h
 
 
-# --------------------------------------------------------------------------------------------
-# Placement features
-
-
 @njit(cache=True)
-def landing_height(cells, y, height):
-    """((height - y_top) + (height - y_bottom)) / 2, y_top and y_bottom the smallest and largest row
-    of the piece's cells ``(x + dx, y + dy)`` where it locked (a flat I on the floor: 1.0)."""
-    lo = y + cells[0, 1]
-    hi = lo
-    for k in range(1, 4):
-        r = y + cells[k, 1]
-        if r < lo:
-            lo = r
-        if r > hi:
-            hi = r
-    return ((height - lo) + (height - hi)) / 2.0
-
-
-@njit(cache=True)
-def eroded_cells(locked, cells, y, lines, width):
-    """``lines`` (rows cleared by the lock) × the piece's cells lying in a full row of ``locked``
-    (the board after placing the piece, before clearing)."""
-    if lines == 0:
-        return 0
-    height = locked.shape[0]
-    full = (1 << width) - 1
-    n = 0
-    for k in range(4):
-        r = y + cells[k, 1]
-        if 0 <= r < height and np.int64(locked[r]) == full:
-            n += 1
-    return lines * n
-
-
-# --------------------------------------------------------------------------------------------
-# Board features. Each ``<name>_from(board, width, top)`` is ``<name>(board, width)`` given
-# ``top = top_row(board)`` (every row above ``top`` empty), for callers that share it.
-
-
-@njit(cache=True)
-def occupied_cells_from(board, width, top):
-    """`occupied_cells` given the top row ``top`` (see the section comment)."""
-    n = 0
-    for y in range(top, board.shape[0]):
-        n += popcount(np.int64(board[y]))
-    return n
-
-
-@njit(cache=True)
-def occupied_cells(board, width):
-    """Occupied cells on the board."""
-    return occupied_cells_from(board, width, top_row(board))
-
-
-@njit(cache=True)
-def occupied_rows_from(board, width, top):
-    """`occupied_rows` given the top row ``top`` (see the section comment)."""
-    n = 0
-    for y in range(top, board.shape[0]):
-        if board[y] != 0:
-            n += 1
-    return n
-
-
-@njit(cache=True)
-def occupied_rows(board, width):
-    """Rows holding at least one occupied cell."""
-    return occupied_rows_from(board, width, top_row(board))
-
-
-@njit(cache=True)
-def row_transitions_from(board, width, top):
-    """`row_transitions` given the top row ``top`` (see the section comment)."""
-    inner = (1 << (width + 1)) - 1
-    walls = 1 | (1 << (width + 1))
-    n = 2 * top
-    for y in range(top, board.shape[0]):
-        e = (np.int64(board[y]) << 1) | walls
-        n += popcount((e ^ (e >> 1)) & inner)
-    return n
-
-
-@njit(cache=True)
-def row_transitions(board, width):
-    """Pierre Dellacherie's row transitions: for every row, the horizontally adjacent pairs of
-    cells that differ, counting the left and right walls as occupied cells (an empty row counts 2),
-    summed over all ``height`` rows."""
-    return row_transitions_from(board, width, top_row(board))
-
-
-@njit(cache=True)
-def interior_row_transitions_from(board, width, top):
-    """`interior_row_transitions` given the top row ``top`` (see the section comment)."""
-    m = (1 << (width - 1)) - 1
-    n = 0
-    for y in range(top, board.shape[0]):
-        r = np.int64(board[y])
-        n += popcount((r ^ (r >> 1)) & m)
-    return n
-
-
-@njit(cache=True)
-def interior_row_transitions(board, width):
-    """For every row, the pairs of cells (x, x + 1), x = 0..width-2, of which one is occupied and
-    the other empty (walls not counted; an empty or a full row counts 0), summed over all rows."""
-    return interior_row_transitions_from(board, width, top_row(board))
-
-
-@njit(cache=True)
-def column_transitions_from(board, width, top):
-    """`column_transitions` given the top row ``top`` (see the section comment)."""
-    height = board.shape[0]
-    full = (1 << width) - 1
-    if top >= height:
-        return width
-    prev = 0
-    n = 0
-    for y in range(top, height):
-        r = np.int64(board[y])
-        n += popcount(r ^ prev)
-        prev = r
-    return n + popcount(prev ^ full)
-
-
-@njit(cache=True)
-def column_transitions(board, width):
-    """For every column, the vertically adjacent pairs of cells that differ, counting the space
-    above row 0 as empty and a floor below the last row as occupied (an empty column counts 1),
-    summed over all columns."""
-    return column_transitions_from(board, width, top_row(board))
-
-
-@njit(cache=True)
-def holes_from(board, width, top):
-    """`holes` given the top row ``top`` (see the section comment)."""
+def count_holes(board, width, top):
+    """Holes (empty cells with an occupied cell anywhere above them in the same column)."""
     cover = 0
     n = 0
     for y in range(top, board.shape[0]):
@@ -262,36 +92,7 @@ def holes_from(board, width, top):
 
 
 @njit(cache=True)
-def holes(board, width):
-    """Holes: empty cells with at least one occupied cell anywhere above them in the same column.
-    Also registered as ``covered_empty_cells`` (same kernel, same weight slot)."""
-    return holes_from(board, width, top_row(board))
-
-
-@njit(cache=True)
-def holes_and_rows_from(board, width, top):
-    """``(holes, rows_with_holes)`` in one pass."""
-    cover = 0
-    n = 0
-    rows = 0
-    for y in range(top, board.shape[0]):
-        r = np.int64(board[y])
-        h = cover & ~r
-        if h != 0:
-            n += popcount(h)
-            rows += 1
-        cover |= r
-    return n, rows
-
-
-@njit(cache=True)
-def rows_with_holes(board, width):
-    """Rows holding at least one hole (an empty cell with an occupied cell above it)."""
-    return holes_and_rows_from(board, width, top_row(board))[1]
-
-
-@njit(cache=True)
-def open_holes_from(board, width, top):
+def count_open_holes(board, width, top):
     """Open holes, by a bit-parallel flood fill of the empty cells from the row ``top``."""
     height = board.shape[0]
     if top >= height:
@@ -336,27 +137,122 @@ def open_holes_from(board, width, top):
     return n
 
 
-@njit(cache=True)
-def open_holes(board, width):
-    """"Virtual" holes: holes connected through empty cells (up, down, left, right, inside the
-    board) to an empty cell open to the sky (no occupied cell above it)."""
-    return open_holes_from(board, width, top_row(board))
+# --------------------------------------------------------------------------------------------
+# Placement features
 
 
-@njit(cache=True)
-def covered_holes(board, width):
-    """"Real" holes: holes not connected through empty cells (up, down, left, right, inside the
-    board) to any empty cell open to the sky; ``holes - open_holes``."""
-    top = top_row(board)
-    n = holes_from(board, width, top)
-    if n == 0:
+@placement_feature
+def landing_height(p):
+    """((height - y_top) + (height - y_bottom)) / 2 for the top and bottom rows of the piece's four
+    cells where it locked (a flat I on the floor: 1.0, a vertical one: 2.5)."""
+    height = p.board.shape[0]
+    lo = p.y + p.cells[0, 1]
+    hi = lo
+    for k in range(1, 4):
+        r = p.y + p.cells[k, 1]
+        if r < lo:
+            lo = r
+        if r > hi:
+            hi = r
+    return ((height - lo) + (height - hi)) / 2.0
+
+
+@placement_feature
+def eroded_cells(p):
+    """Rows cleared by the lock x the piece's own cells in those rows (Pierre Dellacherie)."""
+    if p.lines == 0:
         return 0
-    return n - open_holes_from(board, width, top)
+    locked = p.locked
+    height = locked.shape[0]
+    full = (1 << p.width) - 1
+    n = 0
+    for k in range(4):
+        r = p.y + p.cells[k, 1]
+        if 0 <= r < height and np.int64(locked[r]) == full:
+            n += 1
+    return p.lines * n
 
 
-@njit(cache=True)
-def buried_cells_from(board, width, top):
-    """`buried_cells` given the top row ``top`` (see the section comment)."""
+@placement_feature
+def lines_cleared(p):
+    """Rows cleared by the lock, 0..4."""
+    return p.lines
+
+
+@placement_feature
+def points_gained(p):
+    """Points the lock scored."""
+    return p.points
+
+
+# --------------------------------------------------------------------------------------------
+# Board features
+
+
+@board_feature
+def row_transitions(board, width, top):
+    """Per row, horizontally adjacent cells that differ, the walls counting as occupied cells (an
+    empty row counts 2), summed over all rows (Pierre Dellacherie)."""
+    inner = (1 << (width + 1)) - 1
+    walls = 1 | (1 << (width + 1))
+    n = 2 * top
+    for y in range(top, board.shape[0]):
+        e = (np.int64(board[y]) << 1) | walls
+        n += popcount((e ^ (e >> 1)) & inner)
+    return n
+
+
+@board_feature
+def interior_row_transitions(board, width, top):
+    """Per row, adjacent cells (x, x + 1), x = 0..width-2, of which one is occupied and the other
+    empty (walls not counted; an empty or a full row counts 0), summed over all rows."""
+    m = (1 << (width - 1)) - 1
+    n = 0
+    for y in range(top, board.shape[0]):
+        r = np.int64(board[y])
+        n += popcount((r ^ (r >> 1)) & m)
+    return n
+
+
+@board_feature
+def column_transitions(board, width, top):
+    """Per column, vertically adjacent cells that differ, with the space above row 0 empty and a
+    floor below the last row occupied (an empty column counts 1), summed over all columns."""
+    height = board.shape[0]
+    full = (1 << width) - 1
+    if top >= height:
+        return width
+    prev = 0
+    n = 0
+    for y in range(top, height):
+        r = np.int64(board[y])
+        n += popcount(r ^ prev)
+        prev = r
+    return n + popcount(prev ^ full)
+
+
+@board_feature
+def occupied_cells(board, width, top):
+    """Occupied cells."""
+    n = 0
+    for y in range(top, board.shape[0]):
+        n += popcount(np.int64(board[y]))
+    return n
+
+
+@board_feature
+def occupied_rows(board, width, top):
+    """Rows holding at least one occupied cell."""
+    n = 0
+    for y in range(top, board.shape[0]):
+        if board[y] != 0:
+            n += 1
+    return n
+
+
+@board_feature
+def buried_cells(board, width, top):
+    """Occupied cells with at least one empty cell anywhere below them in the same column."""
     full = (1 << width) - 1
     below = 0
     n = 0
@@ -367,15 +263,11 @@ def buried_cells_from(board, width, top):
     return n
 
 
-@njit(cache=True)
-def buried_cells(board, width):
-    """Occupied cells with at least one empty cell anywhere below them in the same column."""
-    return buried_cells_from(board, width, top_row(board))
-
-
-@njit(cache=True)
-def wells_from(board, width, top):
-    """`wells` given the top row ``top`` (see the section comment)."""
+@board_feature
+def wells(board, width, top):
+    """Cumulative wells: a well cell is an empty cell whose left and right neighbours are occupied
+    (a wall counts as occupied); each maximal vertical run of k well cells in a column counts
+    1 + 2 + ... + k (Pierre Dellacherie; covered cells count too)."""
     # A well cell at depth d of its run (d = 1 at the top of the run) counts d, so a run of k counts
     # 1 + ... + k. chain[d] holds the columns whose well runs reach d + 1 rows up to the current
     # row (chain[0] = the well cells of this row, chain[d] = chain[d - 1] of the row above & them);
@@ -404,17 +296,43 @@ def wells_from(board, width, top):
     return n
 
 
-@njit(cache=True)
-def wells(board, width):
-    """Pierre Dellacherie's cumulative wells. A well cell is an empty cell whose left and right
-    neighbours are both occupied (a wall counts as occupied); in every column, each maximal
-    vertical run of k well cells counts 1 + 2 + ... + k. Covered cells count too."""
-    return wells_from(board, width, top_row(board))
+@board_feature
+def rows_with_holes(board, width, top):
+    """Rows holding at least one hole (an empty cell with an occupied cell above it)."""
+    cover = 0
+    rows = 0
+    for y in range(top, board.shape[0]):
+        r = np.int64(board[y])
+        if cover & ~r != 0:
+            rows += 1
+        cover |= r
+    return rows
 
 
-@njit(cache=True)
-def aggregate_height_from(board, width, top):
-    """`aggregate_height` given the top row ``top`` (see the section comment)."""
+@board_feature(aliases=("covered_empty_cells",))
+def holes(board, width, top):
+    """Holes: empty cells with at least one occupied cell anywhere above them in the same column
+    (alias ``covered_empty_cells``, the 1,395,326 solution's name)."""
+    return count_holes(board, width, top)
+
+
+@board_features(
+    open_holes="Holes connected through empty cells (up, down, left, right, inside the board) to an empty cell "
+               "open to the sky (\"virtual\" holes).",
+    covered_holes="Holes not connected so (\"real\" holes); open_holes + covered_holes == holes.",
+)
+def hole_kinds(board, width, top):
+    """(open holes, covered holes); the flood fill runs only when there are holes."""
+    n = count_holes(board, width, top)
+    if n == 0:
+        return 0, 0
+    n_open = count_open_holes(board, width, top)
+    return n_open, n - n_open
+
+
+@board_feature
+def aggregate_height(board, width, top):
+    """Sum of the column heights."""
     # Sum over rows of the skyline mask (the columns whose top is at this row or above); once
     # every column has started, each remaining row adds ``width``.
     height = board.shape[0]
@@ -429,21 +347,15 @@ def aggregate_height_from(board, width, top):
     return n + width * (height - y)
 
 
-@njit(cache=True)
-def aggregate_height(board, width):
-    """Sum of the column heights (height - row of the column's top occupied cell; 0 if empty)."""
-    return aggregate_height_from(board, width, top_row(board))
+@board_feature
+def max_height(board, width, top):
+    """Largest column height (0 for an empty board)."""
+    return board.shape[0] - top
 
 
-@njit(cache=True)
-def max_height(board, width):
-    """Largest column height: height - row of the highest occupied cell (0 for an empty board)."""
-    return board.shape[0] - top_row(board)
-
-
-@njit(cache=True)
-def bumpiness_from(board, width, top):
-    """`bumpiness` given the top row ``top`` (see the section comment)."""
+@board_feature
+def bumpiness(board, width, top):
+    """Sum over x = 0..width-2 of abs(h[x] - h[x+1]), h the column heights."""
     # The skyline mask of row y (the columns whose top is at row y or above) differs between
     # columns x and x + 1 in exactly |h[x] - h[x+1]| rows.
     full = (1 << width) - 1
@@ -459,15 +371,17 @@ def bumpiness_from(board, width, top):
     return n
 
 
-@njit(cache=True)
-def bumpiness(board, width):
-    """Sum over x = 0..width-2 of abs(h[x] - h[x+1]), h the column heights."""
-    return bumpiness_from(board, width, top_row(board))
-
-
-@njit(cache=True)
-def step_counts_from(board, width, top):
-    """``(platforms, up1, up2, up3plus, down1, down2, down3plus)`` in one pass.
+@board_features(
+    platforms="Neighbouring columns (x, x + 1) of equal height (two empty columns included).",
+    steps_up_1="Neighbouring columns (x, x + 1) where the right column is higher by exactly 1.",
+    steps_up_2="Neighbouring columns (x, x + 1) where the right column is higher by exactly 2.",
+    steps_up_3plus="Neighbouring columns (x, x + 1) where the right column is higher by 3 or more.",
+    steps_down_1="Neighbouring columns (x, x + 1) where the left column is higher by exactly 1.",
+    steps_down_2="Neighbouring columns (x, x + 1) where the left column is higher by exactly 2.",
+    steps_down_3plus="Neighbouring columns (x, x + 1) where the left column is higher by 3 or more.",
+)
+def step_counts(board, width, top):
+    """The seven step counts in one pass.
 
     Row by row the skyline mask says which columns have started; bit x of ``up`` is set in exactly
     h[x+1] - h[x] rows when that is positive (``down`` likewise for h[x] - h[x+1]). Saturating
@@ -499,154 +413,18 @@ def step_counts_from(board, width, top):
             popcount(d1 & ~d2), popcount(d2 & ~d3), popcount(d3))
 
 
-@njit(cache=True)
-def platforms(board, width):
-    """Neighbouring columns (x, x + 1) of equal height (two empty columns included)."""
-    return step_counts_from(board, width, top_row(board))[0]
-
-
-@njit(cache=True)
-def steps_up_1(board, width):
-    """Neighbouring columns (x, x + 1) where the right column is higher by exactly 1."""
-    return step_counts_from(board, width, top_row(board))[1]
-
-
-@njit(cache=True)
-def steps_up_2(board, width):
-    """Neighbouring columns (x, x + 1) where the right column is higher by exactly 2."""
-    return step_counts_from(board, width, top_row(board))[2]
-
-
-@njit(cache=True)
-def steps_up_3plus(board, width):
-    """Neighbouring columns (x, x + 1) where the right column is higher by 3 or more."""
-    return step_counts_from(board, width, top_row(board))[3]
-
-
-@njit(cache=True)
-def steps_down_1(board, width):
-    """Neighbouring columns (x, x + 1) where the left column is higher by exactly 1."""
-    return step_counts_from(board, width, top_row(board))[4]
-
-
-@njit(cache=True)
-def steps_down_2(board, width):
-    """Neighbouring columns (x, x + 1) where the left column is higher by exactly 2."""
-    return step_counts_from(board, width, top_row(board))[5]
-
-
-@njit(cache=True)
-def steps_down_3plus(board, width):
-    """Neighbouring columns (x, x + 1) where the left column is higher by 3 or more."""
-    return step_counts_from(board, width, top_row(board))[6]
-
-
-# Python-level stand-ins so that every feature has a function with a docstring; the kernel takes
-# these two from its arguments.
-def lines_cleared(lines):
-    """Rows cleared by the lock (0..4), as the caller counted them."""
-    return lines
-
-
-def points_gained(points):
-    """Points the lock scored, as the caller counted them."""
-    return points
-
-
 # --------------------------------------------------------------------------------------------
-# Registry
-
-#: Feature names in weight-vector order (the index of a name is its slot in every spec array).
-FEATURES: tuple[str, ...] = (
-    "landing_height",
-    "eroded_cells",
-    "lines_cleared",
-    "points_gained",
-    "row_transitions",
-    "interior_row_transitions",
-    "column_transitions",
-    "holes",
-    "open_holes",
-    "covered_holes",
-    "rows_with_holes",
-    "buried_cells",
-    "wells",
-    "occupied_cells",
-    "occupied_rows",
-    "aggregate_height",
-    "max_height",
-    "bumpiness",
-    "platforms",
-    "steps_up_1",
-    "steps_up_2",
-    "steps_up_3plus",
-    "steps_down_1",
-    "steps_down_2",
-    "steps_down_3plus",
-)
-
-#: Features that describe the lock rather than the resulting board (no parent value, no delta).
-PLACEMENT_FEATURES: frozenset[str] = frozenset({"landing_height", "eroded_cells", "lines_cleared", "points_gained"})
-
-#: Other names accepted for a feature: alias -> feature.
-ALIASES: dict[str, str] = {"covered_empty_cells": "holes"}
-
-#: Feature name -> its function (board features: ``f(board, width)``).
-FUNCTIONS = {
-    "landing_height": landing_height,
-    "eroded_cells": eroded_cells,
-    "lines_cleared": lines_cleared,
-    "points_gained": points_gained,
-    "row_transitions": row_transitions,
-    "interior_row_transitions": interior_row_transitions,
-    "column_transitions": column_transitions,
-    "holes": holes,
-    "open_holes": open_holes,
-    "covered_holes": covered_holes,
-    "rows_with_holes": rows_with_holes,
-    "buried_cells": buried_cells,
-    "wells": wells,
-    "occupied_cells": occupied_cells,
-    "occupied_rows": occupied_rows,
-    "aggregate_height": aggregate_height,
-    "max_height": max_height,
-    "bumpiness": bumpiness,
-    "platforms": platforms,
-    "steps_up_1": steps_up_1,
-    "steps_up_2": steps_up_2,
-    "steps_up_3plus": steps_up_3plus,
-    "steps_down_1": steps_down_1,
-    "steps_down_2": steps_down_2,
-    "steps_down_3plus": steps_down_3plus,
-}
-
-BOARD_FEATURES: tuple[str, ...] = tuple(n for n in FEATURES if n not in PLACEMENT_FEATURES)
+# Tie-breaks
 
 
-def canonical(name: str) -> str:
-    """The feature a name stands for (an alias's target, else the name itself)."""
-    return ALIASES.get(name, name)
+@tie_break("none")
+def no_tie_break(x, state, spawn_x, spawn_state):
+    """Every placement ranks the same (ties go to the first generated)."""
+    return 0
 
 
-def index(name: str) -> int:
-    """Slot of a feature (or alias) in the weight vector; ValueError for an unknown name."""
-    try:
-        return FEATURES.index(canonical(name))
-    except ValueError:
-        raise ValueError(f"unknown feature {name!r}") from None
-
-
-def known_names() -> list[str]:
-    """Every accepted name, features and aliases, sorted."""
-    return sorted(set(FEATURES) | set(ALIASES))
-
-
-def describe() -> dict[str, str]:
-    """Name -> first line of its docstring, in `FEATURES` order, aliases last (for the README)."""
-    out = {}
-    for name in FEATURES:
-        doc = (FUNCTIONS[name].__doc__ or "").strip()
-        out[name] = " ".join(doc.split("\n\n")[0].split())
-    for alias, target in ALIASES.items():
-        out[alias] = f"Alias of ``{target}`` (same kernel, same weight slot)."
-    return out
+@tie_break("pd_priority")
+def pd_priority(x, state, spawn_x, spawn_state):
+    """Pierre Dellacherie's priority: 100 x columns moved from the spawn + rotations from the spawn
+    state, lower first."""
+    return 100 * abs(x - spawn_x) + ((state - spawn_state) & 3)

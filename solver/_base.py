@@ -8,16 +8,14 @@ import signal
 import threading
 import time
 from abc import ABC, abstractmethod
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 from numba import njit
 
 from engine import Rules
-from engine.board import count_and_clear, place
-from engine.play import GOING_ON, lock_and_score
-from evaluators import Evaluator
-from evaluators.kernel import evaluate
+from engine.lock import GOING_ON, TOP_TOUCHED, lock_copy, lock_piece
+from evaluators import Evaluator, Placement, evaluate
 
 from .config import SolverConfig
 from .result import SolveResult
@@ -25,92 +23,101 @@ from .result import SolveResult
 #: progress(pieces_done, pieces_total, best_score) is called as the search advances
 Progress = Callable[[int, int, int], None]
 
-#: evaluator tie-break codes for the kernels
-TIE_BREAKS = {None: 0, "pd_priority": 1}
+
+class ValueScratch(NamedTuple):
+    """What valuing children of one parent needs: ``pvals`` (the parent's feature values,
+    `evaluators.board_values`), ``locked`` and ``cleared`` (a child before and after its clear)."""
+
+    pvals: np.ndarray
+    locked: np.ndarray
+    cleared: np.ndarray
 
 
-@njit(cache=True, inline="always")
-def priority(tie_break, x, s, spawn_x, spawn_s):
-    """The tie-break rank of a placement, lower first: for ``pd_priority`` (Pierre Dellacherie)
-    100 x columns moved from the spawn + rotations from the spawn state; 0 otherwise."""
-    if tie_break == 1:
-        return 100 * abs(x - spawn_x) + ((s - spawn_s) & 3)
-    return 0
+@njit(cache=True)
+def value_scratch(n_features, height):
+    return ValueScratch(np.zeros(n_features), np.zeros(height, np.uint16), np.zeros(height, np.uint16))
 
 
 @njit(cache=True)
 def best_first(values, ranks, n):
     """The indices 0..n-1 best first: ``values`` descending, then tie-break ``ranks`` ascending
-    (`priority`), then index (generation order)."""
+    (`evaluators.priority`), then index (generation order)."""
     by_rank = np.argsort(ranks[:n], kind="mergesort")
     by_value = np.argsort(-values[:n][by_rank], kind="mergesort")
     return by_rank[by_value]
 
 
 @njit(cache=True)
-def value_child(board, pvals, piece_cells, x, y, R, spec, locked, cleared):
-    """Lock a piece with offsets ``piece_cells`` at (x, y) on a copy of ``board`` and value the
-    result with the evaluator ``spec`` (``pvals``: the parent's values, `parent_values`).
-    Returns (alive, value): ``alive`` is False when the lock touches the top (the game would end).
-    ``locked`` and ``cleared`` receive the board before and after the clear."""
-    width = R[3]
-    locked[:] = board
-    place(locked, piece_cells, x, y)
-    cleared[:] = locked
-    c, f, occupied = count_and_clear(cleared, (1 << width) - 1)
-    if R[9] and occupied == R[4]:
+def value_child(board, rules, shape, s, x, y, number, spec, vs):
+    """Lock piece ``number`` (1-based) of ``shape`` at (x, y, s) on a copy of ``board`` (`lock_copy`:
+    ``vs.locked`` and ``vs.cleared`` receive the board before and after the clear) and value it with
+    the evaluator ``spec`` (``vs.pvals``: the parent's values, filled by the caller with
+    `evaluators.board_values`). Returns (alive, value): ``alive`` is False when the lock touches the
+    top (the game would be lost)."""
+    lock = lock_copy(board, rules, shape, s, x, y, number, vs.locked, vs.cleared)
+    if lock.end == TOP_TOUCHED:
         return False, 0.0
-    points = R[2][f] * (c if R[8] else 1)
-    return True, evaluate(board, pvals, locked, cleared, piece_cells, x, y, f, points, width, spec)
+    p = Placement(board, vs.locked, vs.cleared, rules.cells[shape, s], x, y, lock.lines, lock.points, rules.width)
+    return True, evaluate(p, vs.pvals, spec)
+
+
+class Path(NamedTuple):
+    """A single path's record as kernels fill it: ``placements[t]`` (x, y, state) of piece t,
+    ``score_by_step[t]`` the score after it, ``kinds[f]`` its clears of f rows (index 1..4)."""
+
+    placements: np.ndarray
+    score_by_step: np.ndarray
+    kinds: np.ndarray
+
+
+def new_path(pieces: int) -> Path:
+    return Path(np.zeros((pieces, 3), np.int64), np.zeros(pieces, np.int64), np.zeros(5, np.int64))
 
 
 @njit(cache=True)
-def _path_scores(placements, sequence, R, height, out, kinds):
-    board = np.zeros(height, np.uint16)
+def commit(board, rules, shape, x, y, s, t, score, path):
+    """Lock piece ``t`` (0-based) at (x, y, s) on ``board`` for good: record the placement, the
+    score after it and its clear kind in ``path``; returns the new score."""
+    lock = lock_piece(board, rules, shape, s, x, y, t + 1)
+    if lock.lines and lock.end == GOING_ON:
+        path.kinds[lock.lines] += 1
+    path.placements[t, 0] = x
+    path.placements[t, 1] = y
+    path.placements[t, 2] = s
+    path.score_by_step[t] = score + lock.points
+    return score + lock.points
+
+
+@njit(cache=True)
+def _path_scores(placements, sequence, rules, path):
+    board = np.zeros(rules.height, np.uint16)
     score = 0
     for t in range(placements.shape[0]):
-        x, y, s = placements[t, 0], placements[t, 1], placements[t, 2]
-        end, f, points = lock_and_score(board, R[0][sequence[t], s], x, y, t + 1, R)
-        score += points
-        if f and end == GOING_ON:
-            kinds[f] += 1
-        out[t] = score
+        score = commit(board, rules, sequence[t], placements[t, 0], placements[t, 1], placements[t, 2], t, score, path)
     return score
 
 
-def path_scores(placements: np.ndarray, sequence: np.ndarray, R: tuple) -> tuple[np.ndarray, tuple]:
+def path_scores(placements: np.ndarray, sequence: np.ndarray, rules: Rules) -> tuple[np.ndarray, tuple]:
     """The score after each placement of a path from the empty board, and its clears by kind."""
-    out = np.zeros(len(placements), np.int64)
-    kinds = np.zeros(5, np.int64)
-    _path_scores(np.ascontiguousarray(placements, np.int64), sequence, R, R[4], out, kinds)
-    return out, tuple(int(v) for v in kinds)
+    placements = np.ascontiguousarray(placements, np.int64)
+    path = new_path(len(placements))
+    _path_scores(placements, sequence, rules.kernel, path)
+    return path.score_by_step, tuple(int(v) for v in path.kinds)
 
 
-@njit(cache=True)
-def commit(board, shape, x, y, s, t, R, score, kinds, out_place, score_by_step):
-    """Lock piece ``t`` (0-based) at (x, y, s) on ``board`` for good: record the placement, the
-    score after it and its clear kind; returns the new score."""
-    end, f, points = lock_and_score(board, R[0][shape, s], x, y, t + 1, R)
-    if f and end == GOING_ON:
-        kinds[f] += 1
-    out_place[t, 0] = x
-    out_place[t, 1] = y
-    out_place[t, 2] = s
-    score_by_step[t] = score + points
-    return score + points
-
-
-#: stop codes of the single-path kernels (greedy, lookahead); -1 = still going
+#: why a search stopped (`SolveResult.stop`), by the codes the kernels return
 STOP_NAMES = ("done", "stuck", "spawn_blocked", "aborted", "interrupted")
-#: the stop code a search loop sets when `Policy.interrupted` (the kernels never return it)
-INTERRUPTED = 4
+#: a single-path kernel's stop code while pieces are left to play
+GOING = -1
+DONE, STUCK, BLOCKED, ABORTED, INTERRUPTED = range(len(STOP_NAMES))
 
 
-def path_result(score, done, stop, kinds, places, by_step, threshold, nodes) -> SolveResult:
+def path_result(score, done, stop, path: Path, threshold, nodes) -> SolveResult:
     """The result of a single-path policy whose kernel placed ``done`` pieces (its best is its path)."""
+    by_step = path.score_by_step
     result = SolveResult(
         score=int(score), pieces=done, score_by_step=by_step[:done], best_by_step=by_step[:done].copy(),
-        clear_kinds=tuple(int(v) for v in kinds), placements=places[:done],
+        clear_kinds=tuple(int(v) for v in path.kinds), placements=path.placements[:done],
         stop=STOP_NAMES[stop] if stop >= 0 else "done", nodes=nodes)
     if result.aborted:
         result.abort_piece = done
@@ -159,9 +166,9 @@ class Policy(ABC):
 
     def chunk_stop(self, stop: int, done: int) -> int:
         """The stop code of a single-path search after a kernel chunk that left it at ``done``
-        pieces: `INTERRUPTED` when it was still going (``stop`` < 0, pieces left) and a first
-        Ctrl-C came, else ``stop``."""
-        return INTERRUPTED if self.interrupted and stop < 0 and done < self.pieces else stop
+        pieces: `INTERRUPTED` when it was still going (`GOING`, pieces left) and a first Ctrl-C
+        came, else ``stop``."""
+        return INTERRUPTED if self.interrupted and stop == GOING and done < self.pieces else stop
 
     def layer_stop(self, t: int, top: int, best: int, threshold: np.ndarray,
                    progress: Progress | None) -> tuple | None:

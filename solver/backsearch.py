@@ -34,14 +34,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.batch import capacity
+from engine.movegen import capacity
 from engine.board import popcount
-from engine.movegen import scratch_arrays
-from engine.play import spawn_blocked, spawn_state
+from engine.lock import spawn_blocked, spawn_state
 from evaluators import load_evaluator
 
-from ._base import TIE_BREAKS, Policy, commit, path_result, path_scores
-from .lookahead import DEAD, lookahead_choice, lookahead_workspace
+from ._base import Policy, commit, path_result, path_scores
+from .lookahead import DEAD, lookahead_choice
 
 #: modes, as stored per piece
 BASE, POINTS, SURVIVAL = 0, 1, 2

@@ -31,11 +31,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from engine.batch import capacity
-from engine.board import count_and_clear, place, popcount
-from engine.movegen import placements_into, scratch_arrays
-from engine.play import spawn_state
-from evaluators.kernel import evaluate, parent_values
+from engine.board import popcount
+from engine.lock import TOP_TOUCHED, lock_copy, spawn_state
+from engine.movegen import capacity, new_scratch, placements_into
+from evaluators import Placement, board_values, evaluate
 
 from ._base import Policy, path_scores
 from .result import SolveResult
@@ -69,11 +68,10 @@ def expand_placements(boards, n, shape, ss, R, codes, counts, chunks, lowest_onl
     rows = boards.shape[1] + 4
     chunks = min(n, chunks)
     for c in prange(chunks):
-        fit, free, visited, front, nxt, layers = scratch_arrays(rows)
+        sc = new_scratch(rows, 1)
         out = np.zeros((codes.shape[1], 3), np.int64)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            m = placements_into(boards[i], R[0][shape], R[1][shape], R[3], R[5], R[6], ss, R[12], fit, free,
-                                visited, front, nxt, layers, out)
+            m = placements_into(boards[i], R, shape, ss, sc, out)
             kept = 0
             for k in range(m):
                 # placements come ordered by state, then y, then x: a later one of the same state
@@ -99,26 +97,22 @@ def make_children(boards, n, scores, clears, heights, cells_count, codes, counts
                   out_height, out_cells, out_parent, out_code, out_alive, out_full):
     """Lock every placement on a copy of its parent, apply the hard rules, value the survivors."""
     height = boards.shape[1]
-    width = R[3]
-    full = (1 << width) - 1
+    width = R.width
     for i in prange(n):
-        pvals = np.zeros(spec[0].shape[0])
-        parent_values(boards[i], width, spec, pvals)
+        pvals = np.zeros(spec.weights.shape[0])
+        board_values(boards[i], width, spec, pvals)
         locked = np.empty(height, np.uint16)
         for k in range(counts[i]):
             j = starts[i] + k
             x, y, s = unpack(codes[i, k])
-            piece = R[0][shape, s]
-            locked[:] = boards[i]
-            place(locked, piece, x, y)
             child = out_boards[j]
-            child[:] = locked
-            c, f, occupied = count_and_clear(child, full)
+            lock = lock_copy(boards[i], R, shape, s, x, y, number, locked, child)
+            f = lock.lines
             out_parent[j] = i
             out_code[j] = codes[i, k]
             out_full[j] = f
             alive = True
-            if R[9] and occupied == height:
+            if lock.end == TOP_TOUCHED:
                 alive = False
             elif top_row_free and locked[0] != 0:
                 alive = False
@@ -136,12 +130,13 @@ def make_children(boards, n, scores, clears, heights, cells_count, codes, counts
             out_alive[j] = alive
             if not alive:
                 continue
-            points = 0 if number == R[11] else R[2][f] * (c if R[8] else 1)
+            points = lock.points
             out_score[j] = scores[i] + points
             out_clears[j] = clears[i] + (1 if f > 0 else 0)
             out_height[j] = h
-            out_cells[j] = c - f * width
-            out_quality[j] = evaluate(boards[i], pvals, locked, child, piece, x, y, f, points, width, spec)
+            out_cells[j] = lock.cells - f * width
+            p = Placement(boards[i], locked, child, R.cells[shape, s], x, y, f, points, width)
+            out_quality[j] = evaluate(p, pvals, spec)
 
 
 @njit(cache=True)
@@ -287,7 +282,7 @@ class Beam(Policy):
         rules, R, n_pieces = self.rules, self.rules.kernel, self.pieces
         spec = self.evaluator.spec
         H, W = rules.height, cfg.width
-        cap = capacity(rules)
+        cap = capacity(rules.height, rules.width)
         gens = max(len(cfg.ancestor_quotas_score), len(cfg.ancestor_quotas_quality), 1)
         n_quality = int(W * (1.0 - cfg.score_share))
         n_score = W - n_quality
@@ -400,7 +395,7 @@ class Beam(Policy):
         for t in range(best[1] - 1, -1, -1):
             placements[t] = unpack(int(trace_code[t][i]))
             i = int(trace_parent[t][i])
-        by_step, kinds = path_scores(placements, self.sequence, R)
+        by_step, kinds = path_scores(placements, self.sequence, rules)
         last = len(trace_parent)
         return SolveResult(
             score=int(by_step[-1]) if placed else 0, pieces=placed, score_by_step=by_step,

@@ -14,13 +14,13 @@ import math
 import numpy as np
 from numba import njit
 
-from engine.batch import capacity
+from engine.movegen import capacity
 from engine.board import popcount
-from engine.movegen import placements_into, scratch_arrays
-from engine.play import lock_and_score, spawn_blocked, spawn_state
-from evaluators.kernel import parent_values
+from engine.movegen import placements_into
+from engine.lock import lock_piece, spawn_blocked, spawn_state
+from evaluators import board_values, priority
 
-from ._base import TIE_BREAKS, Policy, best_first, commit, path_result, priority, value_child
+from ._base import Policy, best_first, commit, path_result, value_child
 
 DEAD = 1e12
 

@@ -45,10 +45,10 @@ from numba import njit, prange
 
 from engine.board import place, popcount
 from engine.movegen import placements_into
-from engine.play import spawn_state
-from evaluators.kernel import parent_values
+from engine.lock import spawn_state
+from evaluators import board_values, priority
 
-from ._base import TIE_BREAKS, Policy, best_first, path_result, path_scores, priority, value_child
+from ._base import Policy, best_first, path_result, path_scores, value_child
 from ._splitmix import GOLDEN, mix64
 from .result import SolveResult
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import BOARD_DTYPE, Rules, Scratch, encode, replay
-from engine.movegen import route_into
-from engine.play import GOING_ON, lock_and_score, spawn_state
+from engine import BOARD_DTYPE, Rules, encode, replay
+from engine.lock import GOING_ON, lock_piece, spawn_state
+from engine.movegen import route_into, scratch
 
 from .result import SolveResult
 
@@ -17,20 +17,19 @@ class RecordMismatch(RuntimeError):
 
 def routes_along(rules: Rules, sequence: np.ndarray, placements: np.ndarray) -> list[list[int]]:
     """A shortest route (step codes) for each placement, replaying the path from the empty board."""
-    sc = Scratch(rules.height, rules.max_steps)
+    sc = scratch(rules, routes=True)
+    steps = np.zeros(max(rules.max_steps, 1), np.int64)
     board = np.zeros(rules.height, dtype=BOARD_DTYPE)
-    R = rules.kernel
+    kr = rules.kernel
     routes = []
     for t, (x, y, s) in enumerate(placements):
         shape = int(sequence[t])
-        n = route_into(board, rules.cells[shape], rules.alias[shape], rules.width, rules.spawn_x, rules.spawn_y,
-                       spawn_state(t, R), int(x), int(y), int(s), rules.max_steps, sc.fit, sc.free,
-                       sc.visited, sc.front, sc.nxt, sc.layers, sc.steps)
+        n = route_into(board, kr, shape, spawn_state(t, kr), int(x), int(y), int(s), sc, steps)
         if n < 0:
             raise RecordMismatch(f"piece {t + 1}: placement ({x}, {y}, {s}) is not reachable")
-        routes.append(sc.steps[:n].tolist())
-        end, _, _ = lock_and_score(board, rules.cells[shape, s], int(x), int(y), t + 1, R)
-        if end != GOING_ON and t + 1 < len(placements):
+        routes.append(steps[:n].tolist())
+        lock = lock_piece(board, kr, shape, int(s), int(x), int(y), t + 1)
+        if lock.end != GOING_ON and t + 1 < len(placements):
             raise RecordMismatch(f"piece {t + 1}: the game ends there, yet the path goes on")
     return routes
 

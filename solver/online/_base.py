@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from engine import Rules
-from engine.batch import capacity
+from engine.movegen import capacity
 from engine.movegen import rows_for
 from evaluators import Evaluator
 
-from .._base import TIE_BREAKS
 from ..config import SolverConfig
 from ._kernels import (N_PARAMS, P_DEATH, P_EXPLORATION, P_KEEP, P_MS, P_OBJECTIVE_LAST, P_REDUCE_MIN,
                        P_ROLLOUT, P_SIMULATIONS, P_USE_PREVIEW, P_VALUE_WEIGHT, workspace)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.board import lock
+from engine.lock import lock_piece
 from engine.movegen import placements_into
-from engine.play import spawn_blocked, spawn_state
-from evaluators.kernel import parent_values
+from engine.lock import spawn_blocked, spawn_state
+from evaluators import board_values, priority
 
-from .._base import best_first, priority, value_child
+from .._base import best_first, value_child
 from ..greedy import best_placement
 
 #: worth of a line that ends the game (minus any value): any surviving line is preferred

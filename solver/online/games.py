@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from engine import Rules
-from engine.play import GOING_ON, lock_and_score, spawn_blocked, spawn_state
+from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
 
 from .expect import choose_expect
 from .mcts import choose_mcts

@@ -32,8 +32,8 @@ import numpy as np
 from numba import njit, objmode
 
 from engine.movegen import placements_into
-from engine.play import GOING_ON, PIECE_LIMIT, lock_and_score, spawn_blocked, spawn_state
-from evaluators.kernel import parent_values
+from engine.lock import GOING_ON, PIECE_LIMIT, lock_piece, spawn_blocked, spawn_state
+from evaluators import board_values
 
 from .._base import value_child
 from .._splitmix import next_random

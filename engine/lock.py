@@ -1,0 +1,103 @@
+"""A piece's life under the rules: where it appears, and what its lock does. Written once.
+
+`lock_piece` is the one lock rule every policy, the game state and the replayer call: place the
+piece, count the board, apply the game-over rules in the contest engine's order, score the lock and
+clear the full rows. It returns a `LockResult`, the quantities counted after the piece was placed and
+before any row was cleared (the ones the rules score and end the game by). `lock_copy` is the same
+rule on a copy of a board, keeping the board as it was just before the clear (what an evaluator's
+placement features read). `spawn_state` and `spawn_blocked` say where and whether the next piece
+appears.
+
+Game over, in this order (GEEK_RULES.md "Replay"):
+1. ``top_out_all_rows`` and every row holds an occupied cell after the lock: ``TOP_TOUCHED``, the
+   piece scores nothing;
+2. the piece is number ``piece_limit`` (1-based): ``PIECE_LIMIT``, it scores nothing;
+3. else the lock scores ``scores[f] x cells`` (``x 1`` unless ``score_by_cells``) for ``f`` full
+   rows, which are then removed.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from numba import njit
+
+from .board import count_and_clear, is_valid, place
+
+END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit", "sequence_end")
+#: `LockResult.end` of a lock after which the game goes on
+GOING_ON = -1
+RECORD_END, TOP_TOUCHED, SPAWN_BLOCKED, PIECE_LIMIT, SEQUENCE_END = range(len(END_NAMES))
+
+
+class LockResult(NamedTuple):
+    """What one lock did (numba compiles it as a tuple: free to return from a kernel).
+
+    - ``end``: `GOING_ON`, `TOP_TOUCHED` or `PIECE_LIMIT`;
+    - ``lines``: full rows, removed by the lock (counted whatever ``end`` is);
+    - ``points``: points scored (0 when the lock ends the game);
+    - ``cells``: occupied cells on the board after the piece was placed, before the clear;
+    - ``occupied_rows``: rows holding an occupied cell, likewise.
+    """
+
+    end: int
+    lines: int
+    points: int
+    cells: int
+    occupied_rows: int
+
+    @property
+    def over(self) -> bool:
+        """Whether the lock ended the game."""
+        return self.end != GOING_ON
+
+
+@njit(cache=True)
+def settle(board, rules, number):
+    """The rule of a lock, on ``board`` where piece ``number`` (1-based) has just been placed:
+    count, judge, score, then clear the full rows in place. Returns the `LockResult`."""
+    cells, full, occupied = count_and_clear(board, rules.full_row)
+    if rules.top_out_all_rows and occupied == rules.height:
+        return LockResult(TOP_TOUCHED, full, 0, cells, occupied)
+    if number == rules.piece_limit:
+        return LockResult(PIECE_LIMIT, full, 0, cells, occupied)
+    points = rules.scores[full] * (cells if rules.score_by_cells else 1)
+    return LockResult(GOING_ON, full, points, cells, occupied)
+
+
+@njit(cache=True)
+def lock_piece(board, rules, shape, state, x, y, number):
+    """Lock piece ``number`` (1-based) of ``shape`` in ``state`` centred at (x, y) on ``board``, in
+    place (placed, then full rows cleared); returns its `LockResult`."""
+    place(board, rules.cells[shape, state], x, y)
+    return settle(board, rules, number)
+
+
+@njit(cache=True)
+def lock_copy(parent, rules, shape, state, x, y, number, locked, cleared):
+    """`lock_piece` on a copy of ``parent``: ``locked`` receives the board with the piece placed,
+    before the clear, and ``cleared`` the board after it; ``parent`` is unchanged."""
+    locked[:] = parent
+    place(locked, rules.cells[shape, state], x, y)
+    cleared[:] = locked
+    return settle(cleared, rules, number)
+
+
+@njit(cache=True)
+def spawn_state(index, rules):
+    """State in which the piece of 0-based ``index`` appears."""
+    return index % 4 if rules.cycle_states else 0
+
+
+@njit(cache=True)
+def spawn_blocked(board, rules, shape, state):
+    """Whether a piece of ``shape`` appearing in ``state`` cannot appear: its spawn position is
+    invalid, or (``spawn_must_drop``) it cannot move one row down from there. Never under drop-only
+    placements (``step_limit < 0``): there a piece appears above the board, and the game ends when it
+    has no placement."""
+    if rules.step_limit < 0:
+        return False
+    cells = rules.cells[shape, state]
+    if not is_valid(board, cells, rules.spawn_x, rules.spawn_y, rules.width):
+        return True
+    return rules.spawn_must_drop and not is_valid(board, cells, rules.spawn_x, rules.spawn_y + 1, rules.width)

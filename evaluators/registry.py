@@ -1,0 +1,499 @@
+"""The features an evaluator weighs and the tie-breaks it may name: each declared once, by a
+decorator; everything else is derived from the declarations.
+
+A *board feature* is one numba function ``f(board, width, top)`` of the board after the lock and the
+clear (``top``: its first occupied row, ``height`` when empty; every feature starts there, so the
+evaluator computes it once), registered with `board_feature`; one kernel that measures several
+features in one pass returns a tuple and is registered with `board_features`. A *placement feature*
+is a function ``f(p)`` of the lock itself, ``p`` a `Placement`, registered with `placement_feature`.
+The function's docstring (its first paragraph) is the feature's description.
+
+Registration is all it takes. From the registry come: the feature names and their slots in an
+evaluator's weight vector (registration order, `names`), the evaluator kernels (`evaluate`,
+`board_values`, `feature_vector`, compiled for the registry as it is when an evaluator is built),
+the YAML validation (a name must be registered), and the docs' feature table (`table`).
+
+How the kernels follow the registry: an evaluator's `EvaluatorSpec` carries a `Kind` token whose
+numba type names a digest of the registry (names, kernels and their sources) and the tie-break. The
+kernels are numba overloads whose code is generated from the registry of that digest when a kernel
+calling them is compiled, so every policy kernel is compiled (and cached on disk) once per registry:
+registering a feature compiles afresh, and the same registry loads from the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import numpy as np
+from numba import njit, types
+from numba.core import cgutils  # noqa: F401  (imported for numba's extension machinery)
+from numba.core.dispatcher import Dispatcher
+from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
+
+BOARD = "board"
+PLACEMENT = "placement"
+
+
+class Placement(NamedTuple):
+    """One lock as an evaluator sees it (numba compiles it as a tuple).
+
+    ``parent``: the board before the piece; ``locked``: with the piece placed, before the clear;
+    ``board``: after the clear (board features are measured on it); ``cells``: the piece state's
+    (4, 2) offsets (dx, dy) and (``x``, ``y``) its centre; ``lines``: rows the lock filled;
+    ``points``: points it scored; ``width``: the board's columns."""
+
+    parent: np.ndarray
+    locked: np.ndarray
+    board: np.ndarray
+    cells: np.ndarray
+    x: int
+    y: int
+    lines: int
+    points: int
+    width: int
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A registered feature: its ``kernel`` (a numba function), ``output`` (the index into the tuple a
+    multi-feature kernel returns, None for one value), its one-paragraph ``doc`` and ``aliases``."""
+
+    name: str
+    kind: str
+    kernel: Dispatcher
+    output: int | None
+    doc: str
+    aliases: tuple[str, ...] = ()
+
+
+_FEATURES: dict[str, Feature] = {}
+_ALIASES: dict[str, str] = {}
+_TIE_BREAKS: dict[str, Dispatcher] = {}
+#: digest -> the features of that registry, in slot order (every registry an evaluator was built for)
+_SNAPSHOTS: dict[str, tuple[Feature, ...]] = {}
+_digest: str | None = None
+
+
+class RegistryError(ValueError):
+    """A feature or tie-break that cannot be registered; the message says which and why."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Declaring
+
+
+def _jit(fn) -> Dispatcher:
+    return fn if isinstance(fn, Dispatcher) else njit(cache=True)(fn)
+
+
+def _doc(fn) -> str:
+    doc = inspect.getdoc(getattr(fn, "py_func", fn)) or ""
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def _check_arity(fn, n: int, what: str) -> None:
+    py = getattr(fn, "py_func", fn)
+    params = inspect.signature(py).parameters
+    if len(params) != n:
+        raise RegistryError(f"feature kernel {py.__qualname__}: {what} takes {n} argument(s), "
+                            f"got ({', '.join(params)})")
+
+
+def _add(feature: Feature) -> None:
+    global _digest
+    for name in (feature.name, *feature.aliases):
+        if not name.isidentifier():
+            raise RegistryError(f"feature {name!r}: a name must be an identifier")
+        if name in _FEATURES or name in _ALIASES:
+            raise RegistryError(f"feature {name!r} is already registered (unregister it first)")
+    if not feature.doc:
+        raise RegistryError(f"feature {feature.name!r}: its kernel needs a docstring (the feature's description)")
+    _FEATURES[feature.name] = feature
+    for alias in feature.aliases:
+        _ALIASES[alias] = feature.name
+    _digest = None
+
+
+def board_feature(fn: Callable | None = None, *, name: str | None = None, aliases: tuple[str, ...] = ()):
+    """Register ``fn(board, width, top)`` as the board feature ``name`` (default: the function's
+    name); returns the numba function (``fn`` is compiled with ``njit(cache=True)`` unless it
+    already is a numba function)."""
+
+    def wrap(f):
+        _check_arity(f, 3, "a board feature (board, width, top)")
+        kernel = _jit(f)
+        _add(Feature(name or kernel.py_func.__name__, BOARD, kernel, None, _doc(f), tuple(aliases)))
+        return kernel
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def board_features(**docs: str):
+    """Register a kernel ``f(board, width, top)`` that returns one value per feature, as the features
+    named by the keywords, in order, each described by its keyword's value."""
+
+    def wrap(f):
+        _check_arity(f, 3, "a board feature (board, width, top)")
+        if not docs:
+            raise RegistryError(f"board_features on {f.__name__}: name at least one feature")
+        kernel = _jit(f)
+        for i, (n, d) in enumerate(docs.items()):
+            _add(Feature(n, BOARD, kernel, i, " ".join(d.split())))
+        return kernel
+
+    return wrap
+
+
+def placement_feature(fn: Callable | None = None, *, name: str | None = None, aliases: tuple[str, ...] = ()):
+    """Register ``fn(p)``, ``p`` a `Placement`, as the placement feature ``name`` (default: the
+    function's name); returns the numba function."""
+
+    def wrap(f):
+        _check_arity(f, 1, "a placement feature (p)")
+        kernel = _jit(f)
+        _add(Feature(name or kernel.py_func.__name__, PLACEMENT, kernel, None, _doc(f), tuple(aliases)))
+        return kernel
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def tie_break(name: str):
+    """Register ``fn(x, state, spawn_x, spawn_state)`` -> an int rank (lower first) as the tie-break
+    ``name`` an evaluator may name: among placements of equal value, a policy takes the lowest rank."""
+
+    def wrap(f):
+        if name in _TIE_BREAKS:
+            raise RegistryError(f"tie-break {name!r} is already registered")
+        _check_arity(f, 4, "a tie-break (x, state, spawn_x, spawn_state)")
+        _TIE_BREAKS[name] = _jit(f)
+        return _TIE_BREAKS[name]
+
+    return wrap
+
+
+def unregister(name: str) -> None:
+    """Remove the feature ``name`` (and its aliases); its slot goes, later slots move down. Evaluators
+    built before keep the registry they were built for."""
+    global _digest
+    feature = _FEATURES.pop(canonical(name), None)
+    if feature is None:
+        raise RegistryError(f"no feature {name!r} is registered")
+    for alias in feature.aliases:
+        _ALIASES.pop(alias, None)
+    _digest = None
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading
+
+
+def canonical(name: str) -> str:
+    """The feature a name stands for (an alias's target, else the name itself)."""
+    return _ALIASES.get(name, name)
+
+
+def names() -> tuple[str, ...]:
+    """Registered feature names in slot order (the order of an evaluator's weight vector)."""
+    return tuple(_FEATURES)
+
+
+def known_names() -> list[str]:
+    """Every accepted name, features and aliases, sorted."""
+    return sorted(set(_FEATURES) | set(_ALIASES))
+
+
+def get(name: str) -> Feature:
+    """The feature a name (or alias) stands for; `RegistryError` for an unknown name."""
+    try:
+        return _FEATURES[canonical(name)]
+    except KeyError:
+        raise RegistryError(f"unknown feature {name!r} (known: {', '.join(known_names())})") from None
+
+
+def index(name: str) -> int:
+    """The slot of a feature (or alias) in the weight vector."""
+    return names().index(get(name).name)
+
+
+def is_placement(name: str) -> bool:
+    return get(name).kind == PLACEMENT
+
+
+def tie_breaks() -> tuple[str, ...]:
+    """Registered tie-break names."""
+    return tuple(_TIE_BREAKS)
+
+
+def aliases() -> dict[str, str]:
+    """alias -> feature."""
+    return dict(_ALIASES)
+
+
+def table() -> str:
+    """The docs' feature table (Markdown): every feature in slot order with its kind and description,
+    then the aliases."""
+    rows = ["| feature | kind | what it measures |", "|---|---|---|"]
+    for f in _FEATURES.values():
+        doc = f.doc.replace("|", "\\|")
+        rows.append(f"| `{f.name}` | {f.kind} | {doc} |")
+    for alias, target in _ALIASES.items():
+        rows.append(f"| `{alias}` | alias | the same kernel and weight slot as `{target}` |")
+    return "\n".join(rows)
+
+
+def measure(name: str, board: np.ndarray, width: int) -> float:
+    """Board feature ``name`` of ``board`` (from Python; kernels call the feature functions)."""
+    f = get(name)
+    if f.kind != BOARD:
+        raise RegistryError(f"{name} is a placement feature: it needs a lock, not a board")
+    board = np.ascontiguousarray(board, np.uint16)
+    v = f.kernel(board, width, top_row(board))
+    return v if f.output is None else v[f.output]
+
+
+@njit(cache=True)
+def top_row(board):
+    """Row of the highest occupied cell (smallest y), or ``height`` for an empty board."""
+    height = board.shape[0]
+    y = 0
+    while y < height and board[y] == 0:
+        y += 1
+    return y
+
+
+# ------------------------------------------------------------------------------------------------
+# The token that ties a spec to its registry
+
+
+class KindType(types.Type):
+    """numba type of a `Kind`: its name holds the registry digest and the tie-break, so a kernel
+    compiled for one registry is never reused for another (numba's cache keys on argument types)."""
+
+    def __init__(self, digest: str, tie: str):
+        self.digest = digest
+        self.tie = tie
+        super().__init__(name=f"EvaluatorKind({digest}, {tie})")
+
+
+class Kind:
+    """Which registry (``digest``) an evaluator's slots follow, and its tie-break."""
+
+    __slots__ = ("digest", "tie")
+
+    def __init__(self, digest: str, tie: str):
+        self.digest = digest
+        self.tie = tie
+
+    def __eq__(self, other):
+        return isinstance(other, Kind) and (self.digest, self.tie) == (other.digest, other.tie)
+
+    def __hash__(self):
+        return hash((self.digest, self.tie))
+
+    def __repr__(self):
+        return f"Kind({self.digest!r}, {self.tie!r})"
+
+    def __reduce__(self):
+        return Kind, (self.digest, self.tie)
+
+
+@typeof_impl.register(Kind)
+def _typeof_kind(val, c):
+    return KindType(val.digest, val.tie)
+
+
+register_model(KindType)(models.OpaqueModel)
+
+
+@unbox(KindType)
+def _unbox_kind(typ, obj, c):
+    return NativeValue(c.context.get_dummy_value())
+
+
+def _source_digest(fn) -> str:
+    py = fn.py_func
+    try:
+        src = inspect.getsource(py)
+    except (OSError, TypeError):
+        src = repr(py.__code__.co_code)
+    return hashlib.sha1(f"{py.__module__}.{py.__qualname__}\n{src}".encode()).hexdigest()
+
+
+def digest() -> str:
+    """A digest of the current registry (names, kinds, outputs, kernels and their sources); the
+    registry it names is kept for the kernels."""
+    global _digest
+    if _digest is None:
+        h = hashlib.sha1()
+        for f in _FEATURES.values():
+            h.update(f"{f.name}|{f.kind}|{f.output}|{_source_digest(f.kernel)}\n".encode())
+        _digest = h.hexdigest()[:16]
+        _SNAPSHOTS[_digest] = tuple(_FEATURES.values())
+    return _digest
+
+
+def kind(tie: str | None) -> Kind:
+    """The `Kind` of an evaluator with tie-break ``tie`` (None: ``none``) under the current registry."""
+    tie = tie or "none"
+    if tie not in _TIE_BREAKS:
+        raise RegistryError(f"unknown tie-break {tie!r} (known: {', '.join(_TIE_BREAKS)})")
+    return Kind(digest(), tie)
+
+
+# ------------------------------------------------------------------------------------------------
+# The kernels, generated from a registry
+
+
+def evaluate(p, parent_values, spec):
+    """Value of the placement ``p`` (a `Placement`) under ``spec`` (an `EvaluatorSpec`):
+    sum over the active features i of ``weights[i] * t_i(v_i)``, v_i the feature's value minus
+    ``parent_values[i]`` when ``delta[i]``, t_i its step table (identity without one). Callable
+    from numba kernels only; compiled per registry."""
+    raise TypeError("evaluate is a numba kernel: call it from a jitted function, or use Evaluator.value")
+
+
+def board_values(board, width, spec, out):
+    """``out[i]``: board feature i of ``board`` for every active delta feature i of ``spec``, 0
+    elsewhere (a parent's values for `evaluate`). Numba kernels only."""
+    raise TypeError("board_values is a numba kernel")
+
+
+def feature_vector(p, spec, out):
+    """``out[i]``: every registered feature of the placement ``p`` in slot order, for the registry of
+    ``spec`` (weights unused). Numba kernels only."""
+    raise TypeError("feature_vector is a numba kernel")
+
+
+def priority(spec, x, state, spawn_x, spawn_state):
+    """The rank of a placement under ``spec``'s tie-break (lower first). Numba kernels only."""
+    raise TypeError("priority is a numba kernel")
+
+
+@njit(cache=True, inline="always")
+def term(i, value, parent_values, spec):
+    """Feature ``i``'s term: weight x table(value - parent value if delta, else value)."""
+    v = np.float64(value)
+    if spec.delta[i]:
+        v -= parent_values[i]
+    n = spec.table_len[i]
+    if n > 0:
+        stepped = 0.0
+        j = 0
+        while j < n and spec.table_x[i, j] <= v:
+            stepped = spec.table_y[i, j]
+            j += 1
+        v = stepped
+    return spec.weights[i] * v
+
+
+def _spec_kind(spec) -> KindType:
+    fields = dict(zip(spec.fields, spec.types))
+    return fields["kind"]
+
+
+def _groups(features: tuple[Feature, ...]) -> list[tuple[Feature, list[tuple[int, Feature]]]]:
+    """Features in slot order grouped by kernel: (first feature, [(slot, feature), ...])."""
+    groups: dict[int, tuple[Feature, list]] = {}
+    for slot, f in enumerate(features):
+        groups.setdefault(id(f.kernel), (f, []))[1].append((slot, f))
+    return list(groups.values())
+
+
+def _source(features: tuple[Feature, ...], what: str) -> tuple[str, dict]:
+    """Python source of one generated kernel (``evaluate``, ``board_values`` or ``feature_vector``)
+    for ``features``, and its globals."""
+    env = {"term": term, "top_row": top_row, "np": np}
+    kernels: dict[int, str] = {}
+    for f in features:
+        kernels.setdefault(id(f.kernel), f"k{len(kernels)}")
+        env[kernels[id(f.kernel)]] = f.kernel
+    body: list[str] = []
+    if what == "evaluate":
+        body += ["    active = spec.active", "    total = 0.0", "    board = p.board", "    width = p.width",
+                 "    top = top_row(board)"]
+        for first, members in _groups(features):
+            k = kernels[id(first.kernel)]
+            if first.kind == PLACEMENT:
+                for slot, _ in members:
+                    body.append(f"    if active[{slot}]:")
+                    body.append(f"        total += term({slot}, {k}(p), parent_values, spec)")
+                continue
+            cond = " or ".join(f"active[{slot}]" for slot, _ in members)
+            body.append(f"    if {cond}:")
+            body.append(f"        v = {k}(board, width, top)")
+            for slot, f in members:
+                value = "v" if f.output is None else f"v[{f.output}]"
+                body.append(f"        if active[{slot}]:")
+                body.append(f"            total += term({slot}, {value}, parent_values, spec)")
+        body.append("    return total")
+        head = "def generated(p, parent_values, spec):"
+    elif what == "board_values":
+        body += ["    top = top_row(board)"]
+        for slot in range(len(features)):
+            body.append(f"    out[{slot}] = 0.0")
+        for first, members in _groups(features):
+            if first.kind == PLACEMENT:
+                continue
+            k = kernels[id(first.kernel)]
+            cond = " or ".join(f"(spec.active[{slot}] and spec.delta[{slot}])" for slot, _ in members)
+            body.append(f"    if {cond}:")
+            body.append(f"        v = {k}(board, width, top)")
+            for slot, f in members:
+                value = "v" if f.output is None else f"v[{f.output}]"
+                body.append(f"        out[{slot}] = {value}")
+        head = "def generated(board, width, spec, out):"
+    else:  # feature_vector
+        body += ["    board = p.board", "    width = p.width", "    top = top_row(board)"]
+        for first, members in _groups(features):
+            k = kernels[id(first.kernel)]
+            if first.kind == PLACEMENT:
+                for slot, _ in members:
+                    body.append(f"    out[{slot}] = {k}(p)")
+                continue
+            body.append(f"    v = {k}(board, width, top)")
+            for slot, f in members:
+                body.append(f"    out[{slot}] = {'v' if f.output is None else f'v[{f.output}]'}")
+        head = "def generated(p, spec, out):"
+    return "\n".join([head, *body]) + "\n", env
+
+
+def source(what: str = "evaluate") -> str:
+    """The generated source of a kernel for the current registry (for reading and debugging)."""
+    return _source(tuple(_FEATURES.values()), what)[0]
+
+
+def _generated(what: str, kind_type: KindType):
+    features = _SNAPSHOTS.get(kind_type.digest)
+    if features is None:
+        raise RegistryError(f"no feature registry with digest {kind_type.digest} in this process")
+    text, env = _source(features, what)
+    exec(compile(text, f"<evaluators.registry: {what} for {kind_type.digest}>", "exec"), env)
+    return env["generated"]
+
+
+@overload(evaluate, jit_options={"_nrt": False})
+def _evaluate_overload(p, parent_values, spec):
+    return _generated("evaluate", _spec_kind(spec))
+
+
+@overload(board_values)
+def _board_values_overload(board, width, spec, out):
+    return _generated("board_values", _spec_kind(spec))
+
+
+@overload(feature_vector)
+def _feature_vector_overload(p, spec, out):
+    return _generated("feature_vector", _spec_kind(spec))
+
+
+@overload(priority)
+def _priority_overload(spec, x, state, spawn_x, spawn_state):
+    rank = _TIE_BREAKS[_spec_kind(spec).tie]
+
+    def impl(spec, x, state, spawn_x, spawn_state):
+        return rank(x, state, spawn_x, spawn_state)
+
+    return impl
