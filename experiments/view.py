@@ -10,7 +10,8 @@ next piece are embedded in one HTML file (base64 of little-endian arrays; no net
 script): the board with the piece just locked highlighted, the next piece, score, piece counter,
 lines cleared by kind, play/pause, speed, single steps, jump to a piece, a seek bar and the score
 curve with the current piece marked. Keys: space play/pause, left/right one piece, Home/End;
-``replay.html#500`` opens at piece 500.
+``replay.html#500`` opens at piece 500. The page's HTML, CSS and JavaScript are the template
+``experiments/templates/replay.html`` (package data); the data is filled in per record.
 
 "Piece n" is the game once n pieces have appeared and locked (piece 0: the empty board); its score
 is the replayer's score after piece n. Exit status: 0 written, 1 invalid record, 2 bad input.
@@ -23,6 +24,8 @@ import base64
 import json
 import sys
 from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
@@ -136,11 +139,18 @@ def clear_kinds(res: ReplayResult, n: int) -> list[int]:
     return [int(v) for v in np.bincount(cleared_rows(res)[: n + 1], minlength=5)[1:5]]
 
 
+@cache
+def page_template() -> str:
+    """The replay page's HTML, CSS and JavaScript (templates/replay.html, package data) with two
+    placeholders: ``__TITLE__`` (the title, HTML-escaped) and ``__DATA__`` (`page_data` as JSON)."""
+    return (files(__package__) / "templates" / "replay.html").read_text(encoding="utf-8")
+
+
 def html(game: Game) -> str:
     """The self-contained replay page."""
     data = json.dumps(page_data(game), separators=(",", ":"))
     title = f"{Path(game.name).name}: {game.result.score:,} points"
-    return (PAGE.replace("__TITLE__", _escape(title)).replace("__DATA__", data.replace("</", "<\\/")))
+    return page_template().replace("__TITLE__", _escape(title)).replace("__DATA__", data.replace("</", "<\\/"))
 
 
 def _escape(s: str) -> str:
@@ -226,229 +236,6 @@ def main(argv: list[str] | None = None) -> int:
         out.chmod(0o644)  # a page to share (write_text's temporary file is private)
     print(f"{out}: {game.name}: score {res.score:,}, {res.bricks:,} pieces, {res.end}")
     return 0
-
-
-PAGE = r"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>__TITLE__</title>
-<style>
-  :root { --bg: #0f1115; --panel: #181b21; --text: #e6e8eb; --dim: #8b919b; --accent: #4ea1ff; }
-  * { box-sizing: border-box; }
-  body { margin: 0; padding: 16px 20px; background: var(--bg); color: var(--text);
-         font: 14px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
-  h1 { font-size: 16px; font-weight: 600; margin: 0 0 12px; }
-  h1 small { color: var(--dim); font-weight: 400; margin-left: 8px; }
-  .main { display: flex; gap: 20px; align-items: flex-start; }
-  #board { background: #16181d; border: 1px solid #2b2f37; border-radius: 4px; display: block; }
-  .side { display: flex; flex-direction: column; gap: 12px; min-width: 230px; }
-  .card { background: var(--panel); border: 1px solid #262a31; border-radius: 6px; padding: 10px 12px; }
-  .label { color: var(--dim); font-size: 12px; text-transform: uppercase; letter-spacing: .05em; }
-  .big { font-size: 26px; font-weight: 600; font-variant-numeric: tabular-nums; }
-  .mid { font-size: 17px; font-variant-numeric: tabular-nums; }
-  table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
-  td, th { padding: 2px 6px; text-align: right; }
-  th { color: var(--dim); font-weight: 400; }
-  td:first-child, th:first-child { text-align: left; }
-  .controls { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; margin-top: 12px; }
-  button, select, input { background: #222730; color: var(--text); border: 1px solid #363c47;
-          border-radius: 4px; padding: 4px 9px; font: inherit; }
-  button:hover { border-color: var(--accent); }
-  #play { min-width: 70px; }
-  #jump { width: 80px; }
-  #seek { width: 100%; margin-top: 10px; accent-color: var(--accent); }
-  #curve { display: block; margin-top: 8px; background: var(--panel); border: 1px solid #262a31;
-           border-radius: 6px; cursor: crosshair; }
-  .hint { color: var(--dim); font-size: 12px; margin-top: 6px; }
-</style>
-</head>
-<body>
-<h1 id="title"></h1>
-<div class="main">
-  <canvas id="board"></canvas>
-  <div class="side">
-    <div class="card"><div class="label">Score</div><div class="big" id="score">0</div>
-      <div class="hint" id="gain"></div></div>
-    <div class="card"><div class="label">Piece</div>
-      <div class="mid"><span id="piece">0</span> / <span id="total">0</span></div></div>
-    <div class="card"><div class="label">Next</div><canvas id="next"></canvas></div>
-    <div class="card"><div class="label">Lines cleared</div>
-      <table><thead><tr><th>rows at once</th><th>clears</th><th>lines</th></tr></thead>
-      <tbody id="clears"></tbody></table></div>
-  </div>
-</div>
-<div class="controls">
-  <button id="first" title="first piece (Home)">&laquo;</button>
-  <button id="back" title="one piece back (Left)">&#x25C0;</button>
-  <button id="play" title="play / pause (Space)">Play</button>
-  <button id="forward" title="one piece forward (Right)">&#x25B6;</button>
-  <button id="last" title="last piece (End)">&raquo;</button>
-  <label>speed <select id="speed">
-    <option value="1">1 piece/s</option><option value="4">4 /s</option><option value="10">10 /s</option>
-    <option value="25" selected>25 /s</option><option value="60">60 /s</option>
-    <option value="150">150 /s</option><option value="500">500 /s</option></select></label>
-  <label>piece <input id="jump" type="number" min="0" step="1"></label>
-  <button id="go">Jump</button>
-</div>
-<input id="seek" type="range" min="0" value="0" step="1">
-<canvas id="curve"></canvas>
-<div class="hint">Click the curve to jump. Keys: Space play/pause, &larr;/&rarr; one piece, Home/End.</div>
-<script>
-"use strict";
-const D = __DATA__;
-function bytes(s) { const b = atob(s), a = new Uint8Array(b.length);
-  for (let i = 0; i < b.length; i++) a[i] = b.charCodeAt(i); return a.buffer; }
-const W = D.width, H = D.height, N = D.pieces, FULL = (1 << W) - 1;
-const boards = new Uint16Array(bytes(D.boards)), locked = new Int16Array(bytes(D.locked));
-const scores = new Int32Array(bytes(D.scores)), sequence = new Int8Array(bytes(D.sequence));
-// clears by kind up to piece n: prefix sums of the lock's full rows
-const cleared = new Int8Array(bytes(D.cleared)), kinds = [1, 2, 3, 4].map(() => new Int32Array(N + 1));
-for (let n = 1; n <= N; n++) for (let k = 0; k < 4; k++) kinds[k][n] = kinds[k][n - 1] + (cleared[n] === k + 1 ? 1 : 0);
-const fmt = v => v.toLocaleString("en-US");
-const $ = id => document.getElementById(id);
-$("title").innerHTML = "";
-$("title").append(D.name);
-const small = document.createElement("small");
-small.textContent = `${fmt(D.score)} points, ${fmt(N)} pieces, ${D.end} (${D.rules} rules)` +
-  (D.claimed !== null && D.claimed !== D.score ? ` - the summary states ${fmt(D.claimed)}!` : "");
-$("title").append(small);
-$("total").textContent = fmt(N);
-$("seek").max = N; $("jump").max = N;
-
-const CELL = Math.max(12, Math.min(26, Math.floor(560 / H)));
-const board = $("board"), bctx = board.getContext("2d");
-board.width = W * CELL; board.height = H * CELL;
-const next = $("next"), nctx = next.getContext("2d");
-next.width = 5 * 16; next.height = 5 * 16;
-
-function pieceCells(n) {  // cells (x, y) of piece n on the board after its clear
-  const s = locked[n * 5];
-  if (n === 0 || s < 0) return [];
-  const st = locked[n * 5 + 1], x = locked[n * 5 + 2], y = locked[n * 5 + 3];
-  const before = boards.slice((n - 1) * H, n * H), cells = D.cells[s][st].map(([dx, dy]) => [x + dx, y + dy]);
-  for (const [cx, cy] of cells) if (cy >= 0 && cy < H) before[cy] |= 1 << cx;
-  const full = []; for (let r = 0; r < H; r++) if (before[r] === FULL) full.push(r);
-  return cells.filter(([cx, cy]) => cy >= 0 && cy < H && !full.includes(cy))
-              .map(([cx, cy]) => [cx, cy + full.filter(r => r > cy).length]);
-}
-function cell(ctx, x, y, size, colour) {
-  ctx.fillStyle = colour; ctx.fillRect(x * size + 1, y * size + 1, size - 2, size - 2);
-  ctx.fillStyle = "rgba(255,255,255,0.18)"; ctx.fillRect(x * size + 1, y * size + 1, size - 2, 3);
-}
-function drawBoard(n) {
-  bctx.fillStyle = "#16181d"; bctx.fillRect(0, 0, board.width, board.height);
-  bctx.strokeStyle = "#22262d"; bctx.lineWidth = 1;
-  for (let x = 1; x < W; x++) { bctx.beginPath(); bctx.moveTo(x * CELL + .5, 0); bctx.lineTo(x * CELL + .5, H * CELL); bctx.stroke(); }
-  for (let y = 1; y < H; y++) { bctx.beginPath(); bctx.moveTo(0, y * CELL + .5); bctx.lineTo(W * CELL, y * CELL + .5); bctx.stroke(); }
-  for (let y = 0; y < H; y++) { const row = boards[n * H + y];
-    for (let x = 0; x < W; x++) if ((row >> x) & 1) cell(bctx, x, y, CELL, "#6f7580"); }
-  const s = locked[n * 5];
-  for (const [x, y] of pieceCells(n)) cell(bctx, x, y, CELL, D.colours[s]);
-}
-function drawNext(n) {
-  nctx.clearRect(0, 0, next.width, next.height);
-  if (n >= sequence.length) return;
-  const s = sequence[n], st = D.cycle ? n % 4 : 0, cs = D.cells[s][st];
-  const xs = cs.map(c => c[0]), ys = cs.map(c => c[1]);
-  const ox = (5 - (Math.max(...xs) - Math.min(...xs) + 1)) / 2 - Math.min(...xs);
-  const oy = (5 - (Math.max(...ys) - Math.min(...ys) + 1)) / 2 - Math.min(...ys);
-  for (const [dx, dy] of cs) cell(nctx, dx + ox, dy + oy, 16, D.colours[s]);
-}
-function drawClears(n) {
-  let rows = "", total = 0, events = 0;
-  for (let k = 0; k < 4; k++) { const c = kinds[k][n]; total += c * (k + 1); events += c;
-    rows += `<tr><td>${k + 1}</td><td id="clears-${k + 1}">${fmt(c)}</td><td>${fmt(c * (k + 1))}</td></tr>`; }
-  rows += `<tr><td>all</td><td>${fmt(events)}</td><td id="lines">${fmt(total)}</td></tr>`;
-  $("clears").innerHTML = rows;
-}
-
-// the score curve: drawn once off screen, the marker on top
-const curve = $("curve"), cctx = curve.getContext("2d");
-const PAD = { l: 74, r: 16, t: 12, b: 32 };
-function niceStep(max, n) {  // 1, 2 or 5 times a power of ten, about max / n
-  const raw = Math.max(1, max) / n, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
-  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
-}
-const curveBg = document.createElement("canvas");
-function layoutCurve() {
-  curve.width = Math.max(480, Math.min(1000, document.body.clientWidth - 44));
-  curve.height = 190; curveBg.width = curve.width; curveBg.height = curve.height;
-  const c = curveBg.getContext("2d"), w = curve.width - PAD.l - PAD.r, h = curve.height - PAD.t - PAD.b;
-  const top = Math.max(1, scores[N]);
-  c.fillStyle = "#181b21"; c.fillRect(0, 0, curve.width, curve.height);
-  c.strokeStyle = "#2b2f37"; c.fillStyle = "#8b919b"; c.font = "11px system-ui, sans-serif";
-  c.textAlign = "right"; c.textBaseline = "middle";
-  const ys = niceStep(top, 4), xs = niceStep(N, 6);
-  for (let v = 0; v <= top; v += ys) { const y = PAD.t + h - h * v / top;
-    c.beginPath(); c.moveTo(PAD.l, y + .5); c.lineTo(PAD.l + w, y + .5); c.stroke();
-    c.fillText(fmt(v), PAD.l - 6, y); }
-  c.textAlign = "center"; c.textBaseline = "top";
-  for (let v = 0; v <= N; v += xs) c.fillText(fmt(v), PAD.l + w * v / Math.max(1, N), PAD.t + h + 5);
-  c.fillText("piece", PAD.l + w / 2, PAD.t + h + 18);
-  c.save(); c.translate(14, PAD.t + h / 2); c.rotate(-Math.PI / 2); c.fillText("score", 0, -6); c.restore();
-  c.strokeStyle = "#4ea1ff"; c.lineWidth = 1.5; c.beginPath();
-  const step = Math.max(1, Math.floor(N / (w * 2)));
-  for (let n = 0; n <= N; n += step) { const x = PAD.l + w * n / Math.max(1, N), y = PAD.t + h - h * scores[n] / top;
-    n === 0 ? c.moveTo(x, y) : c.lineTo(x, y); }
-  c.lineTo(PAD.l + w, PAD.t + h - h * scores[N] / top); c.stroke();
-}
-function drawCurve(n) {
-  cctx.drawImage(curveBg, 0, 0);
-  const w = curve.width - PAD.l - PAD.r, h = curve.height - PAD.t - PAD.b, top = Math.max(1, scores[N]);
-  const x = PAD.l + w * n / Math.max(1, N), y = PAD.t + h - h * scores[n] / top;
-  cctx.strokeStyle = "#ffb347"; cctx.lineWidth = 1; cctx.beginPath();
-  cctx.moveTo(x + .5, PAD.t); cctx.lineTo(x + .5, PAD.t + h); cctx.stroke();
-  cctx.fillStyle = "#ffb347"; cctx.beginPath(); cctx.arc(x, y, 4, 0, 2 * Math.PI); cctx.fill();
-}
-curve.addEventListener("click", e => {
-  const r = curve.getBoundingClientRect(), w = curve.width - PAD.l - PAD.r;
-  show(Math.round((e.clientX - r.left - PAD.l) / w * N));
-});
-
-let current = 0, playing = false, last = 0, carry = 0;
-function show(n) {
-  current = Math.max(0, Math.min(N, n | 0));
-  drawBoard(current); drawNext(current); drawClears(current); drawCurve(current);
-  $("score").textContent = fmt(scores[current]);
-  const gain = current > 0 ? scores[current] - scores[current - 1] : 0;
-  $("gain").textContent = gain > 0 ? `+${fmt(gain)} (${cleared[current]} rows)` : "\u00a0";
-  $("piece").textContent = fmt(current);
-  $("seek").value = current;
-  document.body.dataset.piece = current;
-  if (current >= N) pause();
-}
-function frame(t) {
-  if (!playing) return;
-  carry += (t - last) / 1000 * Number($("speed").value); last = t;
-  if (carry >= 1) { const k = Math.floor(carry); carry -= k; show(current + k); }
-  if (playing) requestAnimationFrame(frame);
-}
-function play() { if (current >= N) show(0); playing = true; carry = 1; last = performance.now();
-  $("play").textContent = "Pause"; requestAnimationFrame(frame); }
-function pause() { playing = false; $("play").textContent = "Play"; }
-$("play").onclick = () => playing ? pause() : play();
-$("back").onclick = () => { pause(); show(current - 1); };
-$("forward").onclick = () => { pause(); show(current + 1); };
-$("first").onclick = () => { pause(); show(0); };
-$("last").onclick = () => { pause(); show(N); };
-$("go").onclick = () => { pause(); show(Number($("jump").value)); };
-$("jump").addEventListener("keydown", e => { if (e.key === "Enter") $("go").click(); });
-$("seek").addEventListener("input", () => show(Number($("seek").value)));
-document.addEventListener("keydown", e => {
-  if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
-  if (e.key === " ") { e.preventDefault(); $("play").click(); }
-  else if (e.key === "ArrowLeft") $("back").click();
-  else if (e.key === "ArrowRight") $("forward").click();
-  else if (e.key === "Home") $("first").click();
-  else if (e.key === "End") $("last").click();
-});
-window.addEventListener("resize", () => { layoutCurve(); drawCurve(current); });
-layoutCurve(); show(/^#\d+$/.test(location.hash) ? Number(location.hash.slice(1)) : 0);
-</script>
-</body>
-</html>
-"""
 
 
 if __name__ == "__main__":

@@ -107,6 +107,22 @@ def test_page_is_self_contained_and_embeds_the_replay(game):
     assert np.array_equal(boards, game.result.boards) and np.array_equal(scores, game.result.score_by_piece)
 
 
+def test_page_is_the_packaged_template_filled_in(game):
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    template = view.page_template()
+    assert template.count("__TITLE__") == 1 and template.count("__DATA__") == 1
+    page = view.html(game)
+    head, tail = template.split("__DATA__")
+    title = "<title>geek-1395326.txt: 1,395,326 points</title>"
+    assert page.startswith(head.replace("<title>__TITLE__</title>", title)) and page.endswith(tail)
+    # every template file is package data (a non-editable install has them too)
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["experiments"]
+    for path in (ROOT / "experiments" / "templates").iterdir():
+        assert any(fnmatch.fnmatch(f"templates/{path.name}", p) for p in patterns), path
+
+
 def test_view_cli_summary_png_and_errors(tmp_path, record_text):
     solve_dir = tmp_path / "solve"
     solve_dir.mkdir()
