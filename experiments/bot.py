@@ -1,6 +1,6 @@
 """A bot for the course protocol (../shared/PROTOCOL.md) over standard input and output.
 
-    python -m experiments.play [CONFIG] [key=value ...]
+    python -m experiments.bot [CONFIG] [key=value ...]
 
 CONFIG (default configs/play.yaml) is a solver configuration whose policy is one for unknown pieces
 (one_ply, preview, expect, mcts) and whose rules place pieces by dropping them (``course``: 10 x 20,
@@ -126,7 +126,7 @@ def run(policy, stdin, stdout) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.play", description=__doc__.splitlines()[0],
+        prog="python -m experiments.bot", description=__doc__.splitlines()[0],
         epilog=rotation_table(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", nargs="?", default=str(DEFAULT_CONFIG), help="solver YAML (default: configs/play.yaml)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. policy=one_ply")

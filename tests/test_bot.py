@@ -1,4 +1,4 @@
-"""The protocol bot (python -m experiments.play) driven as a subprocess by a scripted judge.
+"""The protocol bot (python -m experiments.bot) driven as a subprocess by a scripted judge.
 
 The judge keeps its own board with the plain-Python reading of the protocol (course_reference.py,
 which parses the piece matrices from ../shared/CLASSIC_RULES.md) and checks every answer: a legal
@@ -25,7 +25,7 @@ TIMEOUT = 120  # seconds for a whole game, interpreter start and kernel loading 
 class Judge:
     def __init__(self, *overrides):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "experiments.play", "configs/play.yaml", *overrides], cwd=ROOT,
+            [sys.executable, "-m", "experiments.bot", "configs/play.yaml", *overrides], cwd=ROOT,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
         self.timer = threading.Timer(TIMEOUT, self.proc.kill)
         self.timer.start()
@@ -115,7 +115,7 @@ def test_game_over_before_the_end():
     ("IO\nT\n", "line 3: input ended before X or E", 2),
 ])
 def test_malformed_input(text, fragment, answers):
-    proc = subprocess.run([sys.executable, "-m", "experiments.play"], cwd=ROOT, input=text, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "experiments.bot"], cwd=ROOT, input=text, capture_output=True,
                           text=True, timeout=TIMEOUT)
     assert proc.returncode == 2
     assert fragment in proc.stderr
@@ -123,7 +123,7 @@ def test_malformed_input(text, fragment, answers):
 
 
 def test_help_shows_the_rotation_table():
-    out = subprocess.run([sys.executable, "-m", "experiments.play", "--help"], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "experiments.bot", "--help"], cwd=ROOT, capture_output=True,
                          text=True, timeout=TIMEOUT).stdout
     assert "rotation table" in out and "180" in out and "270" in out
     assert "####" in out  # the horizontal I
@@ -132,6 +132,6 @@ def test_help_shows_the_rotation_table():
 def test_bad_config_exits_2(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("policy: beam\nrules: course\npieces: 10\n")
-    proc = subprocess.run([sys.executable, "-m", "experiments.play", str(bad)], cwd=ROOT, input="IO\nX\n",
+    proc = subprocess.run([sys.executable, "-m", "experiments.bot", str(bad)], cwd=ROOT, input="IO\nX\n",
                           capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 2 and "policy" in proc.stderr
