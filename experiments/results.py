@@ -1,11 +1,11 @@
-"""Regenerate results/: the record and summary behind every score the README quotes.
+"""Regenerate results/ (the record and summary behind every score the README quotes), or print its score table.
 
-    python benchmarks/make_results.py [NAME ...]     # default: all except beam-w9041, beam-full and profile-dp-k100000
-    python benchmarks/make_results.py --table        # the README's score table from results/
-    python benchmarks/make_results.py --backsearch   # only the backsearch depth table (≈ 3 min)
+    python -m experiments.results [NAME ...]     # default: all except beam-w9041, beam-full and profile-dp-k100000
+    python -m experiments.results --table        # the README's score table from results/
+    python -m experiments.results --backsearch   # only the backsearch depth table (≈ 3 min)
 
 Each entry runs ``python -m experiments.solve`` with the listed config and overrides into
-``results/<name>/``. The README's score table quotes ``summary.json``'s score and seconds.
+``results/<name>/`` of the checkout. The README's score table quotes ``summary.json``'s score and seconds.
 """
 
 from __future__ import annotations
