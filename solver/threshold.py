@@ -31,7 +31,3 @@ class Threshold:
         values = curve[checked]
         out[checked[~np.isnan(values)]] = values[~np.isnan(values)]
         return out
-
-
-def no_threshold(pieces: int) -> np.ndarray:
-    return np.full(pieces, -np.inf)
