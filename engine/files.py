@@ -1,0 +1,146 @@
+"""Files, written whole or not at all, and read back: the one home of these primitives, in the lowest
+layer so that every layer may use them.
+
+Writing (`write_bytes` and the writers built on it): the data go to a temporary file in the target's
+folder, which is flushed and fsynced, then renamed over the target (`os.replace`), so a reader (or a
+run killed at any moment) finds the old file or the new one, never a part. The temporary file is
+removed on any failure. It is created with mode ``0o666`` less the user's umask, the mode an
+ordinary ``open(path, "w")`` gives (not `tempfile.mkstemp`'s private ``0o600``). Missing folders
+are made.
+
+Reading YAML (`load_yaml`): safe loading, numbers written the YAML 1.2 way (``1e9``, ``-1e-3``) read
+as floats as well as ``1.0e+9``; every problem is one `YamlError` line naming the file, e.g.
+``configs/x.yaml: invalid YAML: line 3, column 1: expected ',' or ']', but got '<stream end>'``.
+`write_yaml` quotes strings that this loader would read as numbers, so what it writes reads back
+as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: names tried for a temporary file before giving up (each is random: a clash is already unlikely)
+TEMPORARY_NAME_ATTEMPTS = 100
+#: mode of a new file before the umask is taken off, as `open` creates files
+NEW_FILE_MODE = 0o666
+#: a YAML 1.2 float without a dot in its mantissa or a sign in its exponent (``1e9``), which YAML 1.1
+#: (PyYAML's default) reads as a string
+YAML12_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+
+
+class YamlError(ValueError):
+    """A YAML file that cannot be read or parsed. The message is one line, ``<file>: <problem>``;
+    ``path`` and ``problem`` hold the two parts (a caller naming the file otherwise re-words it)."""
+
+    def __init__(self, path: str | Path, problem: str):
+        super().__init__(f"{path}: {problem}")
+        self.path = str(path)
+        self.problem = problem
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing
+
+
+def _new_temporary(path: Path) -> tuple[int, Path]:
+    """(descriptor open for writing, path) of a new file beside ``path``, mode `NEW_FILE_MODE` less
+    the umask (the kernel applies the umask to ``os.open``'s mode)."""
+    for _ in range(TEMPORARY_NAME_ATTEMPTS):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+            return os.open(tmp, flags, NEW_FILE_MODE), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.parent}: no free temporary name for {path.name}")
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Replace (or create) ``path`` with ``data``, atomically and durably (see the module docstring)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _new_temporary(path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """`write_bytes` of ``text`` in UTF-8 (newlines as given)."""
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """``data`` as indented JSON and a final newline."""
+    write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def write_yaml(path: str | Path, data: Any, header: str = "") -> None:
+    """``data`` as block YAML in its own key order; ``header`` (comment lines) first."""
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+    write_text(path, (header + "\n" if header else "") + body)
+
+
+def write_pickle(path: str | Path, obj: Any) -> None:
+    """``obj`` pickled with the highest protocol."""
+    write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def read_pickle(path: str | Path) -> Any:
+    """The object pickled in ``path`` (only for files this program wrote: unpickling runs code)."""
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+# ------------------------------------------------------------------------------------------------
+# YAML
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe loader that also reads YAML 1.2 floats such as ``1e9`` and ``-1e-3`` as numbers."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe dumper that quotes the strings `_Loader` would read as YAML 1.2 floats."""
+
+
+for _cls in (_Loader, _Dumper):
+    _cls.add_implicit_resolver("tag:yaml.org,2002:float", YAML12_FLOAT, list("-+0123456789"))
+
+
+def parse_yaml(text: str, origin: str = "<text>") -> Any:
+    """The document in ``text`` (None when it is empty); `YamlError` naming ``origin``, the line and
+    column when it is not YAML."""
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).split("\n")[0]
+        raise YamlError(origin, f"invalid YAML: {where}{problem}") from None
+
+
+def load_yaml(path: str | Path) -> Any:
+    """The document in the YAML file ``path``, whatever its type (None for an empty file: the caller
+    says what it expects); `YamlError` when the file is missing, unreadable or not YAML."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise YamlError(path, "file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise YamlError(path, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
+    return parse_yaml(text, str(path))
