@@ -14,36 +14,48 @@ compare.png and compare.csv (this run beside the others). The same figures as th
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
+from engine.files import write_bytes, write_text
+
 from .figures import RUN_FIGURES, RunError, compare_runs, load_run, summary_table, top_candidates
+
+#: resolution of the PNG files, in dots per inch
+DPI = 110
+
+
+def write_figure(path: Path, fig) -> Path:
+    """A matplotlib figure as a PNG file, written whole (then closed)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    plt.close(fig)
+    write_bytes(path, buf.getvalue())
+    return path
+
+
+def write_table(path: Path, table) -> Path:
+    """A pandas table as a CSV file, written whole."""
+    write_text(path, table.to_csv(index=False))
+    return path
 
 
 def write_report(run_dir: str | Path, compare: list[str | Path] = ()) -> list[Path]:
     """Write the figures of ``run_dir`` (and the comparison with ``compare``); returns the files."""
     import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     run = load_run(run_dir)
     others = [load_run(d) for d in compare]
     out = run.dir / "figures"
-    out.mkdir(exist_ok=True)
-    written = []
-    for name, figure in RUN_FIGURES.items():
-        fig = figure(run)
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
-        written.append(out / name)
-    top_candidates(run).to_csv(out / "top10.csv", index=False)
-    written.append(out / "top10.csv")
+    written = [write_figure(out / name, figure(run)) for name, figure in RUN_FIGURES.items()]
+    written.append(write_table(out / "top10.csv", top_candidates(run)))
     if others:
-        fig = compare_runs([run, *others])
-        fig.savefig(out / "compare.png", dpi=110)
-        plt.close(fig)
-        summary_table([run, *others]).to_csv(out / "compare.csv", index=False)
-        written += [out / "compare.png", out / "compare.csv"]
+        written.append(write_figure(out / "compare.png", compare_runs([run, *others])))
+        written.append(write_table(out / "compare.csv", summary_table([run, *others])))
     return written
 
 

@@ -25,38 +25,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from engine.files import write_yaml
+from engine.validation import problem
 from evaluators import EvaluatorError, load_evaluator
 from optimizers.config import RunConfig
 from solver import SolverConfig
 
-from ._io import write_yaml
-from .config import ConfigError, apply_overrides, holder, load_yaml, resolve_relative
+from .config import ConfigError, apply_overrides, holder, load_mapping, resolve_relative, validate
 from .solve import load_solver_config
-
-
-def _problem(e: ValidationError, prefix: str = "") -> tuple[str, str]:
-    """(dotted key, problem) of a pydantic error; a whole-model check names its key first."""
-    err = e.errors()[0]
-    loc = [str(p) for p in err["loc"] if not str(p).startswith("function-")]
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key"
-    elif err["type"] == "missing":
-        msg = "missing key"
-    head, sep, rest = msg.partition(": ")
-    if sep and head and " " not in head and "'" not in head:
-        loc.append(head)
-        msg = rest
-    key = ".".join(([prefix] if prefix else []) + loc)
-    return key or "(top level)", msg
-
-
-def _validate(model, data: Any, origin: str, prefix: str = ""):
-    try:
-        return model.model_validate(data)
-    except ValidationError as e:
-        key, msg = _problem(e, prefix)
-        raise ConfigError(f"{origin}: {key}: {msg}") from None
 
 
 def _path(value: str, base: Path) -> Path:
@@ -100,11 +76,12 @@ def _reference(value: str, solver: dict, origin: str, base_dir: Path) -> Path:
 def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
     """The validated, self-contained run config: the solver as an inline mapping (its evaluator
     too), the initial point folded into ``space[].init``; every problem is a one-line ConfigError."""
-    from optimizers.space import SpaceError, get_path
-    from optimizers.tuner import apply_overrides as solver_overrides, make_optimizer, make_space
     from optimizers.fitness import canonical
+    from optimizers.paths import PathError
+    from optimizers.space import SpaceError, get_path, with_settings
+    from optimizers.tuner import make_optimizer, make_space
 
-    config = _validate(RunConfig, data, origin)
+    config = validate(RunConfig, data, origin)
     sources: dict[str, Any] = {}
     def solver_file(key: str, value) -> tuple[Path, dict]:
         """The solver config file named by ``key`` as an inline mapping (errors name the key)."""
@@ -119,7 +96,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
         path, base = solver_file("solver_config", config.solver_config)
         sources["solver_config"] = str(path)
     else:
-        solver = _validate(SolverConfig, config.solver or {}, origin, "solver")
+        solver = validate(SolverConfig, config.solver or {}, origin, "solver")
         base = _solver_dict(solver, origin, "solver", base_dir)
     space_data = [s.model_dump() for s in config.space]
     if config.init_from is not None:
@@ -136,7 +113,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
         resolved["early_abort"]["reference"] = str(_reference(config.early_abort.reference, base, origin, base_dir))
     if sources:
         resolved["meta"] = {**(resolved.get("meta") or {}), "resolved_from": sources}
-    config = _validate(RunConfig, resolved, origin)
+    config = validate(RunConfig, resolved, origin)
     try:
         space = make_space(config)
     except SpaceError as e:
@@ -151,7 +128,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
             try:
                 canonical(space.config(values))
             except ValidationError as e:
-                key, msg = _problem(e)
+                key, msg = problem(e)
                 raise ConfigError(f"{origin}: space.{i}.{what}: {p.path} = {value} makes the solver config "
                                   f"invalid ({key}: {msg})") from None
             except EvaluatorError as e:
@@ -159,14 +136,16 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
     try:
         canonical(space.config(space.init_values))
     except ValidationError as e:
-        key, msg = _problem(e)
+        key, msg = problem(e)
         raise ConfigError(f"{origin}: space: the initial point makes the solver config invalid ({key}: {msg})") from None
     if config.rescore is not None:
         try:
-            canonical(solver_overrides(space.config(space.init_values), config.rescore.overrides))
+            canonical(with_settings(space.config(space.init_values), config.rescore.overrides))
         except ValidationError as e:
-            key, msg = _problem(e)
+            key, msg = problem(e)
             raise ConfigError(f"{origin}: rescore.overrides: {key}: {msg}") from None
+        except PathError as e:
+            raise ConfigError(f"{origin}: rescore.overrides: {e}") from None
         except (AttributeError, TypeError, KeyError) as e:
             raise ConfigError(f"{origin}: rescore.overrides: cannot apply ({e})") from None
     try:
@@ -184,7 +163,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
 def load_run_config(path: str | Path, overrides: list[str] = ()) -> RunConfig:
     """A resolved run config from a run YAML and dotted overrides."""
     path = Path(path)
-    data = apply_overrides(load_yaml(path), list(overrides))
+    data = apply_overrides(load_mapping(path), list(overrides))
     return resolve(data, str(path), path.parent)
 
 
@@ -222,8 +201,8 @@ def load_resume(run_dir: str | Path, overrides: list[str] = ()) -> RunConfig:
         if not key.startswith("parallel."):
             raise ConfigError(f"command line: {key}: only parallel.* may change when resuming (the run must "
                               "end as it would have)")
-    data = apply_overrides(load_yaml(path), list(overrides))
-    return _validate(RunConfig, data, str(path))
+    data = apply_overrides(load_mapping(path), list(overrides))
+    return validate(RunConfig, data, str(path))
 
 
 def resume(run_dir: str | Path, config: RunConfig | None = None, quiet: bool = False, on_evaluation=None):

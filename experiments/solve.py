@@ -5,7 +5,7 @@
 CONFIG is a solver YAML (see configs/solver.yaml) or the best.yaml a tuning run exports;
 ``key=value`` overrides any dotted key (``beam.width=100``). Writes DIR/record.txt, DIR/replay.js,
 DIR/submit.js (the contest's console lines) and DIR/summary.json, after the project's replayer has
-confirmed the record's score. A policy for unknown pieces (one_ply, preview, expect, mcts) plays
+confirmed the record's score. A policy for unknown pieces (one_ply, preview, expect, mcts, ...) plays
 ``online.games`` seeded games instead: DIR/summary.json holds every game's score, pieces and end.
 
 Ctrl-C (or a kill: SIGTERM) once ends the search at the next step with its best path so far,
@@ -24,18 +24,18 @@ from pathlib import Path
 from tqdm import tqdm
 
 from engine import replay_line, upload_line
+from engine.files import write_json, write_text
 from evaluators import EvaluatorError
 from solver import SolverConfig, solve
 from solver.config import EVALUATOR_KEYS
 
-from ._io import write_json, write_text
-from .config import ConfigError, apply_overrides, holder, load_yaml, resolve_relative, validate
+from .config import ConfigError, apply_overrides, holder, load_mapping, resolve_relative, validate
 
 
 def load_solver_config(path: str | Path, overrides: list[str] = ()) -> SolverConfig:
     """A validated solver configuration from a YAML file and dotted overrides."""
     path = Path(path)
-    data = apply_overrides(load_yaml(path), list(overrides))
+    data = apply_overrides(load_mapping(path), list(overrides))
     for key in EVALUATOR_KEYS:
         node, last = holder(data, key)
         if node is not None and last in node:
@@ -47,13 +47,13 @@ def load_online_policy(path: str | Path, overrides: list[str] = ()):
     """(config, policy) of a solver YAML whose policy plays unknown pieces (`solver.online`), for the
     programs that see one piece ahead; `ConfigError` (or `EvaluatorError`) when it cannot."""
     from evaluators import load_evaluator
-    from solver.online import ONLINE_POLICIES
-    from solver.online.solve import make_policy
+    from solver import registry
+    from solver.online import make_policy
 
     config = load_solver_config(path, overrides)
-    if config.policy not in ONLINE_POLICIES:
+    if registry.get(config.policy).known_pieces:
         raise ConfigError(f"{path}: policy: {config.policy!r} needs the whole sequence; a player that sees one "
-                          f"piece ahead needs one of {', '.join(ONLINE_POLICIES)}")
+                          f"piece ahead needs one of {', '.join(registry.names(known_pieces=False))}")
     return config, make_policy(config, load_evaluator(config.evaluator))
 
 

@@ -21,13 +21,18 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from evaluators.features import FEATURES, canonical
+from evaluators.registry import canonical, names as feature_names
+
+from .paths import get_dotted, set_dotted
 
 FEATURE_PREFIX = "evaluator.features."
+#: significant digits a float gene keeps when decoded: genes an ulp or so apart, as crossover
+#: arithmetic makes them, are one setting to the memo
+FLOAT_DIGITS = 12
 
 
 class SpaceError(ValueError):
@@ -59,7 +64,7 @@ class Param:
         an int or a choice rounded."""
         g = min(max(float(gene), self.lower), self.upper)
         if self.type == "float":
-            return float(f"{g:.12g}")
+            return float(f"{g:.{FLOAT_DIGITS}g}")
         i = int(math.floor(g + 0.5))
         if self.type == "int":
             return i
@@ -108,19 +113,14 @@ def get_path(data: dict, path: str):
             raise KeyError(path)
         term = features[key]
         return term["weight"] if isinstance(term, dict) else term
-    node = data
-    for part in path.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            raise KeyError(part)
-    return node
+    return get_dotted(data, path)
 
 
 def set_path(data: dict, path: str, value) -> None:
-    """Set the value at ``path`` in place (the path must exist, `check_path`)."""
+    """Set the value at ``path`` in place: an evaluator feature's weight by its name or an alias
+    (a feature the evaluator does not list yet is added as a plain term), any other setting by
+    `paths.set_dotted` (mappings missing on the way are made; `paths.PathError` when the path
+    runs into a value or past a list's end)."""
     if path.startswith(FEATURE_PREFIX):
         features = data["evaluator"]["features"]
         name = _feature_name(path)
@@ -132,15 +132,16 @@ def set_path(data: dict, path: str, value) -> None:
         else:
             features[key] = value
         return
-    parts = path.split(".")
-    node = data
-    for part in parts[:-1]:
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    last = parts[-1]
-    if isinstance(node, list):
-        node[int(last)] = value
-    else:
-        node[last] = value
+    set_dotted(data, path, value)
+
+
+def with_settings(data: dict, settings: Mapping[str, Any]) -> dict:
+    """A copy of a solver configuration mapping with each dotted setting set (`set_path`), e.g. a
+    run's ``rescore.overrides``."""
+    data = copy.deepcopy(data)
+    for path, value in settings.items():
+        set_path(data, path, value)
+    return data
 
 
 def check_path(data: dict, path: str) -> None:
@@ -152,7 +153,7 @@ def check_path(data: dict, path: str) -> None:
         if not isinstance(ev, dict) or not isinstance(ev.get("features"), dict):
             raise SpaceError(f"{path}: the solver's evaluator is not an inline mapping")
         name = _feature_name(path)
-        if canonical(name) not in FEATURES:
+        if canonical(name) not in feature_names():
             raise SpaceError(f"{path}: unknown feature {name!r}")
         return
     try:
@@ -250,10 +251,7 @@ class Space:
 
     def config(self, values) -> dict:
         """The base solver configuration with the parameters set to ``values`` (a new mapping)."""
-        data = copy.deepcopy(self.base)
-        for p, v in zip(self.params, values):
-            set_path(data, p.path, v)
-        return data
+        return with_settings(self.base, {p.path: v for p, v in zip(self.params, values)})
 
     def values_in(self, data: dict) -> list:
         """The parameters' values in a solver configuration mapping (None where it has none)."""

@@ -33,3 +33,72 @@ def test_bad_overrides_name_the_key_and_the_problem(override, message):
     with pytest.raises(ConfigError) as e:
         apply_overrides(BASE, [override])
     assert str(e.value) == message
+
+
+def test_override_values_read_as_yaml_12():
+    out = apply_overrides(BASE, ["beam.score_gap=1e3", "beam.name=1e", "beam.list=[1, -2.5e-1]", "beam.empty="])
+    assert out["beam"]["score_gap"] == 1000.0 and out["beam"]["name"] == "1e"
+    assert out["beam"]["list"] == [1, -0.25] and out["beam"]["empty"] == ""
+
+
+def test_config_files_are_mappings_and_problems_name_the_file(tmp_path):
+    from experiments.config import load_mapping
+
+    path = tmp_path / "c.yaml"
+    path.write_text("beam: {width: 1e2}\n")
+    assert load_mapping(path) == {"beam": {"width": 100.0}}
+    path.write_text("")
+    assert load_mapping(path) == {}
+    path.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError) as e:
+        load_mapping(path)
+    assert str(e.value) == f"{path}: the file must hold a mapping of keys, not list"
+    path.write_text("beam: [1,\n")
+    with pytest.raises(ConfigError) as e:
+        load_mapping(path)
+    assert str(e.value).startswith(f"{path}: invalid YAML: line 2, column 1: ")
+    with pytest.raises(ConfigError) as e:
+        load_mapping(tmp_path / "none.yaml")
+    assert str(e.value) == f"{tmp_path / 'none.yaml'}: file not found"
+
+
+def test_holder_finds_the_mapping_of_a_dotted_key():
+    from experiments.config import holder
+
+    data = {"beam": {"width": 3}, "space": [{"path": "x"}]}
+    assert holder(data, "beam.width") == (data["beam"], "width")
+    assert holder(data, "evaluator") == (data, "evaluator")
+    assert holder(data, "lookahead.evaluator") == (None, "evaluator")
+    assert holder(data, "beam.width.x") == (None, "x")
+    assert holder(data, "space.0.path") == (data["space"][0], "path")
+
+
+def test_validation_problems_are_one_line_with_the_dotted_key():
+    from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+    from experiments.config import validate
+
+    class Inner(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        width: int = Field(1, ge=1)
+
+    class Outer(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        beam: Inner = Inner()
+        low: int = 0
+        high: int = 1
+
+        @model_validator(mode="after")
+        def _order(self):
+            if self.low > self.high:
+                raise ValueError("low: must not exceed high")
+            return self
+
+    cases = [({"beam": {"width": 0}}, "f.yaml: solver.beam.width: Input should be greater than or equal to 1"),
+             ({"beam": {"widht": 2}}, "f.yaml: solver.beam.widht: unknown key"),
+             ({"low": 3}, "f.yaml: solver.low: must not exceed high"),
+             ([1], "f.yaml: solver: Input should be a valid dictionary or instance of Outer")]
+    for data, message in cases:
+        with pytest.raises(ConfigError) as e:
+            validate(Outer, data, "f.yaml", prefix="solver")
+        assert str(e.value) == message
