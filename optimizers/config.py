@@ -8,11 +8,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SELECTIONS = ("tournament", "best", "roulette", "random", "stochastic_universal")
-CROSSOVERS = ("blend", "uniform", "one_point", "two_point", "sbx", "none")
-MUTATIONS = ("gaussian", "polynomial_bounded", "uniform_int", "none")
+from .ga import CROSSOVERS as _CROSSOVERS, MUTATIONS as _MUTATIONS, SELECTIONS as _SELECTIONS
+
+# the GA's operator names are its tables' keys: an operator is added in `optimizers.ga` alone
+SELECTIONS = tuple(_SELECTIONS)
+CROSSOVERS = tuple(_CROSSOVERS)
+MUTATIONS = tuple(_MUTATIONS)
+#: pyswarms' names of its position and velocity handlers (`BoundaryHandler`, `VelocityHandler`)
 BOUNDARIES = ("reflective", "nearest", "periodic", "random", "shrink", "intermediate")
 VELOCITY_HANDLERS = ("unmodified", "adjust", "invert", "zero")
+#: the swarm's topologies (`optimizers.pso.TOPOLOGIES` has one entry for each)
+TOPOLOGIES = ("star", "ring")
 
 
 class Strict(BaseModel):
@@ -116,7 +122,7 @@ class PSOConfig(Strict):
 
     particles: int = Field(16, ge=2, description="particles (candidates per iteration)")
     iterations: int = Field(10, ge=1, description="iterations (generations), the first included")
-    topology: Literal["star", "ring"] = Field("star", description="`star`: global best; `ring`: best of the k nearest")
+    topology: Literal[TOPOLOGIES] = Field("star", description="`star`: global best; `ring`: best of the k nearest")
     k: int = Field(3, ge=1, description="ring: neighbours considered")
     p: Literal[1, 2] = Field(2, description="ring: Minkowski norm of the neighbourhood (1 or 2)")
     c1: float = Field(1.5, ge=0, description="cognitive weight (pull to the particle's best)")

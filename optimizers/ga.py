@@ -6,6 +6,15 @@ children: parents picked by the selection operator, then DEAP's ``varAnd`` (pair
 probability ``cxpb``, each child mutated with probability ``mutpb``), genes clipped to their bounds.
 An individual that comes through unchanged is not simulated again: the run's memo knows it.
 
+The operators are chosen by name from three tables, DEAP's style: each entry a plain function of
+one signature per kind, so adding an operator is one entry (the run config's choices are the
+tables' keys):
+
+- `SELECTIONS`: ``select(individuals, k, settings) -> list`` (``settings``: ``ga.selection``);
+- `CROSSOVERS`: ``mate(a, b, settings, bounds) -> (a, b)``, in place (``ga.crossover``); one that
+  cuts the genes at a point strictly inside needs `min_genes` of them;
+- `MUTATIONS`: ``mutate(individual, settings, bounds) -> (individual,)``, in place (``ga.mutation``).
+
 DEAP's operators draw from Python's `random`; every call runs under `library_random`, the GA's own
 state. Individuals are plain lists with a fitness (module-level classes, so they pickle).
 """
@@ -13,12 +22,17 @@ state. Individuals are plain lists with a fitness (module-level classes, so they
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from deap import algorithms, base, tools
 
 from ._base import Optimizer
 from .space import SpaceError
+
+#: the least width a gene's range is given for DEAP's bounded operators, which divide by it
+MIN_SPAN = 1e-9
 
 
 class FitnessMax(base.Fitness):
@@ -38,6 +52,68 @@ def same_setting(a: Individual, b: Individual) -> bool:
     return a.decoded == b.decoded
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """Each gene's lower and upper bound as DEAP's bounded operators take them (``up`` at least
+    `MIN_SPAN` above ``low``)."""
+
+    low: list[float]
+    up: list[float]
+
+    @classmethod
+    def of(cls, lower, upper) -> "Bounds":
+        return cls([float(v) for v in lower], [float(max(u, lo + MIN_SPAN)) for lo, u in zip(lower, upper)])
+
+    @property
+    def span(self) -> list[float]:
+        return [u - lo for lo, u in zip(self.low, self.up)]
+
+    @property
+    def int_low(self) -> list[int]:
+        return [math.ceil(v) for v in self.low]
+
+    @property
+    def int_up(self) -> list[int]:
+        return [max(math.ceil(lo), math.floor(u)) for lo, u in zip(self.low, self.up)]
+
+
+# ------------------------------------------------------------------------------------------------
+# selection: select(individuals, k, settings)
+
+
+def _tournament(individuals, k, s):
+    return tools.selTournament(individuals, k, tournsize=s.tournsize)
+
+
+def _best(individuals, k, s):
+    return tools.selBest(individuals, k)
+
+
+def _roulette(individuals, k, s):
+    return tools.selRoulette(individuals, k)
+
+
+def _random(individuals, k, s):
+    return tools.selRandom(individuals, k)
+
+
+def _stochastic_universal(individuals, k, s):
+    return tools.selStochasticUniversalSampling(individuals, k)
+
+
+SELECTIONS: dict[str, Callable] = {
+    "tournament": _tournament,
+    "best": _best,
+    "roulette": _roulette,
+    "random": _random,
+    "stochastic_universal": _stochastic_universal,
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# crossover: mate(a, b, settings, bounds)
+
+
 def _blend(a, b, alpha):
     """DEAP's blend crossover, except that a gene equal in both parents stays exactly what it was:
     ``(1 - g) x + g x`` is often x plus or minus an ulp, and such a child is a new setting to the
@@ -51,12 +127,76 @@ def _blend(a, b, alpha):
     return a, b
 
 
-def _no_crossover(a, b):
+def _blend_crossover(a, b, s, bounds):
+    return _blend(a, b, s.alpha)
+
+
+def _uniform(a, b, s, bounds):
+    return tools.cxUniform(a, b, indpb=s.indpb)
+
+
+def _one_point(a, b, s, bounds):
+    return tools.cxOnePoint(a, b)
+
+
+def _two_point(a, b, s, bounds):
+    return tools.cxTwoPoint(a, b)
+
+
+def _sbx(a, b, s, bounds):
+    return tools.cxSimulatedBinaryBounded(a, b, eta=s.eta, low=bounds.low, up=bounds.up)
+
+
+def _no_crossover(a, b, s, bounds):
     return a, b
 
 
-def _no_mutation(a):
-    return (a,)
+_one_point.min_genes = _two_point.min_genes = 2  # the cut falls strictly inside the genes
+
+CROSSOVERS: dict[str, Callable] = {
+    "blend": _blend_crossover,
+    "uniform": _uniform,
+    "one_point": _one_point,
+    "two_point": _two_point,
+    "sbx": _sbx,
+    "none": _no_crossover,
+}
+
+
+def min_genes(mate: Callable) -> int:
+    """The fewest genes a crossover works on."""
+    return getattr(mate, "min_genes", 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# mutation: mutate(individual, settings, bounds)
+
+
+def _gaussian(ind, s, bounds):
+    return tools.mutGaussian(ind, mu=0.0, sigma=[s.sigma * w for w in bounds.span], indpb=s.indpb)
+
+
+def _polynomial_bounded(ind, s, bounds):
+    return tools.mutPolynomialBounded(ind, eta=s.eta, low=bounds.low, up=bounds.up, indpb=s.indpb)
+
+
+def _uniform_int(ind, s, bounds):
+    return tools.mutUniformInt(ind, low=bounds.int_low, up=bounds.int_up, indpb=s.indpb)
+
+
+def _no_mutation(ind, s, bounds):
+    return (ind,)
+
+
+MUTATIONS: dict[str, Callable] = {
+    "gaussian": _gaussian,
+    "polynomial_bounded": _polynomial_bounded,
+    "uniform_int": _uniform_int,
+    "none": _no_mutation,
+}
+
+
+# ------------------------------------------------------------------------------------------------
 
 
 class GA(Optimizer):
@@ -64,65 +204,26 @@ class GA(Optimizer):
 
     def __init__(self, space, settings, rng, **kw):
         super().__init__(space, settings, rng, **kw)
-        if settings.crossover.name in ("one_point", "two_point") and space.dim < 2:
-            raise SpaceError(f"ga.crossover.name: {settings.crossover.name} needs at least 2 parameters")
+        crossover = settings.crossover.name
+        least = min_genes(CROSSOVERS[crossover])
+        if space.dim < least:
+            raise SpaceError(f"ga.crossover.name: {crossover} needs at least {least} parameters")
         self.population: list[Individual] = []
         self.offspring: list[Individual] = []
         self.hof = tools.HallOfFame(settings.hall_of_fame, similar=same_setting)
-        self.toolbox()  # fail early on a bad operator
 
     @property
     def generations(self) -> int:
         return self.settings.generations
 
     def toolbox(self) -> base.Toolbox:
+        """DEAP's toolbox of the configured operators (``select``, ``mate``, ``mutate``)."""
         s = self.settings
-        low = [float(v) for v in self.space.lower]
-        up = [float(max(u, lo + 1e-9)) for lo, u in zip(self.space.lower, self.space.upper)]
-        span = [u - lo for lo, u in zip(low, up)]
+        bounds = Bounds.of(self.space.lower, self.space.upper)
         tb = base.Toolbox()
-        sel = s.selection.name
-        if sel == "tournament":
-            tb.register("select", tools.selTournament, tournsize=s.selection.tournsize)
-        elif sel == "best":
-            tb.register("select", tools.selBest)
-        elif sel == "roulette":
-            tb.register("select", tools.selRoulette)
-        elif sel == "random":
-            tb.register("select", tools.selRandom)
-        elif sel == "stochastic_universal":
-            tb.register("select", tools.selStochasticUniversalSampling)
-        else:
-            raise SpaceError(f"ga.selection.name: unknown selection operator {sel!r}")
-        cx = s.crossover.name
-        if cx == "blend":
-            tb.register("mate", _blend, alpha=s.crossover.alpha)
-        elif cx == "uniform":
-            tb.register("mate", tools.cxUniform, indpb=s.crossover.indpb)
-        elif cx == "one_point":
-            tb.register("mate", tools.cxOnePoint)
-        elif cx == "two_point":
-            tb.register("mate", tools.cxTwoPoint)
-        elif cx == "sbx":
-            tb.register("mate", tools.cxSimulatedBinaryBounded, eta=s.crossover.eta, low=low, up=up)
-        elif cx == "none":
-            tb.register("mate", _no_crossover)
-        else:
-            raise SpaceError(f"ga.crossover.name: unknown crossover operator {cx!r}")
-        mut = s.mutation.name
-        if mut == "gaussian":
-            tb.register("mutate", tools.mutGaussian, mu=0.0, sigma=[s.mutation.sigma * w for w in span],
-                        indpb=s.mutation.indpb)
-        elif mut == "polynomial_bounded":
-            tb.register("mutate", tools.mutPolynomialBounded, eta=s.mutation.eta, low=low, up=up,
-                        indpb=s.mutation.indpb)
-        elif mut == "uniform_int":
-            tb.register("mutate", tools.mutUniformInt, low=[math.ceil(v) for v in low],
-                        up=[max(math.ceil(lo), math.floor(u)) for lo, u in zip(low, up)], indpb=s.mutation.indpb)
-        elif mut == "none":
-            tb.register("mutate", _no_mutation)
-        else:
-            raise SpaceError(f"ga.mutation.name: unknown mutation operator {mut!r}")
+        tb.register("select", SELECTIONS[s.selection.name], s=s.selection)
+        tb.register("mate", CROSSOVERS[s.crossover.name], s=s.crossover, bounds=bounds)
+        tb.register("mutate", MUTATIONS[s.mutation.name], s=s.mutation, bounds=bounds)
         return tb
 
     def ask(self) -> np.ndarray:

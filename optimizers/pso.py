@@ -20,10 +20,12 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from ._base import Optimizer
+from .config import TOPOLOGIES as TOPOLOGY_NAMES
 
 LOGGING = Path(__file__).resolve().parent / "_pyswarms_logging.yaml"
 
@@ -49,6 +51,22 @@ with _quiet_pyswarms():
     from pyswarms.backend.topology import Ring, Star
 
 
+class Topology(NamedTuple):
+    """A swarm topology: ``make()`` a new pyswarms topology; ``best_options(settings)`` the keyword
+    arguments of its ``compute_gbest`` (the ``pso`` settings give them)."""
+
+    make: Callable[[], Any]
+    best_options: Callable[[Any], dict]
+
+
+TOPOLOGIES: dict[str, Topology] = {
+    "star": Topology(Star, lambda s: {}),
+    "ring": Topology(lambda: Ring(static=False), lambda s: {"p": s.p, "k": s.k}),
+}
+if tuple(TOPOLOGIES) != TOPOLOGY_NAMES:
+    raise ImportError(f"optimizers.pso: TOPOLOGIES {tuple(TOPOLOGIES)} differ from the config's {TOPOLOGY_NAMES}")
+
+
 class PSO(Optimizer):
     name = "pso"
 
@@ -62,7 +80,7 @@ class PSO(Optimizer):
 
     def _make_operators(self) -> None:
         with _quiet_pyswarms():
-            self.topology = Star() if self.settings.topology == "star" else Ring(static=False)
+            self.topology = TOPOLOGIES[self.settings.topology].make()
             self.bh = BoundaryHandler(strategy=self.settings.boundary)
             self.vh = VelocityHandler(strategy=self.settings.velocity)
 
@@ -107,10 +125,8 @@ class PSO(Optimizer):
         sw.current_cost = -np.asarray(fitness, dtype=np.float64)
         with self.library_random():
             sw.pbest_pos, sw.pbest_cost = compute_pbest(sw)
-            if self.settings.topology == "star":
-                sw.best_pos, sw.best_cost = self.topology.compute_gbest(sw)
-            else:
-                sw.best_pos, sw.best_cost = self.topology.compute_gbest(sw, p=self.settings.p, k=self.settings.k)
+            options = TOPOLOGIES[self.settings.topology].best_options(self.settings)
+            sw.best_pos, sw.best_cost = self.topology.compute_gbest(sw, **options)
             sw.velocity = self.topology.compute_velocity(sw, self.clamp, self.vh, self.bounds)
             sw.position = self.topology.compute_position(sw, self.bounds, self.bh)
         self.generation += 1
