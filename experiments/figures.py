@@ -79,8 +79,8 @@ def load_run(run_dir: str | Path) -> Run:
         raise RunError(str(e)) from None
     store = RunStore(run_dir, make_space(config).params)  # it drops a line cut short by a kill
     params = [p.path for p in store.params]
-    ev = pd.DataFrame([{"generation": r["generation"], "index": r["index"], **dict(zip(params, r["values"])),
-                        **r["record"], "cached": r["cached"], "key": r["key"]} for r in store.read_evaluations()])
+    ev = pd.DataFrame([{"generation": e.generation, "index": e.index, **dict(zip(params, e.values)),
+                        **e.record.as_dict(), "cached": e.cached, "key": e.key} for e in store.read_evaluations()])
     gen = pd.read_csv(run_dir / "generations.csv")
     if ev.empty or gen.empty:
         raise RunError(f"{run_dir}: no finished generation yet")

@@ -1,7 +1,8 @@
 """Fitness: play one resolved solver configuration and reduce the result to a plain record.
 
 `evaluate` runs in the workers: it takes a plain task dict (the solver config mapping, the threshold
-array, numba threads) and returns a plain dict. A record holds:
+array, numba threads) and returns a plain dict. A record (`Record`; a plain dict in the workers'
+results and in the memo) holds:
 
 - ``fitness``: the score of the prefix played for a finished candidate; for an aborted one, per
   ``aborted_fitness``, its running best at the abort piece (``score_at_abort``) or 0 (``zero``);
@@ -26,12 +27,44 @@ import hashlib
 import json
 import time
 import zlib
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 SIMULATIONS = 0  # solver runs in this process (tests count them)
+#: hex digits of a config's SHA-1 kept as its key (64 bits: no clash among a run's candidates)
+KEY_HEX_DIGITS = 16
+#: zlib level of the curves' text form (curves.jsonl)
+CURVE_COMPRESSION = 6
 
-RECORD_FIELDS = ("fitness", "score", "pieces", "stop", "aborted", "abort_piece", "threshold", "seconds")
+
+@dataclass(frozen=True)
+class Record:
+    """An evaluation's result (the fields are described in the module docstring). Workers and the
+    `Memo` pass it as the plain dict `as_dict`, which `from_dict` reads back."""
+
+    fitness: float
+    score: int
+    pieces: int
+    stop: str
+    aborted: bool
+    abort_piece: int | None
+    threshold: float | None
+    seconds: float
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Record":
+        return cls(**{name: data[name] for name in RECORD_FIELDS})
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in RECORD_FIELDS}
+
+    def repeated(self) -> "Record":
+        """The record of a candidate that repeats this one: the same result, no time spent."""
+        return replace(self, seconds=0.0)
+
+
+RECORD_FIELDS = tuple(f.name for f in fields(Record))
 
 
 def canonical(config: dict) -> tuple[str, dict]:
@@ -43,7 +76,7 @@ def canonical(config: dict) -> tuple[str, dict]:
     data["threads"] = None
     data["meta"] = None
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha1(text.encode()).hexdigest()[:16], data
+    return hashlib.sha1(text.encode()).hexdigest()[:KEY_HEX_DIGITS], data
 
 
 def first_abort(curve, threshold) -> int | None:
@@ -103,7 +136,7 @@ def encode_curve(curve) -> str:
     """A compact text form of an integer curve (zlib of its int64 differences, base64)."""
     a = np.asarray(curve, dtype=np.int64)
     d = np.diff(a, prepend=np.int64(0))
-    return base64.b64encode(zlib.compress(d.tobytes(), 6)).decode("ascii")
+    return base64.b64encode(zlib.compress(d.tobytes(), CURVE_COMPRESSION)).decode("ascii")
 
 
 def decode_curve(text: str) -> np.ndarray:

@@ -8,7 +8,8 @@
 - ``generations.csv``, ``best.yaml``, ``fitness.png``, ``checkpoint.pkl``: rewritten atomically.
 
 A line cut short by a kill is dropped when the files are read back (and the files are rewritten
-clean before a resumed run appends to them).
+clean before a resumed run appends to them). The rows are typed records: `Evaluation`, `Rescoring`,
+`GenerationStats`.
 """
 
 from __future__ import annotations
@@ -17,15 +18,90 @@ import csv
 import io
 import json
 import math
+from dataclasses import asdict, dataclass, fields as dataclass_fields
 from pathlib import Path
 
-from ._io import write_pickle, write_text, read_pickle
-from .fitness import decode_curve, encode_curve
+from engine.files import read_pickle, write_pickle, write_text
+
+from .fitness import RECORD_FIELDS, Record, decode_curve, encode_curve
 from .space import Param
 
-RECORD_COLUMNS = ["fitness", "score", "pieces", "stop", "aborted", "abort_piece", "threshold", "seconds"]
-GENERATION_COLUMNS = ["generation", "best", "mean", "median", "worst", "evaluations", "simulated", "aborted",
-                      "pieces", "eval_seconds", "wall_seconds", "best_so_far", "kth_best"]
+#: decimals of the seconds and the statistics written (a millisecond; a thousandth of a point)
+DECIMALS = 3
+
+
+@dataclass
+class Evaluation:
+    """A row of evaluations.csv: candidate ``index`` of ``generation``, its parameter ``values``,
+    its ``record``, whether it was ``cached`` (not simulated: a repeat, or known to the memo) and
+    the ``key`` of its solver config."""
+
+    generation: int
+    index: int
+    values: list
+    record: Record
+    cached: bool
+    key: str
+
+    @property
+    def slot(self) -> tuple[int, int]:
+        """(generation, index): where the candidate stands in the run."""
+        return self.generation, self.index
+
+    def as_row(self) -> dict:
+        """The evaluation as plain data (the record a dict too), as a run's ``on_evaluation`` gets it."""
+        return {"generation": self.generation, "index": self.index, "values": list(self.values),
+                "record": self.record.as_dict(), "cached": self.cached, "key": self.key}
+
+
+@dataclass
+class Rescoring:
+    """A row of rescore.csv: the candidate of tuned ``rank`` (0 the best), from ``generation`` and
+    ``index``, re-run with the rescore overrides: its ``record`` and ``key`` beside the tuned
+    ``tuned_fitness`` and ``tuned_key``."""
+
+    rank: int
+    generation: int
+    index: int
+    values: list
+    tuned_fitness: float
+    record: Record
+    cached: bool
+    key: str
+    tuned_key: str
+
+
+@dataclass
+class GenerationStats:
+    """A row of generations.csv: a finished generation's fitness (best, mean, median, worst), its
+    evaluations (simulated, aborted), pieces and seconds of the simulations, its wall time, the
+    best fitness so far and the K-th best the early abort's threshold was built from (None: none)."""
+
+    generation: int
+    best: float
+    mean: float
+    median: float
+    worst: float
+    evaluations: int
+    simulated: int
+    aborted: int
+    pieces: int
+    eval_seconds: float
+    wall_seconds: float
+    best_so_far: float
+    kth_best: float | None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GenerationStats":
+        """From a checkpoint's history entry (a column it lacks is None)."""
+        return cls(**{name: data.get(name) for name in GENERATION_COLUMNS})
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+RECORD_COLUMNS = list(RECORD_FIELDS)
+GENERATION_COLUMNS = [f.name for f in dataclass_fields(GenerationStats)]
 
 
 def _fmt(v) -> str:
@@ -82,15 +158,23 @@ class RunStore:
             return json.loads(s)
         return int(s) if p.type == "int" else float(s)
 
-    def _record_texts(self, r: dict) -> list[str]:
-        return [_fmt(float(r["fitness"])), _fmt(int(r["score"])), _fmt(int(r["pieces"])), r["stop"],
-                _fmt(bool(r["aborted"])), _fmt(r["abort_piece"]), _fmt(None if r["threshold"] is None else float(r["threshold"])),
-                f"{float(r['seconds']):.3f}"]
+    def _values_texts(self, values: list) -> list[str]:
+        return [self._value_text(p, v) for p, v in zip(self.params, values)]
 
-    def _record(self, row: dict) -> dict:
-        return {"fitness": float(row["fitness"]), "score": int(row["score"]), "pieces": int(row["pieces"]),
-                "stop": row["stop"], "aborted": _bool(row["aborted"]), "abort_piece": _opt(int, row["abort_piece"]),
-                "threshold": _opt(float, row["threshold"]), "seconds": float(row["seconds"])}
+    def _values(self, row: dict) -> list:
+        return [self._value(p, row[p.path]) for p in self.params]
+
+    @staticmethod
+    def _record_texts(r: Record) -> list[str]:
+        return [_fmt(float(r.fitness)), _fmt(int(r.score)), _fmt(int(r.pieces)), r.stop, _fmt(bool(r.aborted)),
+                _fmt(r.abort_piece), _fmt(None if r.threshold is None else float(r.threshold)),
+                f"{float(r.seconds):.{DECIMALS}f}"]
+
+    @staticmethod
+    def _record(row: dict) -> Record:
+        return Record(fitness=float(row["fitness"]), score=int(row["score"]), pieces=int(row["pieces"]),
+                      stop=row["stop"], aborted=_bool(row["aborted"]), abort_piece=_opt(int, row["abort_piece"]),
+                      threshold=_opt(float, row["threshold"]), seconds=float(row["seconds"]))
 
     # ------------------------------------------------------------------ CSV plumbing
     @staticmethod
@@ -126,32 +210,29 @@ class RunStore:
         write_text(path, self._line(columns) + "".join(self._line(r) for r in rows))
 
     # ------------------------------------------------------------------ evaluations
-    def eval_fields(self, generation: int, index: int, values: list, record: dict, cached: bool, key: str) -> list[str]:
-        return [str(generation), str(index), *[self._value_text(p, v) for p, v in zip(self.params, values)],
-                *self._record_texts(record), _fmt(bool(cached)), key]
+    def eval_fields(self, e: Evaluation) -> list[str]:
+        return [str(e.generation), str(e.index), *self._values_texts(e.values), *self._record_texts(e.record),
+                _fmt(bool(e.cached)), e.key]
 
-    def append_evaluation(self, generation, index, values, record, cached, key) -> None:
-        self._append(self.evaluations, self.eval_columns, self.eval_fields(generation, index, values, record, cached, key))
+    def append_evaluation(self, e: Evaluation) -> None:
+        self._append(self.evaluations, self.eval_columns, self.eval_fields(e))
 
-    def _parse_eval(self, row: dict) -> dict:
-        return {"generation": int(row["generation"]), "index": int(row["index"]),
-                "values": [self._value(p, row[p.path]) for p in self.params], "record": self._record(row),
-                "cached": _bool(row["cached"]), "key": row["key"]}
+    def _parse_eval(self, row: dict) -> Evaluation:
+        return Evaluation(generation=int(row["generation"]), index=int(row["index"]), values=self._values(row),
+                          record=self._record(row), cached=_bool(row["cached"]), key=row["key"])
 
-    def read_evaluations(self) -> list[dict]:
+    def read_evaluations(self) -> list[Evaluation]:
         rows = self._read(self.evaluations, self.eval_columns, self._parse_eval)
         seen, out = set(), []
-        for r in rows:  # a (generation, index) is written once; keep the first if ever twice
-            if (r["generation"], r["index"]) not in seen:
-                seen.add((r["generation"], r["index"]))
-                out.append(r)
-        return sorted(out, key=lambda r: (r["generation"], r["index"]))
+        for e in rows:  # a (generation, index) is written once; keep the first if ever twice
+            if e.slot not in seen:
+                seen.add(e.slot)
+                out.append(e)
+        return sorted(out, key=lambda e: e.slot)
 
-    def rewrite_evaluations(self, rows: list[dict] | None = None) -> list[dict]:
+    def rewrite_evaluations(self, rows: list[Evaluation] | None = None) -> list[Evaluation]:
         rows = self.read_evaluations() if rows is None else rows
-        self._rewrite(self.evaluations, self.eval_columns,
-                      [self.eval_fields(r["generation"], r["index"], r["values"], r["record"], r["cached"], r["key"])
-                       for r in rows])
+        self._rewrite(self.evaluations, self.eval_columns, [self.eval_fields(e) for e in rows])
         return rows
 
     # ------------------------------------------------------------------ curves
@@ -189,39 +270,39 @@ class RunStore:
         write_text(self.curves, "".join(good))
 
     # ------------------------------------------------------------------ rescoring
-    def rescore_fields(self, rank, generation, index, values, tuned_fitness, record, cached, key, tuned_key) -> list[str]:
-        return [str(rank), str(generation), str(index), *[self._value_text(p, v) for p, v in zip(self.params, values)],
-                _fmt(float(tuned_fitness)), *self._record_texts(record), _fmt(bool(cached)), key, tuned_key]
+    def rescore_fields(self, r: Rescoring) -> list[str]:
+        return [str(r.rank), str(r.generation), str(r.index), *self._values_texts(r.values), _fmt(float(r.tuned_fitness)),
+                *self._record_texts(r.record), _fmt(bool(r.cached)), r.key, r.tuned_key]
 
-    def append_rescore(self, *args) -> None:
-        self._append(self.rescore, self.rescore_columns, self.rescore_fields(*args))
+    def append_rescore(self, r: Rescoring) -> None:
+        self._append(self.rescore, self.rescore_columns, self.rescore_fields(r))
 
-    def _parse_rescore(self, row: dict) -> dict:
-        return {"rank": int(row["rank"]), "generation": int(row["generation"]), "index": int(row["index"]),
-                "values": [self._value(p, row[p.path]) for p in self.params],
-                "tuned_fitness": float(row["tuned_fitness"]), "record": self._record(row),
-                "cached": _bool(row["cached"]), "key": row["key"], "tuned_key": row["tuned_key"]}
+    def _parse_rescore(self, row: dict) -> Rescoring:
+        return Rescoring(rank=int(row["rank"]), generation=int(row["generation"]), index=int(row["index"]),
+                         values=self._values(row), tuned_fitness=float(row["tuned_fitness"]),
+                         record=self._record(row), cached=_bool(row["cached"]), key=row["key"],
+                         tuned_key=row["tuned_key"])
 
-    def read_rescore(self) -> list[dict]:
-        rows = {r["rank"]: r for r in reversed(self._read(self.rescore, self.rescore_columns, self._parse_rescore))}
+    def read_rescore(self) -> list[Rescoring]:
+        """The rows by rank (the first written of a rank if ever twice)."""
+        rows = {r.rank: r for r in reversed(self._read(self.rescore, self.rescore_columns, self._parse_rescore))}
         return [rows[k] for k in sorted(rows)]
 
-    def rewrite_rescore(self, rows: list[dict]) -> None:
-        self._rewrite(self.rescore, self.rescore_columns,
-                      [self.rescore_fields(r["rank"], r["generation"], r["index"], r["values"], r["tuned_fitness"],
-                                           r["record"], r["cached"], r["key"], r["tuned_key"]) for r in rows])
+    def rewrite_rescore(self, rows: list[Rescoring]) -> None:
+        self._rewrite(self.rescore, self.rescore_columns, [self.rescore_fields(r) for r in rows])
 
     # ------------------------------------------------------------------ generations, checkpoint
-    def write_generations(self, history: list[dict]) -> None:
+    def write_generations(self, history: list[GenerationStats]) -> None:
         def cell(v):
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 return ""
-            return f"{v:.3f}" if isinstance(v, float) else str(v)
-        rows = [[cell(h.get(c)) for c in GENERATION_COLUMNS] for h in history]
+            return f"{v:.{DECIMALS}f}" if isinstance(v, float) else str(v)
+        rows = [[cell(getattr(h, c)) for c in GENERATION_COLUMNS] for h in history]
         self._rewrite(self.dir / "generations.csv", GENERATION_COLUMNS, rows)
 
-    def save_checkpoint(self, state: dict) -> None:
-        write_pickle(self.checkpoint, state)
+    def save_checkpoint(self, checkpoint: dict) -> None:
+        """checkpoint.pkl: the run's state as plain data (`optimizers.state.RunState.to_checkpoint`)."""
+        write_pickle(self.checkpoint, checkpoint)
 
     def load_checkpoint(self) -> dict | None:
         return read_pickle(self.checkpoint) if self.checkpoint.exists() else None

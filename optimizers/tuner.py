@@ -1,46 +1,57 @@
 """The run loop: generations of candidates through the memo, early abort, the parallel map and the
 run directory, with a checkpoint after each generation.
 
-One generation g:
+One generation g (`Tuner.run_generation`):
 
-1. the tuner proposes vectors (`Optimizer.ask`), decoded into solver configs (`Space.config`);
-2. the threshold is built from generations before g (`EarlyAbort.threshold`);
-3. each candidate is, in order: read back from ``evaluations.csv`` (a resumed generation), a repeat
-   of an earlier candidate of this generation, known to the memo, or simulated (`fitness.evaluate`
-   on the pool); every finished evaluation is written down at once;
-4. the tuner is told the fitness, the early abort takes in the finished candidates, the statistics,
-   ``best.yaml``, ``fitness.png`` and ``checkpoint.pkl`` are written.
+1. `Tuner.propose`: the tuner proposes vectors (`Optimizer.ask`), decoded into solver configs
+   (`Space.config`); the threshold is built from generations before g (`EarlyAbort.threshold`);
+2. `Tuner.settle_known`: each candidate is, in order, read back from ``evaluations.csv`` (a resumed
+   generation), a repeat of an earlier candidate of this generation, known to the memo, or pending;
+3. `Tuner.simulate`: each pending config is simulated once (`fitness.evaluate` on the pool); every
+   finished evaluation is written down at once;
+4. `Tuner.conclude`: the tuner is told the fitness, the early abort takes in the finished
+   candidates, the statistics, ``best.yaml``, ``fitness.png`` and ``checkpoint.pkl`` are written.
 
-The checkpoint holds the state before the next generation's `ask` (the tuner with its random states,
-the early abort, the statistics), so a resumed run proposes the same candidates again, reads the ones
-already finished back, and ends exactly where an uninterrupted run would.
+The checkpoint holds the state before the next generation's `ask` (`state.RunState`: the tuner with
+its random states, the early abort, the statistics), so a resumed run proposes the same candidates
+again, reads the ones already finished back, and ends exactly where an uninterrupted run would.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from engine.files import write_bytes, write_yaml
+
 from ._base import Optimizer
-from ._io import write_bytes, write_yaml
 from .config import RunConfig
 from .early_abort import EarlyAbort
-from .fitness import Memo, canonical, evaluate
+from .fitness import Memo, Record, canonical, evaluate
 from .ga import GA
 from .parallel import Pool
 from .pso import PSO
 from .random_search import RandomSearch
-from .space import Param, Space, set_path
+from .space import Param, Space, with_settings
+from .state import Best, Rescored, RunState
+from .store import Evaluation, GenerationStats, Rescoring, RunStore
 
 OPTIMIZERS: dict[str, type[Optimizer]] = {"ga": GA, "pso": PSO, "random": RandomSearch}
 
 log = logging.getLogger("optimizers.run")
+#: seconds between two drawings of fitness.png while a run goes on (a drawing costs a few tenths of a second)
 PLOT_EVERY = 60.0
+#: fitness.png's size in inches and its resolution in dots per inch
+PLOT_INCHES, PLOT_DPI = (7, 4.2), 100
+#: pieces of the game each policy plays in `Tuner.warm_up`: enough to call every kernel once
+WARM_UP_PIECES = 20
 
 
 def base_solver(config: RunConfig) -> dict:
@@ -63,28 +74,46 @@ def make_optimizer(config: RunConfig, space: Space) -> Optimizer:
                                        init_sigma=config.init_sigma)
 
 
-def apply_overrides(data: dict, overrides: dict) -> dict:
-    """A copy of a solver mapping with dotted ``overrides`` set (missing sections are created)."""
-    data = copy.deepcopy(data)
-    for path, value in overrides.items():
-        if path.startswith("evaluator.features."):
-            set_path(data, path, value)
-            continue
-        node = data
-        parts = path.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    return data
-
-
-def _stats(values) -> dict:
+def spread(values) -> dict:
+    """best, mean, median and worst of ``values``."""
     a = np.asarray(values, dtype=np.float64)
     return {"best": float(a.max()), "mean": float(a.mean()), "median": float(np.median(a)), "worst": float(a.min())}
 
 
+@dataclass
+class Candidate:
+    """One proposal of a generation: its ``index``, parameter ``values``, canonical solver ``config``
+    and that config's ``key``."""
+
+    index: int
+    values: list
+    key: str
+    config: dict
+
+
+@dataclass
+class Generation:
+    """A generation under way: its ``candidates``, the early abort's ``threshold`` (and the K-th best
+    fitness it was built from) they are held to, when it ``started`` (`time.perf_counter`), and
+    each candidate's record once known."""
+
+    number: int
+    candidates: list[Candidate]
+    threshold: np.ndarray | None
+    kth_best: float | None
+    started: float
+    records: list[Record | None] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.records = [None] * len(self.candidates)
+
+    def best_fitness(self) -> float:
+        return max(r.fitness for r in self.records if r is not None)
+
+
 class Tuner:
-    """Runs (or resumes) one tuning run in ``run_dir``; ``config`` is the resolved run config."""
+    """Runs (or resumes) one tuning run in ``run_dir``; ``config`` is the resolved run config.
+    ``on_evaluation`` is called with each evaluation as it is written down (`Evaluation.as_row`)."""
 
     def __init__(self, config: RunConfig, run_dir: str | Path, quiet: bool = False,
                  on_evaluation: Callable[[dict], None] | None = None):
@@ -93,29 +122,26 @@ class Tuner:
         self.quiet = quiet
         self.on_evaluation = on_evaluation
         self.space = make_space(config)
-        from .store import RunStore
-
         self.store = RunStore(self.dir, self.space.params)
         self.memo = Memo(config.early_abort.aborted_fitness)
-        self.state: dict = {}
-        self.rows: dict[tuple[int, int], dict] = {}  # (generation, index) -> row, this run's evaluations
+        self.state: RunState | None = None
+        self.evaluations: dict[tuple[int, int], Evaluation] = {}  # (generation, index) -> this run's evaluations
         self._plotted = time.monotonic()
 
     # ------------------------------------------------------------------ setup
-    def fresh_state(self) -> dict:
-        return {"generation": 0, "optimizer": make_optimizer(self.config, self.space),
-                "early_abort": EarlyAbort.for_run(self.config), "history": [], "best": None,
-                "rescored": None, "done": False}
+    def fresh_state(self) -> RunState:
+        return RunState(generation=0, optimizer=make_optimizer(self.config, self.space),
+                        early_abort=EarlyAbort.for_run(self.config))
 
     def _restore(self) -> None:
         """Rebuild the memo from the files; clean partial lines."""
         self.store.rewrite_curves()
         rows = self.store.rewrite_evaluations() if self.store.evaluations.exists() else []
         curves = self.store.read_curves()
-        for r in rows:
-            self.rows[(r["generation"], r["index"])] = r
-            if not r["cached"] and (r["generation"], r["key"]) in curves:
-                self.memo.store(r["key"], r["record"], curves[(r["generation"], r["key"])])
+        for e in rows:
+            self.evaluations[e.slot] = e
+            if not e.cached and (e.generation, e.key) in curves:
+                self.memo.store(e.key, e.record.as_dict(), curves[(e.generation, e.key)])
 
     def warm_up(self) -> None:
         """Compile (or load) the policy kernels in this process before the workers start, so they
@@ -127,257 +153,312 @@ class Tuner:
             if p.path == "policy":
                 policies.update(p.choices)
         for policy in sorted(policies):
-            data = {**self.space.config(self.space.init_values), "policy": policy, "pieces": 20, "threads": None}
+            data = {**self.space.config(self.space.init_values), "policy": policy, "pieces": WARM_UP_PIECES,
+                    "threads": None}
             solve(SolverConfig.model_validate(data), record=False)
 
     # ------------------------------------------------------------------ the run
     def run(self, resume: bool = False) -> dict:
-        """Run to the end (or from the last checkpoint with ``resume``); returns the final state."""
+        """Run to the end (or from the last checkpoint with ``resume``); returns the final state as
+        the checkpoint holds it (`RunState.to_checkpoint`)."""
+        with self._run_log():
+            pool = Pool(self.config.parallel)
+            try:
+                self._begin(resume)
+                while self.state.generation < self.state.optimizer.generations:
+                    self.run_generation(pool, self.state.generation)
+                self._finish(pool)
+                return self.state.to_checkpoint()
+            except KeyboardInterrupt:
+                self._interrupted()
+                raise
+            finally:
+                pool.close()
+
+    @contextlib.contextmanager
+    def _run_log(self):
+        """The run's log lines go to run.log while the run lasts."""
         handler = logging.FileHandler(self.dir / "run.log", encoding="utf-8")
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
         log.addHandler(handler)
         log.setLevel(logging.INFO)
         log.propagate = False
-        pool = Pool(self.config.parallel)
         try:
-            state = self.store.load_checkpoint() if resume else None
-            if state is None:
-                state = self.fresh_state()
-                self.store.save_checkpoint(state)
-            self.state = state
-            if resume:
-                self._restore()
-                log.info("resumed at generation %d", state["generation"])
-            else:
-                log.info("run %s: %s, %d generations of %d, %d parameters", self.dir.name, self.config.algorithm,
-                         self.config.generations, self.config.population, self.space.dim)
-            self.write_artifacts()
-            if not state["done"]:
-                self.warm_up()
-            opt: Optimizer = state["optimizer"]
-            while state["generation"] < opt.generations:
-                self.run_generation(pool, state["generation"])
-            if self.config.rescore is not None and state["rescored"] is None:
-                self.run_rescore(pool)
-            state["done"] = True
-            self.store.save_checkpoint(state)
-            self.write_artifacts(final=True)
-            log.info("done: best fitness %s", None if state["best"] is None else f"{state['best']['fitness']:,.0f}")
-            return state
-        except KeyboardInterrupt:
-            log.info("interrupted at generation %d", self.state.get("generation", 0))
-            if self.state:
-                self.write_artifacts(final=True)
-            raise
+            yield
         finally:
-            pool.close()
             log.removeHandler(handler)
             handler.close()
 
-    def _row(self, g, i, values, record, cached, key) -> dict:
-        row = {"generation": g, "index": i, "values": list(values), "record": record, "cached": cached, "key": key}
-        self.rows[(g, i)] = row
-        self.store.append_evaluation(g, i, values, record, cached, key)
-        r = record
-        if r["aborted"]:
-            log.info("gen %d #%d%s: aborted at piece %d (best %s < threshold %s), %.2f s", g, i, " (memo)" if cached else "",
-                     r["abort_piece"], f"{r['score']:,}", f"{r['threshold']:,.0f}", r["seconds"])
+    def _begin(self, resume: bool) -> None:
+        """The state from the checkpoint (``resume``) or a fresh one, checkpointed at once."""
+        checkpoint = self.store.load_checkpoint() if resume else None
+        if checkpoint is None:
+            self.state = self.fresh_state()
+            self.store.save_checkpoint(self.state.to_checkpoint())
         else:
-            log.info("gen %d #%d%s: fitness %s (%d pieces, %s), %.2f s", g, i, " (memo)" if cached else "",
-                     f"{r['fitness']:,.0f}", r["pieces"], r["stop"], r["seconds"])
-        if self.on_evaluation is not None:
-            self.on_evaluation(row)
-        return row
-
-    def run_generation(self, pool: Pool, g: int) -> None:
-        from tqdm import tqdm
-
-        state = self.state
-        opt: Optimizer = state["optimizer"]
-        early: EarlyAbort = state["early_abort"]
-        start = time.perf_counter()
-        vectors = opt.ask()
-        values = [self.space.decode(v) for v in vectors]
-        configs, keys = [], []
-        for v in values:
-            key, data = canonical(self.space.config(v))
-            keys.append(key)
-            configs.append(data)
-        threshold = early.threshold()
-        kth = early.kth_best()
-        n = len(values)
-        bar = tqdm(total=n, desc=f"generation {g} ({g + 1} of {opt.generations})", unit="eval", leave=False, disable=self.quiet,
-                   dynamic_ncols=True)
-        records: list[dict | None] = [None] * n
-        first_of: dict[str, int] = {}
-        pending: dict[str, list[int]] = {}
-        for i in range(n):
-            old = self.rows.get((g, i))
-            if old is not None and old["key"] == keys[i]:  # finished before an interruption
-                records[i] = old["record"]
-                first_of.setdefault(keys[i], i)
-                bar.update(1)
-                continue
-            k = keys[i]
-            if k in pending:
-                pending[k].append(i)
-                continue
-            if k in first_of and records[first_of[k]] is not None:
-                records[i] = {**records[first_of[k]], "seconds": 0.0}
-                self._row(g, i, values[i], records[i], True, k)
-                bar.update(1)
-                continue
-            hit = self.memo.lookup(k, threshold)
-            if hit is not None:
-                records[i] = hit
-                first_of.setdefault(k, i)
-                self._row(g, i, values[i], hit, True, k)
-                bar.update(1)
-                continue
-            pending[k] = [i]
-            first_of.setdefault(k, i)
-        tasks = [{"config": configs[idx[0]], "threshold": threshold, "threads": pool.threads,
-                  "aborted_fitness": self.config.early_abort.aborted_fitness} for idx in pending.values()]
-        groups = list(pending.items())
-
-        def done(t: int, result: dict) -> None:
-            key, idx = groups[t]
-            record, curve = result["record"], result["curve"]
-            self.store.append_curve(g, key, curve)
-            self.memo.store(key, record, curve)
-            for j, i in enumerate(idx):
-                records[i] = record if j == 0 else {**record, "seconds": 0.0}
-                self._row(g, i, values[i], records[i], j > 0, key)
-                bar.update(1)
-            best = max(r["fitness"] for r in records if r is not None)
-            bar.set_postfix_str(f"best {best:,.0f}", refresh=False)
-
-        pool.map(evaluate, tasks, on_result=done)
-        bar.close()
-        fitness = np.array([r["fitness"] for r in records])
-        rows = [self.rows[(g, i)] for i in range(n)]
-        self.store.rewrite_evaluations(sorted(self.rows.values(), key=lambda r: (r["generation"], r["index"])))
-        opt.tell(fitness)
-        early.observe(g, [(i, keys[i], records[i], self.memo.curve(keys[i])) for i in range(n)
-                          if not records[i]["aborted"]])
-        best = self._best_candidate()
-        simulated = [r for r in rows if not r["cached"]]
-        stats = {"generation": g, **_stats(fitness), "evaluations": n, "simulated": len(simulated),
-                 "aborted": sum(r["record"]["aborted"] for r in rows),
-                 "pieces": sum(r["record"]["pieces"] for r in simulated),
-                 "eval_seconds": sum(r["record"]["seconds"] for r in simulated),
-                 "wall_seconds": time.perf_counter() - start,
-                 "best_so_far": best["fitness"], "kth_best": kth}
-        state["history"].append(stats)
-        state["best"] = best
-        state["generation"] = g + 1
-        self.store.save_checkpoint(state)
+            self.state = RunState.from_checkpoint(checkpoint)
+        if resume:
+            self._restore()
+            log.info("resumed at generation %d", self.state.generation)
+        else:
+            log.info("run %s: %s, %d generations of %d, %d parameters", self.dir.name, self.config.algorithm,
+                     self.config.generations, self.config.population, self.space.dim)
         self.write_artifacts()
-        line = (f"generation {g} ({g + 1} of {opt.generations}): best {stats['best']:,.0f}  mean {stats['mean']:,.0f}  "
-                f"median {stats['median']:,.0f}  worst {stats['worst']:,.0f} | {len(simulated)} simulated, "
-                f"{stats['aborted']} aborted | {stats['wall_seconds']:.1f} s | best so far {best['fitness']:,.0f}")
+        if not self.state.done:
+            self.warm_up()
+
+    def _finish(self, pool: Pool) -> None:
+        """The re-scoring (when configured and not done yet), then the final checkpoint and artifacts."""
+        if self.config.rescore is not None and self.state.rescored is None:
+            self.run_rescore(pool)
+        self.state.done = True
+        self.store.save_checkpoint(self.state.to_checkpoint())
+        self.write_artifacts(final=True)
+        best = self.state.best
+        log.info("done: best fitness %s", None if best is None else f"{best.fitness:,.0f}")
+
+    def _interrupted(self) -> None:
+        log.info("interrupted at generation %d", 0 if self.state is None else self.state.generation)
+        if self.state is not None:
+            self.write_artifacts(final=True)
+
+    def _say(self, line: str) -> None:
+        """A line for run.log and, unless quiet, the terminal."""
         log.info(line)
         if not self.quiet:
+            from tqdm import tqdm
+
             tqdm.write(line)
 
-    def _best_candidate(self, rows=None) -> dict:
+    def _task(self, config: dict, threshold, pool: Pool) -> dict:
+        """The plain task `fitness.evaluate` takes."""
+        return {"config": config, "threshold": threshold, "threads": pool.threads,
+                "aborted_fitness": self.config.early_abort.aborted_fitness}
+
+    # ------------------------------------------------------------------ one generation
+    def run_generation(self, pool: Pool, g: int) -> None:
+        """Generation ``g``: propose, settle the candidates known without a simulation, simulate the
+        others, then take the results in (see the module docstring)."""
+        gen = self.propose(g)
+        with self._progress(gen) as bar:
+            pending = self.settle_known(gen, bar)
+            self.simulate(pool, gen, pending, bar)
+        self.conclude(gen)
+
+    def propose(self, g: int) -> Generation:
+        """The tuner's candidates for generation ``g`` and the threshold they are held to."""
+        started = time.perf_counter()
+        values = [self.space.decode(v) for v in self.state.optimizer.ask()]
+        candidates = [Candidate(i, v, *canonical(self.space.config(v))) for i, v in enumerate(values)]
+        early = self.state.early_abort
+        return Generation(g, candidates, early.threshold(), early.kth_best(), started)
+
+    def _progress(self, gen: Generation):
+        from tqdm import tqdm
+
+        g, total = gen.number, self.state.optimizer.generations
+        return tqdm(total=len(gen.candidates), desc=f"generation {g} ({g + 1} of {total})", unit="eval", leave=False,
+                    disable=self.quiet, dynamic_ncols=True)
+
+    def settle_known(self, gen: Generation, bar) -> dict[str, list[int]]:
+        """Give a record, in index order, to every candidate that needs no simulation: one written
+        before an interruption, a repeat of an earlier candidate of the generation, or one the memo
+        knows. Returns the others' indices by config key (each key is simulated once)."""
+        pending: dict[str, list[int]] = {}
+        first_of: dict[str, int] = {}  # key -> its first candidate with a record or pending
+        for c in gen.candidates:
+            if self._read_back(gen, c):
+                first_of.setdefault(c.key, c.index)
+            elif c.key in pending:
+                pending[c.key].append(c.index)
+                continue
+            elif c.key in first_of:
+                self._write_down(gen, c, gen.records[first_of[c.key]].repeated(), cached=True)
+            elif (hit := self.memo.lookup(c.key, gen.threshold)) is not None:
+                self._write_down(gen, c, Record.from_dict(hit), cached=True)
+                first_of[c.key] = c.index
+            else:
+                pending[c.key] = [c.index]
+                first_of[c.key] = c.index
+                continue
+            bar.update(1)
+        return pending
+
+    def _read_back(self, gen: Generation, c: Candidate) -> bool:
+        """Whether the candidate was evaluated before an interruption (same slot, same config); its
+        record is then taken as written."""
+        old = self.evaluations.get((gen.number, c.index))
+        if old is None or old.key != c.key:
+            return False
+        gen.records[c.index] = old.record
+        return True
+
+    def simulate(self, pool: Pool, gen: Generation, pending: dict[str, list[int]], bar) -> None:
+        """Simulate each pending config once on the pool; every result is written down as it arrives."""
+        groups = list(pending.items())
+        tasks = [self._task(gen.candidates[indices[0]].config, gen.threshold, pool) for _, indices in groups]
+
+        def done(t: int, result: dict) -> None:
+            key, indices = groups[t]
+            self._take_result(gen, key, indices, result)
+            bar.update(len(indices))
+            bar.set_postfix_str(f"best {gen.best_fitness():,.0f}", refresh=False)
+
+        pool.map(evaluate, tasks, on_result=done)
+
+    def _take_result(self, gen: Generation, key: str, indices: list[int], result: dict) -> None:
+        """A simulation's result: its curve and the memo first, then a row per candidate of the
+        config (the first simulated, the others repeats of it)."""
+        self.store.append_curve(gen.number, key, result["curve"])
+        self.memo.store(key, result["record"], result["curve"])
+        record = Record.from_dict(result["record"])
+        for j, i in enumerate(indices):
+            self._write_down(gen, gen.candidates[i], record if j == 0 else record.repeated(), cached=j > 0)
+
+    def _write_down(self, gen: Generation, c: Candidate, record: Record, cached: bool) -> None:
+        """A candidate's record: in the generation, evaluations.csv, run.log and ``on_evaluation``."""
+        gen.records[c.index] = record
+        e = Evaluation(gen.number, c.index, list(c.values), record, cached, c.key)
+        self.evaluations[e.slot] = e
+        self.store.append_evaluation(e)
+        self._log_evaluation(e)
+        if self.on_evaluation is not None:
+            self.on_evaluation(e.as_row())
+
+    @staticmethod
+    def _log_evaluation(e: Evaluation) -> None:
+        r, memo = e.record, " (memo)" if e.cached else ""
+        if r.aborted:
+            log.info("gen %d #%d%s: aborted at piece %d (best %s < threshold %s), %.2f s", e.generation, e.index, memo,
+                     r.abort_piece, f"{r.score:,}", f"{r.threshold:,.0f}", r.seconds)
+        else:
+            log.info("gen %d #%d%s: fitness %s (%d pieces, %s), %.2f s", e.generation, e.index, memo,
+                     f"{r.fitness:,.0f}", r.pieces, r.stop, r.seconds)
+
+    def conclude(self, gen: Generation) -> None:
+        """Take a generation in: the evaluations rewritten in order, the tuner and the early abort
+        told, the statistics, the checkpoint and the artifacts written."""
+        state = self.state
+        fitness = np.array([r.fitness for r in gen.records])
+        self.store.rewrite_evaluations(sorted(self.evaluations.values(), key=lambda e: e.slot))
+        state.optimizer.tell(fitness)
+        state.early_abort.observe(gen.number, [(c.index, c.key, r.as_dict(), self.memo.curve(c.key))
+                                               for c, r in zip(gen.candidates, gen.records) if not r.aborted])
+        state.best = self._best_so_far()
+        stats = self._statistics(gen, fitness)
+        state.history.append(stats)
+        state.generation = gen.number + 1
+        self.store.save_checkpoint(state.to_checkpoint())
+        self.write_artifacts()
+        self._say(f"generation {stats.generation} ({stats.generation + 1} of {state.optimizer.generations}): "
+                  f"best {stats.best:,.0f}  mean {stats.mean:,.0f}  median {stats.median:,.0f}  worst {stats.worst:,.0f} "
+                  f"| {stats.simulated} simulated, {stats.aborted} aborted | {stats.wall_seconds:.1f} s | "
+                  f"best so far {stats.best_so_far:,.0f}")
+
+    def _statistics(self, gen: Generation, fitness: np.ndarray) -> GenerationStats:
+        rows = [self.evaluations[(gen.number, c.index)] for c in gen.candidates]
+        simulated = [e for e in rows if not e.cached]
+        return GenerationStats(generation=gen.number, **spread(fitness), evaluations=len(rows),
+                               simulated=len(simulated), aborted=sum(e.record.aborted for e in rows),
+                               pieces=sum(e.record.pieces for e in simulated),
+                               eval_seconds=sum(e.record.seconds for e in simulated),
+                               wall_seconds=time.perf_counter() - gen.started,
+                               best_so_far=self.state.best.fitness, kth_best=gen.kth_best)
+
+    def _best_so_far(self) -> Best:
         """The best evaluation so far: the highest fitness among finished ones (aborted ones only
         when none finished), the earliest on ties."""
-        rows = list(self.rows.values()) if rows is None else rows
-        finished = [r for r in rows if not r["record"]["aborted"]] or rows
-        r = min(finished, key=lambda r: (-r["record"]["fitness"], r["generation"], r["index"]))
-        return {"fitness": r["record"]["fitness"], "score": r["record"]["score"], "generation": r["generation"],
-                "index": r["index"], "key": r["key"], "values": list(r["values"])}
+        rows = list(self.evaluations.values())
+        finished = [e for e in rows if not e.record.aborted] or rows
+        return Best.of(min(finished, key=lambda e: (-e.record.fitness, e.generation, e.index)))
 
     # ------------------------------------------------------------------ re-scoring
     def run_rescore(self, pool: Pool) -> None:
-        rs = self.config.rescore
-        ranked = sorted(self.rows.values(),
-                        key=lambda r: (r["record"]["aborted"], -r["record"]["fitness"], r["generation"], r["index"]))
-        top, seen = [], set()
-        for r in ranked:
-            if r["key"] not in seen:
-                seen.add(r["key"])
-                top.append(r)
-            if len(top) == rs.top:
-                break
-        done_rows = {r["rank"]: r for r in self.store.read_rescore()}
-        out: dict[int, dict] = {}
-        tasks, ranks = [], []
-        for rank, r in enumerate(top):
-            data = apply_overrides(self.space.config(r["values"]), rs.overrides)
-            key, data = canonical(data)
-            if rank in done_rows and done_rows[rank]["key"] == key:
-                out[rank] = done_rows[rank]
-                continue
-            tasks.append({"config": data, "threshold": None, "threads": pool.threads,
-                          "aborted_fitness": self.config.early_abort.aborted_fitness})
-            ranks.append((rank, r, key))
-        bar = None
-        if tasks:
-            from tqdm import tqdm
-            bar = tqdm(total=len(tasks), desc="rescore", unit="eval", leave=False, disable=self.quiet)
+        """Re-run the best distinct candidates with ``rescore.overrides``; the best of them is the
+        run's result (best.yaml)."""
+        rows = self._rescorings(pool)
+        best = min(rows, key=lambda r: (-r.record.fitness, r.rank))
+        self.state.rescored = Rescored.of(best)
+        self._say(f"rescore: {len(rows)} candidates with {self.config.rescore.overrides}; best "
+                  f"{best.record.fitness:,.0f} (tuned rank {best.rank + 1}, tuned fitness {best.tuned_fitness:,.0f})")
 
-        def done(t: int, result: dict) -> None:
-            rank, r, key = ranks[t]
-            self.store.append_curve("rescore", key, result["curve"])
-            row = {"rank": rank, "generation": r["generation"], "index": r["index"], "values": r["values"],
-                   "tuned_fitness": r["record"]["fitness"], "record": result["record"], "cached": False, "key": key,
-                   "tuned_key": r["key"]}
-            self.store.append_rescore(rank, r["generation"], r["index"], r["values"], r["record"]["fitness"],
-                                      result["record"], False, key, r["key"])
-            out[rank] = row
-            log.info("rescore #%d (gen %d #%d, tuned %s): %s", rank, r["generation"], r["index"],
-                     f"{r['record']['fitness']:,.0f}", f"{result['record']['fitness']:,.0f}")
-            if bar is not None:
+    def _top_distinct(self) -> list[Evaluation]:
+        """The ``rescore.top`` best evaluations of distinct configs: finished ones first, then by
+        fitness, the earliest on ties."""
+        ranked = sorted(self.evaluations.values(),
+                        key=lambda e: (e.record.aborted, -e.record.fitness, e.generation, e.index))
+        top, seen = [], set()
+        for e in ranked:
+            if e.key not in seen:
+                seen.add(e.key)
+                top.append(e)
+            if len(top) == self.config.rescore.top:
+                break
+        return top
+
+    def _rescorings(self, pool: Pool) -> list[Rescoring]:
+        """Every top candidate's re-scoring, by rank: read back from rescore.csv when written
+        before an interruption, else simulated."""
+        written = {r.rank: r for r in self.store.read_rescore()}
+        rows: dict[int, Rescoring] = {}
+        todo = []  # (rank, evaluation, key, config) to simulate
+        for rank, e in enumerate(self._top_distinct()):
+            key, data = canonical(with_settings(self.space.config(e.values), self.config.rescore.overrides))
+            if rank in written and written[rank].key == key:
+                rows[rank] = written[rank]
+            else:
+                todo.append((rank, e, key, data))
+        self._simulate_rescore(pool, todo, rows)
+        out = [rows[k] for k in sorted(rows)]
+        self.store.rewrite_rescore(out)
+        return out
+
+    def _simulate_rescore(self, pool: Pool, todo: list[tuple], rows: dict[int, Rescoring]) -> None:
+        from tqdm import tqdm
+
+        tasks = [self._task(data, None, pool) for *_, data in todo]
+        with tqdm(total=len(tasks), desc="rescore", unit="eval", leave=False, disable=self.quiet or not tasks) as bar:
+            def done(t: int, result: dict) -> None:
+                rank, e, key, _ = todo[t]
+                self.store.append_curve("rescore", key, result["curve"])
+                row = Rescoring(rank, e.generation, e.index, e.values, e.record.fitness,
+                                Record.from_dict(result["record"]), False, key, e.key)
+                self.store.append_rescore(row)
+                rows[rank] = row
+                log.info("rescore #%d (gen %d #%d, tuned %s): %s", rank, e.generation, e.index,
+                         f"{e.record.fitness:,.0f}", f"{row.record.fitness:,.0f}")
                 bar.update(1)
 
-        pool.map(evaluate, tasks, on_result=done)
-        if bar is not None:
-            bar.close()
-        rows = [out[k] for k in sorted(out)]
-        self.store.rewrite_rescore(rows)
-        best = min(rows, key=lambda r: (-r["record"]["fitness"], r["rank"]))
-        self.state["rescored"] = {"fitness": best["record"]["fitness"], "score": best["record"]["score"],
-                                  "generation": best["generation"], "index": best["index"], "key": best["key"],
-                                  "tuned_key": best["tuned_key"], "tuned_fitness": best["tuned_fitness"],
-                                  "values": best["values"], "rank": best["rank"]}
-        line = (f"rescore: {len(rows)} candidates with {rs.overrides}; best {best['record']['fitness']:,.0f} "
-                f"(tuned rank {best['rank'] + 1}, tuned fitness {best['tuned_fitness']:,.0f})")
-        log.info(line)
-        if not self.quiet:
-            from tqdm import tqdm
-            tqdm.write(line)
+            pool.map(evaluate, tasks, on_result=done)
 
     # ------------------------------------------------------------------ artifacts
     def best_config(self) -> dict | None:
         """best.yaml: a complete solver config (the best re-scored candidate when re-scored)."""
         from solver import SolverConfig
 
-        state = self.state
-        best, rescored = state.get("best"), state.get("rescored")
+        best, rescored = self.state.best, self.state.rescored
         if best is None:
             return None
         source = rescored or best
-        data = self.space.config(source["values"])
+        data = self.space.config(source.values)
         if rescored is not None:
-            data = apply_overrides(data, self.config.rescore.overrides)
+            data = with_settings(data, self.config.rescore.overrides)
         data = SolverConfig.model_validate(data).model_dump(mode="json")
         meta = {"source": "tuning run", "run": self.dir.name, "algorithm": self.config.algorithm,
-                "generation": source["generation"], "index": source["index"],
-                "fitness": source["fitness"], "score": source["score"],
-                "parameters": {p.path: v for p, v in zip(self.space.params, source["values"])}}
+                "generation": source.generation, "index": source.index,
+                "fitness": source.fitness, "score": source.score,
+                "parameters": {p.path: v for p, v in zip(self.space.params, source.values)}}
         if rescored is not None:
-            meta.update({"tuned_fitness": rescored["tuned_fitness"], "rescored_with": dict(self.config.rescore.overrides),
-                         "best_before_rescoring": {"generation": best["generation"], "index": best["index"],
-                                                   "fitness": best["fitness"]}})
+            meta.update({"tuned_fitness": rescored.tuned_fitness, "rescored_with": dict(self.config.rescore.overrides),
+                         "best_before_rescoring": {"generation": best.generation, "index": best.index,
+                                                   "fitness": best.fitness}})
         data["meta"] = meta
         return data
 
     def write_artifacts(self, final: bool = False) -> None:
         """generations.csv and best.yaml; fitness.png at the end, and meanwhile at most every
-        `PLOT_EVERY` seconds (drawing it costs a few tenths of a second)."""
-        history = self.state.get("history", [])
+        `PLOT_EVERY` seconds."""
+        history = self.state.history
         self.store.write_generations(history)
         cfg = self.best_config()
         if cfg is not None:
@@ -389,7 +470,7 @@ class Tuner:
             self._plotted = time.monotonic()
 
 
-def plot(history: list[dict], config: RunConfig) -> bytes:
+def plot(history: list[GenerationStats], config: RunConfig) -> bytes:
     """fitness.png: best, mean and median fitness per generation, and the best so far."""
     import io
 
@@ -398,12 +479,12 @@ def plot(history: list[dict], config: RunConfig) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    g = [h["generation"] for h in history]
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=100)
-    ax.plot(g, [h["best"] for h in history], "o-", label="best of generation")
-    ax.plot(g, [h["median"] for h in history], "s-", label="median")
-    ax.plot(g, [h["mean"] for h in history], "^-", label="mean")
-    ax.plot(g, [h["best_so_far"] for h in history], "k--", label="best so far")
+    g = [h.generation for h in history]
+    fig, ax = plt.subplots(figsize=PLOT_INCHES, dpi=PLOT_DPI)
+    ax.plot(g, [h.best for h in history], "o-", label="best of generation")
+    ax.plot(g, [h.median for h in history], "s-", label="median")
+    ax.plot(g, [h.mean for h in history], "^-", label="mean")
+    ax.plot(g, [h.best_so_far for h in history], "k--", label="best so far")
     pieces = base_solver(config).get("pieces")
     ax.set_xlabel("generation")
     ax.set_ylabel(f"fitness (score over {pieces:,} pieces)" if pieces else "fitness (score)")

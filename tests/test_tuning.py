@@ -451,3 +451,85 @@ def test_shipped_configs_validate(name):
         assert config.solver["beam"]["width"] == 1000 and config.pieces is None and config.solver["pieces"] is None
         assert config.rescore.top == 5 and config.rescore.overrides == {"beam.width": 9041, "pieces": None}
         assert config.early_abort.enabled and (config.early_abort.k, config.early_abort.margin) == (20, 1000)
+
+
+# ------------------------------------------------------------------------------------------------
+# the GA's operator tables, the swarm's topologies, settings by dotted path, the run state
+
+
+def test_every_ga_operator_is_a_table_entry_the_config_accepts():
+    from optimizers import ga
+    from optimizers.config import CROSSOVERS, MUTATIONS, SELECTIONS, GAConfig
+
+    assert (SELECTIONS, CROSSOVERS, MUTATIONS) == (tuple(ga.SELECTIONS), tuple(ga.CROSSOVERS), tuple(ga.MUTATIONS))
+    space = Space([Param("a", "float", -1, 1), Param("b", "int", 0, 5), Param("c", "choice", choices=("x", "y"))],
+                  {"a": 0.0, "b": 2, "c": "x"})
+    combos = [(s, c, m) for s in SELECTIONS for c in CROSSOVERS for m in MUTATIONS]
+    for s, c, m in combos[:: 7] + [("roulette", "sbx", "uniform_int"), ("best", "none", "none")]:
+        settings = GAConfig(population=6, generations=3, selection={"name": s}, crossover={"name": c},
+                            mutation={"name": m})
+        tuner = ga.GA(space, settings, np.random.default_rng(1))
+        for _ in range(3):
+            x = tuner.ask()
+            assert x.shape == (6, 3) and (x >= space.lower).all() and (x <= space.upper).all()
+            tuner.tell(1.0 + np.abs(x).sum(axis=1))  # positive: roulette needs it
+    with pytest.raises(ValueError, match="unknown crossover operator 'blnd' \\(known: blend, uniform, "):
+        GAConfig(crossover={"name": "blnd"})
+    one_gene = Space([Param("a", "float", -1, 1)], {"a": 0.0})
+    from optimizers.space import SpaceError
+
+    with pytest.raises(SpaceError, match="ga.crossover.name: two_point needs at least 2 parameters"):
+        ga.GA(one_gene, GAConfig(crossover={"name": "two_point"}), np.random.default_rng(1))
+    ga.GA(one_gene, GAConfig(crossover={"name": "sbx"}), np.random.default_rng(1))
+
+
+def test_the_swarm_topologies_are_the_configs_choices():
+    from typing import get_args
+
+    from optimizers import pso
+    from optimizers.config import PSOConfig
+
+    assert tuple(pso.TOPOLOGIES) == get_args(PSOConfig.model_fields["topology"].annotation)
+    ring = PSOConfig(topology="ring", k=2, p=1)
+    assert pso.TOPOLOGIES["ring"].best_options(ring) == {"p": 1, "k": 2}
+    assert pso.TOPOLOGIES["star"].best_options(ring) == {}
+
+
+def test_settings_by_dotted_path():
+    from optimizers.paths import PathError
+    from optimizers.space import with_settings
+
+    base = {"beam": {"width": 20, "clear_min_height": [16, 17]}, "online": None,
+            "evaluator": {"features": {"holes": {"weight": -20.0, "delta": True}}}}
+    out = with_settings(base, {"beam.width": 16, "beam.clear_min_height.1": 18, "online.games": 2,
+                               "lookahead.depth": 3, "evaluator.features.covered_empty_cells": -5.0})
+    assert out["beam"] == {"width": 16, "clear_min_height": [16, 18]}
+    assert out["online"] == {"games": 2} and out["lookahead"] == {"depth": 3}
+    assert out["evaluator"]["features"] == {"holes": {"weight": -5.0, "delta": True}}  # by its alias
+    assert base["beam"]["width"] == 20 and base["online"] is None  # a copy
+    with pytest.raises(PathError, match=r"^beam.width: is not a mapping or list, cannot set beam.width.x$"):
+        with_settings(base, {"beam.width.x": 1})
+    with pytest.raises(PathError, match=r"^beam.clear_min_height.2: the list has 2 items \(0 to 1\)$"):
+        with_settings(base, {"beam.clear_min_height.2": 1})
+
+
+def test_the_run_state_round_trips_through_the_legacy_checkpoint_mapping(tmp_path):
+    from optimizers.state import RunState
+    from optimizers.tuner import Tuner
+
+    config = run_cli.load_run_config(write_config(tmp_path), ["ga.generations=2"])
+    checkpoint = Tuner(config, tmp_path).fresh_state().to_checkpoint()
+    assert list(checkpoint) == ["generation", "optimizer", "early_abort", "history", "best", "rescored", "done"]
+    history = {"generation": 0, "best": 2.0, "mean": 1.5, "median": 1.5, "worst": 1.0, "evaluations": 2,
+               "simulated": 2, "aborted": 0, "pieces": 240, "eval_seconds": 0.5, "wall_seconds": 0.6,
+               "best_so_far": 2.0, "kth_best": None}
+    best = {"fitness": 2.0, "score": 2, "generation": 0, "index": 1, "key": "k", "values": [300, -600, 0.1]}
+    rescored = {"fitness": 3.0, "score": 3, "generation": 0, "index": 1, "key": "r", "tuned_key": "k",
+                "tuned_fitness": 2.0, "values": [300, -600, 0.1], "rank": 0}
+    checkpoint.update(generation=1, history=[history], best=best, rescored=rescored, done=True)
+    state = RunState.from_checkpoint(checkpoint)
+    assert state.history[0].pieces == 240 and state.best.index == 1 and state.rescored.tuned_key == "k"
+    again = state.to_checkpoint()
+    assert {k: again[k] for k in ("generation", "history", "best", "rescored", "done")} == \
+           {k: checkpoint[k] for k in ("generation", "history", "best", "rescored", "done")}
+    assert [list(h) for h in again["history"]] == [list(history)]  # the columns in their order
