@@ -21,6 +21,11 @@ import numpy as np
 
 from .space import Space
 
+#: seeds of the private library states are drawn below these bounds: Python's `random` takes any
+#: integer (63 bits: the largest a numpy int64 draw gives), numpy's `RandomState` one below 2**32
+PYTHON_SEED_BOUND = 2**63
+NUMPY_SEED_BOUND = 2**32
+
 
 class Optimizer(ABC):
     name: str = ""
@@ -34,8 +39,8 @@ class Optimizer(ABC):
         self.init_point = space.point() if init_point is None else np.asarray(init_point, dtype=np.float64)
         self.init_sigma = init_sigma
         self.generation = 0  # the generation the next `ask` proposes
-        self._py_state = random.Random(int(rng.integers(2**63))).getstate()
-        self._np_state = np.random.RandomState(int(rng.integers(2**32))).get_state()
+        self._py_state = random.Random(int(rng.integers(PYTHON_SEED_BOUND))).getstate()
+        self._np_state = np.random.RandomState(int(rng.integers(NUMPY_SEED_BOUND))).get_state()
 
     @property
     @abstractmethod

@@ -32,6 +32,10 @@ from solver import Threshold
 from .config import EarlyAbortConfig, RunConfig
 
 
+#: replayed reference records kept in memory (a run uses one; a notebook comparing runs a few)
+REPLAYS_KEPT = 8
+
+
 def reference_curve(path: str | Path, rules: str) -> np.ndarray:
     """The score after each piece (piece 1 first) of the contest record in ``path``, replayed by the
     engine under the named rules. Raises ValueError for a record the engine rejects. A record is
@@ -42,7 +46,7 @@ def reference_curve(path: str | Path, rules: str) -> np.ndarray:
     return _replayed(p, stat.st_mtime_ns, stat.st_size, rules).copy()
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=REPLAYS_KEPT)
 def _replayed(path: Path, mtime_ns: int, size: int, rules: str) -> np.ndarray:
     from engine import get_rules, replay
 

@@ -11,12 +11,17 @@ the same sources, so workers load the kernels the parent compiled.
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 from typing import Callable, Sequence
 
 import numpy as np
 
 from .config import ParallelConfig
+
+#: tasks joblib hands out ahead of the free workers: two per worker keeps every worker busy while
+#: the parent writes results down, without queueing a whole generation at once
+PRE_DISPATCH = "2*n_jobs"
 
 
 @contextlib.contextmanager
@@ -58,7 +63,7 @@ class Pool:
                 self._client = Client(self.settings.scheduler)
             else:
                 self._cluster = LocalCluster(n_workers=self.n_jobs, threads_per_worker=1, processes=True,
-                                             dashboard_address=None, silence_logs=40)
+                                             dashboard_address=None, silence_logs=logging.ERROR)
                 self._client = Client(self._cluster)
         return self._client
 
@@ -95,7 +100,7 @@ class Pool:
         from joblib import Parallel, delayed
 
         parallel = Parallel(n_jobs=self.n_jobs, backend=backend, return_as="generator_unordered",
-                            batch_size=1, pre_dispatch="2*n_jobs")
+                            batch_size=1, pre_dispatch=PRE_DISPATCH)
         yield from parallel(delayed(_call)(fn, i, t) for i, t in enumerate(tasks))
 
     def close(self) -> None:
