@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from engine import get_rules
+from engine.lock import lock_piece
 from engine.rules import SHAPE_NAMES
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "play.yaml"
@@ -61,8 +62,6 @@ class Bot:
     def place(self, shape: int, preview: int) -> tuple[int, int]:
         """Place ``shape`` (the preview's shape or -1); returns (rotation in degrees, leftmost column),
         or (0, 0) once the game is over."""
-        from engine.play import lock_and_score
-
         if not self.over:
             p = self.policy.choose(self.board, self.t, shape, preview)
             if p is None:
@@ -71,8 +70,7 @@ class Bot:
             else:
                 x, y, s = (int(v) for v in p)
                 cells = self.rules.cells[shape, s]
-                _, _, points = lock_and_score(self.board, cells, x, y, self.t + 1, self.rules.kernel)
-                self.score += int(points)
+                self.score += int(lock_piece(self.board, self.rules.kernel, shape, s, x, y, self.t + 1).points)
                 self.t += 1
                 return 90 * s, x + int(cells[:, 0].min())
         return 0, 0
