@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from engine import GEEK, final_board, replay
-from solver import SolverConfig, solve
-from solver.lookahead import base_allowed
+from solver import BacksearchConfig, SolverConfig, solve
+from solver.backsearch import (BACKUPS, BACKUPS_HERE, BASE, BASE_DONE, BASE_END, POINTS, SCORE, SEGMENT, SURVIVAL,
+                               SURVIVAL_END, UNDONE, T, _after_death, _mode, backsearch_settings, new_state)
+from solver.lookahead import base_allowed, lookahead_settings
 
 #: a points evaluator that wants the stack tall: it dies within a few dozen pieces
 TOWER = {"name": "tower", "features": {"max_height": 10, "holes": -1}}
@@ -97,6 +99,50 @@ def test_base_allowed_rules():
     assert not base_allowed(board, 1, 10)
     board[19], board[18] = 0b1111111110, 0b1111111111  # rows above the base may clear
     assert base_allowed(board, 1, 10) and not base_allowed(board, 2, 10)
+
+
+def test_settings_from_the_config():
+    cfg = BacksearchConfig(base_rows=30, depth=5, keep_fraction=0.2, survival_depth=3, survival_keep_fraction=0.5,
+                           objective="last", backup=7, max_backups=2, base_max_pieces=40, base_cell_value=50)
+    s = backsearch_settings(cfg, 20)
+    assert s.points == lookahead_settings(5, 0.2, True)
+    assert s.survival == lookahead_settings(3, 0.5, True)
+    assert s.base == lookahead_settings(3, 0.5, True, 19, 50.0)  # a base leaves the top row free
+    assert (s.base_max, s.backup, s.max_backups, s.reach) == (40, 7, 2, 21)
+
+
+def test_mode_of_a_piece():
+    settings = backsearch_settings(BacksearchConfig(base_max_pieces=10), 20)
+    st = new_state(50, 20).slots
+    assert st[SURVIVAL_END] == -1 and _mode(st, 9, settings) == BASE
+    assert _mode(st, 10, settings) == POINTS  # the unfinished base is given up at base_max
+    assert (st[BASE_DONE], st[BASE_END]) == (1, 10)
+    st[SURVIVAL_END], st[BACKUPS_HERE] = 20, 1
+    assert _mode(st, 20, settings) == SURVIVAL and st[BACKUPS_HERE] == 1
+    assert _mode(st, 21, settings) == POINTS and st[BACKUPS_HERE] == 0  # a new point of death may back up again
+
+
+def test_a_death_backs_up_then_further_back_then_gives_in():
+    settings = backsearch_settings(BacksearchConfig(backup=5, max_backups=1), 20)
+    state = new_state(50, 20)
+    st, by_step = state.slots, state.path.score_by_step
+    by_step[:] = np.arange(50) * 10
+    st[BASE_DONE], st[BASE_END], st[T] = 1, 3, 12
+    # points play dies at piece 12: back to piece 7, replayed survival-first up to piece 12
+    assert _after_death(st, by_step, POINTS, 12, 3, settings)
+    assert (st[T], st[SCORE], st[SURVIVAL_END], st[SEGMENT], st[BACKUPS], st[UNDONE]) == (7, 60, 12, 7, 1, 5)
+    # the replay dies at piece 9: once more from 5 pieces further back (not below the base's end, 3)
+    assert _after_death(st, by_step, SURVIVAL, 9, 3, settings)
+    assert (st[T], st[SCORE], st[SEGMENT], st[BACKUPS_HERE], st[BACKUPS], st[UNDONE]) == (3, 20, 3, 1, 2, 11)
+    # and dies again: no back-up left, the best placement is taken as it is
+    assert not _after_death(st, by_step, SURVIVAL, 8, 3, settings)
+    assert (st[T], st[BACKUPS], st[UNDONE]) == (3, 2, 11)
+    # a point of death right at the floor: survival play from there, nothing undone
+    assert _after_death(st, by_step, POINTS, 3, 3, settings)
+    assert (st[T], st[SURVIVAL_END], st[SEGMENT], st[BACKUPS]) == (3, 3, 3, 2)
+    # no base placement survives: the base is given up where it stands
+    st[BASE_DONE] = 0
+    assert _after_death(st, by_step, BASE, 4, 0, settings) and (st[BASE_DONE], st[BASE_END]) == (1, 4)
 
 
 def run_solve(*args):
