@@ -20,8 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from solver import SolverConfig  # noqa: E402
-from solver.online import play_games  # noqa: E402
-from solver.online.solve import make_policy  # noqa: E402
+from solver.online import make_policy, play_games  # noqa: E402
 
 
 def main() -> int:

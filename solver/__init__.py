@@ -1,25 +1,26 @@
-"""Policies that play the known piece sequence with an evaluator and write the contest record.
+"""Policies that play the pieces with an evaluator, and the contest record of a known sequence.
 
-One module per policy behind the `Policy` base (`solver/_base.py`): `greedy`, `lookahead`,
-`beam`, `profile_dp`, `backsearch`. `solve` resolves a `SolverConfig`, runs its policy, and
-attaches the record checked by the project's replayer.
+One module per policy, each registering itself by name (`solver.registry`): for the known sequence
+`greedy`, `lookahead`, `beam`, `profile_dp`, `backsearch` (behind `solver._base.Policy`); for
+unknown pieces, scored on seeded games, the modules of `solver/online/` (behind
+`solver.online.OnlinePolicy`). The modules are discovered, not listed: a new policy is one module.
+`solve` resolves a `SolverConfig`, runs its policy, and attaches the record checked by the
+project's replayer.
 """
 
+from . import registry
 from ._base import Policy, Progress
-from .backsearch import Backsearch
-from .beam import Beam
 from .config import BacksearchConfig, BeamConfig, GreedyConfig, LookaheadConfig, ProfileDPConfig, SolverConfig
-from .greedy import Greedy
-from .lookahead import Lookahead
-from .profile_dp import ProfileDP
 from .record import RecordMismatch, attach_record
+from .registry import RegistryError, register
 from .result import SolveResult
-from .run import POLICIES, default_pieces, solve
+from .solve import default_pieces, solve
 from .threshold import Threshold
 
+registry.discover(__name__)  # every policy module registers its policy
+
 __all__ = [
-    "Backsearch", "BacksearchConfig", "Beam", "BeamConfig", "Greedy", "GreedyConfig", "Lookahead", "LookaheadConfig",
-    "POLICIES", "Policy", "ProfileDP", "ProfileDPConfig",
-    "Progress", "RecordMismatch", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
-    "solve",
+    "BacksearchConfig", "BeamConfig", "GreedyConfig", "LookaheadConfig", "Policy", "ProfileDPConfig", "Progress",
+    "RecordMismatch", "RegistryError", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
+    "register", "registry", "solve",
 ]

@@ -126,9 +126,12 @@ def path_result(score, done, stop, path: Path, threshold, nodes) -> SolveResult:
 
 
 class Policy(ABC):
-    """A search policy over the known piece sequence. Subclasses implement `search`."""
+    """A search policy over the known piece sequence. Subclasses implement `search` and register
+    themselves by name (`solver.registry.register`)."""
 
     name: str = ""
+    #: it plays the known sequence (`solver.registry`; a policy for unknown pieces: False)
+    known_pieces: bool = True
 
     def __init__(self, config: SolverConfig, rules: Rules, evaluator: Evaluator, sequence: np.ndarray, pieces: int):
         self.config = config

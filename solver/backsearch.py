@@ -44,8 +44,10 @@ from evaluators import load_evaluator
 
 from ._base import (ABORTED, BLOCKED, DONE, GOING, STUCK, Path, Policy, commit, new_path, path_result,
                     path_scores)
+from .config import BacksearchConfig
 from .lookahead import (CHUNK_PIECES, DEAD, MIN_CHUNK, NO_PLACEMENT, LookaheadSettings, lookahead_choice,
                         lookahead_settings, lookahead_work)
+from .registry import register
 
 #: modes, as stored per piece
 BASE, POINTS, SURVIVAL = 0, 1, 2
@@ -293,6 +295,7 @@ def backsearch_run(sequence, budget, rules, pspec, sspec, settings, threshold, s
     return _check_tail(stop, state, threshold, settings.reach)
 
 
+@register(BacksearchConfig)
 class Backsearch(Policy):
     name = "backsearch"
 

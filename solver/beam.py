@@ -37,6 +37,8 @@ from engine.movegen import capacity, new_scratch, placements_into
 from evaluators import Placement, board_values, evaluate
 
 from ._base import Policy, path_scores
+from .config import BeamConfig
+from .registry import register
 from .result import SolveResult
 
 
@@ -274,6 +276,7 @@ def pick_in_order(keys, want, depth, anc, quota, heights, height_max, taken, cou
 _NO_RANK = np.zeros((0, 0), np.float64)  # `pick`'s ranking keys when ties are not kept (never read)
 
 
+@register(BeamConfig)
 class Beam(Policy):
     name = "beam"
 

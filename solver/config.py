@@ -1,12 +1,19 @@
 """The solver's configuration: one schema, the single source of truth for keys, types, defaults and
-the README's reference. Files are read by `experiments.config`; this module only validates data.
+the configuration reference. Files are read by `experiments.config`; this module only validates data.
+
+`SolverConfig` holds the keys every run has (`SolverKeys`) and, assembled from the registry of
+policies (`solver.registry`), the `policy` key (one of the registered names) and one section per
+registered policy with settings, named after it, plus the sections several policies share. The
+sections of the policies of the known sequence are defined here; a policy for unknown pieces
+defines its own in its module (`solver/online/`).
 """
 
 from __future__ import annotations
 
-from typing import Literal, Union
+import copy
+from typing import Literal, Mapping, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from engine import get_rules
 
@@ -84,32 +91,6 @@ class BeamConfig(Strict):
         return v
 
 
-class OnlineConfig(Strict):
-    """``online``: the policies for unknown pieces (``one_ply``, ``preview``, ``expect``,
-    ``mcts``), which see the current piece and the preview only. They play ``games`` seeded games
-    (seeds ``seed``, ``seed`` + 1, ...; ``pieces`` is the cap per game) and score their mean."""
-
-    games: int = Field(1, ge=1, description="seeded games played; the score is their mean")
-    objective: Literal["sum", "last"] = Field(
-        "sum", description="preview, expect: a placement is worth its value plus the next ply's, or the next ply's alone")
-    keep: int = Field(0, ge=0, description="preview, expect: best first-ply placements searched deeper (0: all)")
-    reduce: Literal["mean", "min"] = Field(
-        "mean", description="expect: the seven unknown pieces' best values reduced by their mean or their minimum")
-
-
-class MCTSConfig(Strict):
-    """``mcts``: UCT over placements with chance nodes for the unknown pieces, rollouts by the
-    1-ply evaluator (see `solver/online/mcts.py`)."""
-
-    simulations: int = Field(200, ge=1, description="simulations per move (when ms is null)")
-    ms: float | None = Field(None, gt=0, description="milliseconds per move instead of a simulation count")
-    exploration: float = Field(0.5, ge=0, description="UCT constant c (rewards scaled to [0, 1])")
-    rollout: int = Field(10, ge=0, description="pieces per rollout, placed 1-ply")
-    value_weight: float = Field(1.0, description="weight of the evaluator value of the rollout's last placement in the reward")
-    death_penalty: float = Field(10000.0, ge=0, description="reward of a simulation in which the game ends")
-    use_preview: bool = Field(True, description="the root's chance node is the shown preview")
-
-
 class ProfileDPConfig(Strict):
     """``profile_dp``: dynamic programming over hole-free surfaces of the top ``window`` rows (the
     ≈1.2 M GPU design). The rows below are a base, built first by the evaluator (its greedy path,
@@ -171,11 +152,10 @@ class BacksearchConfig(Strict):
 EVALUATOR_KEYS = ("evaluator", "backsearch.points_evaluator", "backsearch.survival_evaluator")
 
 
-class SolverConfig(Strict):
+class SolverKeys(Strict):
     """A solver run: which policy plays which pieces with which evaluator."""
 
-    policy: Literal["greedy", "lookahead", "beam", "profile_dp", "backsearch", "one_ply", "preview", "expect", "mcts"] = Field(
-        "beam", description="the search policy (the last four: for unknown pieces)")
+    policy: str = Field("beam", description="the search policy (one of the registered policies)")
     rules: Literal["geek", "classic", "course"] = Field("geek", description="rules preset")
     seed: int | None = Field(None, description="piece source seed (random-piece rules; default the preset's)")
     pieces: int | None = Field(
@@ -186,13 +166,6 @@ class SolverConfig(Strict):
         description="evaluator: a preset name, a YAML path, or an inline mapping (for beam: its quality; for profile_dp: the base builder)")
     threads: int | None = Field(None, ge=1, description="numba threads (default: all cores)")
     meta: dict | None = Field(None, description="free-form notes (e.g. where a tuned config came from); ignored by the solver")
-    greedy: GreedyConfig = Field(default_factory=GreedyConfig)
-    lookahead: LookaheadConfig = Field(default_factory=LookaheadConfig)
-    beam: BeamConfig = Field(default_factory=BeamConfig)
-    online: OnlineConfig = Field(default_factory=OnlineConfig)
-    mcts: MCTSConfig = Field(default_factory=MCTSConfig)
-    profile_dp: ProfileDPConfig = Field(default_factory=ProfileDPConfig)
-    backsearch: BacksearchConfig = Field(default_factory=BacksearchConfig)
 
     def evaluator_keys(self) -> tuple[str, ...]:
         """The `EVALUATOR_KEYS` this configuration's policy reads."""
@@ -205,3 +178,41 @@ class SolverConfig(Strict):
         if self.pieces is None and get_rules(self.rules).piece_limit is None:
             raise ValueError(f"pieces: required for rules {self.rules!r}, which have no piece limit")
         return self
+
+
+class SolverConfig(SolverKeys):
+    """A solver run: which policy plays which pieces with which evaluator, and the settings of
+    each registered policy (its section). Its fields follow the registry (`assemble`)."""
+
+
+def registered_fields(policies: Mapping[str, bool], sections: Mapping[str, type[BaseModel]]) -> dict[str, tuple]:
+    """The fields (``create_model`` definitions) the registry adds to `SolverKeys`: ``policy``, one
+    of ``policies`` (name -> whether it plays the known sequence), and a section per key of
+    ``sections`` (its model, defaults when absent)."""
+    names = tuple(policies)
+    known = ", ".join(n for n in names if policies[n])
+    unknown = ", ".join(n for n in names if not policies[n])
+    description = (f"the search policy; for the known sequence: {known or '(none)'}; for unknown pieces (scored on "
+                   f"seeded games, see online): {unknown or '(none)'}. A policy's settings are the section named "
+                   "after it")
+    default = SolverKeys.model_fields["policy"].default
+    fields: dict[str, tuple] = {
+        "policy": (Literal[names] if names else str, Field(default, description=description))}
+    for key, model in sections.items():
+        fields[key] = (model, Field(default_factory=model))
+    return fields
+
+
+def solver_model(fields: dict[str, tuple]) -> type[SolverKeys]:
+    """A new model: `SolverKeys` with ``fields`` (`registered_fields`)."""
+    return create_model("SolverConfig", __base__=SolverKeys, __module__=__name__, __doc__=SolverConfig.__doc__,
+                        **fields)
+
+
+def assemble(fields: dict[str, tuple]) -> None:
+    """Give `SolverConfig` the keys of `SolverKeys` and ``fields``, in place: every module that
+    imported the class sees the registered policies as they are now (a configuration made before
+    keeps the fields it was made with)."""
+    built = solver_model(fields)
+    SolverConfig.__pydantic_fields__ = {name: copy.copy(field) for name, field in built.model_fields.items()}
+    SolverConfig.model_rebuild(force=True)

@@ -10,6 +10,8 @@ from engine.movegen import capacity, new_scratch, placements_into, rows_for
 from evaluators import board_values, priority
 
 from ._base import ABORTED, BLOCKED, GOING, STUCK, Policy, commit, new_path, path_result, value_child, value_scratch
+from .config import GreedyConfig
+from .registry import register
 
 #: pieces per kernel call (progress and Ctrl-C between calls)
 CHUNK = 500
@@ -58,6 +60,7 @@ def greedy_run(sequence, t0, t1, board, rules, spec, threshold, score, path):
     return t1, score, GOING
 
 
+@register(GreedyConfig)
 class Greedy(Policy):
     name = "greedy"
 

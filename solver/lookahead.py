@@ -26,6 +26,8 @@ from evaluators import board_values, priority
 
 from ._base import (ABORTED, BLOCKED, GOING, STUCK, Policy, ValueScratch, best_first, commit, new_path, path_result,
                     value_child, value_scratch)
+from .config import LookaheadConfig
+from .registry import register
 
 #: what a path that dies within the depth loses: any surviving path is worth more
 DEAD = 1e12
@@ -281,6 +283,7 @@ def lookahead_run(sequence, t0, t1, board, rules, spec, settings, threshold, sco
     return t1, score, GOING, nodes
 
 
+@register(LookaheadConfig)
 class Lookahead(Policy):
     name = "lookahead"
 

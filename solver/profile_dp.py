@@ -50,6 +50,8 @@ from evaluators import board_values, priority
 
 from ._base import Policy, best_first, path_result, path_scores, value_child
 from ._splitmix import GOLDEN, mix64
+from .config import ProfileDPConfig
+from .registry import register
 from .result import SolveResult
 
 BITS = 5  #: bits per column in a packed profile
@@ -546,6 +548,7 @@ def warm_layer_kernels(rules) -> None:
 
 
 # --------------------------------------------------------------------------- the policy
+@register(ProfileDPConfig)
 class ProfileDP(Policy):
     name = "profile_dp"
 

@@ -10,9 +10,8 @@ from engine import CLASSIC, GameState
 from engine.board import from_strings
 from evaluators import load_evaluator
 from solver import SolverConfig, solve
-from solver.online import play_games
+from solver.online import make_policy, play_games
 from solver.online.mcts import ENDED, MCTS
-from solver.online.solve import make_policy
 
 
 def config(policy, rules="classic", **kw):
@@ -69,7 +68,7 @@ def python_worths(board, shape, t, evaluator, reduce):
 def test_expect_picks_the_best_two_ply_worth(reduce):
     board = from_strings(["......#.....", "#..#.##.##..", "##.######.##", "####.#######"], width=12, height=26)
     ev = load_evaluator("el_tetris")
-    policy = make_policy(config("expect", online={"reduce": reduce}), ev)
+    policy = make_policy(config("expect", expect={"reduce": reduce}), ev)
     for shape in range(7):
         p = policy.choose(board, 0, shape)
         placements, worths = python_worths(board, shape, 0, ev, reduce)
@@ -118,13 +117,13 @@ def test_mcts_reaching_the_piece_limit_is_an_end_not_a_death():
     policy.seed(1)
     board = np.zeros(rules.height, np.uint16)
     assert policy.choose(board, 10, 2, -1) is not None
-    d_first, d_n, a_visits, a_sum, a_next = policy.tree[3], policy.tree[4], policy.tree[9], policy.tree[10], policy.tree[11]
-    root = slice(d_first[0], d_first[0] + d_n[0])
-    visited = a_visits[root] > 0
+    nodes, after = policy.bundle.tree.decisions, policy.bundle.tree.after
+    root = slice(nodes.first[0], nodes.first[0] + nodes.count[0])
+    visited = after.visits[root] > 0
     assert visited.sum() > 5
     # no simulation was counted as lost (-death_penalty): an empty board cannot top out in 3 pieces
-    assert (a_sum[root][visited] / a_visits[root][visited] > -cfg.mcts.death_penalty / 2).all()
-    assert (a_next[:, 0] == ENDED).any()  # the last piece's after-states are leaves
+    assert (after.total[root][visited] / after.visits[root][visited] > -cfg.mcts.death_penalty / 2).all()
+    assert (after.next[:, 0] == ENDED).any()  # the last piece's after-states are leaves
 
 
 def test_course_preview_survives():
@@ -145,3 +144,17 @@ def test_mcts_time_budget():
     assert took >= 0.030
     legal = GameState(CLASSIC, np.array([3, 4], np.int8), board, end=None).placements()
     assert (legal == p).all(axis=1).any()
+
+
+def test_each_policy_reads_its_own_section_and_the_old_keys_say_where_they_went(tmp_path):
+    from experiments.config import ConfigError
+    from experiments.solve import load_solver_config
+
+    preview = make_policy(config("preview", preview={"keep": 3, "objective": "last"}))
+    expect = make_policy(config("expect", expect={"keep": 5, "reduce": "min"}))
+    assert (preview.bundle.search.keep, preview.bundle.search.last) == (3, True)
+    assert (expect.bundle.search.keep, expect.bundle.search.last, expect.bundle.search.worst) == (5, False, True)
+    path = tmp_path / "old.yaml"
+    path.write_text("policy: expect\nrules: classic\npieces: 10\nonline:\n  games: 2\n  keep: 4\n")
+    with pytest.raises(ConfigError, match="keep: moved to preview.keep and expect.keep"):
+        load_solver_config(path)

@@ -1,15 +1,15 @@
-"""Policies for unknown pieces (random-piece rules and the course protocol), one module each behind
-`OnlinePolicy`: `one_ply`, `preview` (1-ply + the shown next piece), `expect` (2-ply, expectation or
-minimum over the seven unknown pieces), `mcts`; `games` plays seeded games with a piece cap."""
+"""Policies for unknown pieces (random-piece rules and the course protocol): one module each, a class
+derived from `OnlinePolicy` registered by name (`solver.registry`); `games` plays seeded games
+with a piece cap. The package's modules are discovered, not listed: a new policy is one module
+(here or anywhere else), built on the kernels exported here (`Workspace`, its ply levels `CURRENT`
+and `NEXT`, `ply`, `ply_scratch`)."""
 
-from ._base import OnlinePolicy
-from .expect import Expect
-from .games import GAME_ENDS, GamesResult, play_game, play_games
-from .mcts import MCTS
-from .one_ply import OnePly
-from .preview import Preview
+from .. import registry
+from ._base import OnlinePolicy, choose
+from ._kernels import CURRENT, DEAD, NEXT, Workspace, ply, ply_scratch
+from .games import GAME_ENDS, GamesResult, make_policy, play_game, play_games, solve_games
 
-ONLINE_POLICIES: dict[str, type[OnlinePolicy]] = {p.name: p for p in (OnePly, Preview, Expect, MCTS)}
+registry.discover(__name__)  # every policy module registers its policy
 
-__all__ = ["Expect", "GAME_ENDS", "GamesResult", "MCTS", "ONLINE_POLICIES", "OnePly", "OnlinePolicy", "Preview",
-           "play_game", "play_games"]
+__all__ = ["CURRENT", "DEAD", "GAME_ENDS", "GamesResult", "NEXT", "OnlinePolicy", "Workspace", "choose", "make_policy",
+           "play_game", "play_games", "ply", "ply_scratch", "solve_games"]

@@ -1,76 +1,104 @@
-"""What the policies for unknown pieces share: parameters, scratch, and the one-move call.
+"""What the policies for unknown pieces share: the class a policy derives from, and `choose`, the
+one call the game loop makes.
 
 A policy for unknown pieces (an *online* policy) sees only the board, the current piece and, when
-the game shows it, the preview; it never reads further along the sequence. `OnlinePolicy.choose`
-picks one placement; `solver.online.games.play_games` plays whole seeded games with it inside numba.
+the game shows it, the preview; it never reads further along the sequence. One module per policy
+declares, on a class derived from `OnlinePolicy` and registered with `solver.registry.register`:
+
+- ``name``, and its settings (a pydantic model, the configuration section named after it) in the
+  decorator, if it has any;
+- ``Bundle``: a NamedTuple class of its own, its parameters and state as its kernel reads them
+  (numba compiles it as a tuple), and `OnlinePolicy.new_bundle`, which builds one;
+- ``choose_kernel``: a numba kernel ``choose(bundle, board, shape, preview, t, rules, spec, ws)``
+  returning the index of the chosen placement of the current piece in ``ws.found[CURRENT]`` (-1
+  when none survives); ``rules`` is `engine.KernelRules`, ``spec`` the evaluator's
+  `EvaluatorSpec`, ``ws`` the shared `Workspace`.
+
+The game loop (`solver.online.games`) calls `choose`, a numba overload that compiles, into the
+calling kernel, the kernel of the registered policy whose ``Bundle`` is the bundle's class: no
+dispatch code lists the policies.
 """
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from engine import Rules
-from engine.movegen import capacity
-from engine.movegen import rows_for
 from evaluators import Evaluator
 
+from .. import registry
 from ..config import SolverConfig
-from ._kernels import (N_PARAMS, P_DEATH, P_EXPLORATION, P_KEEP, P_MS, P_OBJECTIVE_LAST, P_REDUCE_MIN,
-                       P_ROLLOUT, P_SIMULATIONS, P_USE_PREVIEW, P_VALUE_WEIGHT, workspace)
-
-
-def policy_params(config: SolverConfig) -> np.ndarray:
-    """The float64 parameter vector the kernels read (slots ``P_*`` of `_kernels`)."""
-    p = np.zeros(N_PARAMS)
-    p[P_OBJECTIVE_LAST] = config.online.objective == "last"
-    p[P_KEEP] = config.online.keep
-    p[P_REDUCE_MIN] = config.online.reduce == "min"
-    p[P_SIMULATIONS] = config.mcts.simulations
-    p[P_MS] = config.mcts.ms or 0.0
-    p[P_EXPLORATION] = config.mcts.exploration
-    p[P_ROLLOUT] = config.mcts.rollout
-    p[P_VALUE_WEIGHT] = config.mcts.value_weight
-    p[P_DEATH] = config.mcts.death_penalty
-    p[P_USE_PREVIEW] = config.mcts.use_preview
-    return p
+from ._kernels import CURRENT, workspace
 
 
 class OnlinePolicy:
-    """One policy for unknown pieces under ``rules`` with ``evaluator``; subclasses name a kernel
-    (``code``, dispatched by `solver.online.games.choose_any`)."""
+    """One policy for unknown pieces under ``rules`` with ``evaluator`` (see the module docstring
+    for what a subclass declares). ``bundle`` is its bundle for this configuration, ``ws`` its
+    workspace."""
 
-    name: str = ""
-    code: int = -1
+    name: ClassVar[str] = ""
+    #: it plays unknown pieces, scored on seeded games (`solver.registry`)
+    known_pieces: ClassVar[bool] = False
+    Bundle: ClassVar[type]
+    choose_kernel: ClassVar[Any]
 
     def __init__(self, config: SolverConfig, rules: Rules, evaluator: Evaluator):
-        from .mcts import tree_arrays
-
         self.config = config
         self.rules = rules
         self.evaluator = evaluator
-        self.params = policy_params(config)
         self.spec = evaluator.spec
-        self.tie_break = TIE_BREAKS[evaluator.tie_break]
-        cap = capacity(rules)
-        self.ws = workspace(rules.height, cap, self.spec[0].shape[0], rows_for(rules.height))
-        self.tree = tree_arrays(rules.height, *self.tree_size(config, cap))
-        self.child = np.zeros(rules.height, np.uint16)
-        self.scratch_board = np.zeros(rules.height, np.uint16)
+        self.ws = workspace(rules.height, rules.width, self.spec.weights.shape[0])
+        self.bundle = self.new_bundle()
 
-    @staticmethod
-    def tree_size(config: SolverConfig, cap: int) -> tuple[int, int]:
-        """(simulations, placements per node) the search tree is sized for: none but MCTS keeps one."""
-        return 0, 1
+    @property
+    def settings(self):
+        """This policy's section of the configuration (registered with settings)."""
+        return getattr(self.config, self.name)
+
+    def new_bundle(self):
+        """The bundle its kernel reads, for this configuration and rules (a policy without
+        settings or state: an empty one)."""
+        return self.Bundle()
 
     def seed(self, seed: int) -> None:
-        """Seed the policy's own generator (MCTS draws) from a game's seed."""
-        self.tree[-1][0] = np.uint64((int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % (1 << 64))
+        """Seed the policy's own draws from a game's seed (a policy without draws: nothing)."""
 
     def choose(self, board: np.ndarray, t: int, shape: int, preview: int = -1) -> np.ndarray | None:
         """The placement (x, y, state) for piece ``t`` (0-based) of ``shape`` on ``board``, with the
         preview's shape or -1; None when every placement ends the game."""
-        from .games import choose_any
+        board = np.ascontiguousarray(board, np.uint16)
+        kernel = type(self).choose_kernel  # on the class: a numba function is not bound to the object
+        k = kernel(self.bundle, board, shape, preview, t, self.rules.kernel, self.spec, self.ws)
+        return None if k < 0 else self.ws.found[CURRENT, k].copy()
 
-        k = choose_any(self.code, np.ascontiguousarray(board, np.uint16), shape, preview, t, self.rules.kernel,
-                       self.spec, self.tie_break, self.params, self.ws, self.tree, self.child, self.scratch_board)
-        return None if k < 0 else self.ws[6][0, k].copy()
+
+def choose(bundle, board, shape, preview, t, rules, spec, ws):
+    """The choice of the policy whose bundle ``bundle`` is: the index into ``ws.found[CURRENT]`` of
+    the placement of the current piece (``shape``, piece ``t``, with the shown ``preview`` or -1)
+    on ``board``, or -1 when every placement ends the game. Numba kernels only: the policy's
+    kernel is compiled into the caller, chosen by the bundle's class."""
+    raise TypeError("choose is a numba kernel: call it from a jitted function, or use OnlinePolicy.choose")
+
+
+def policy_of(bundle_class: type | None) -> type[OnlinePolicy]:
+    """The registered policy for unknown pieces whose ``Bundle`` is ``bundle_class``."""
+    for entry in registry.entries():
+        if not entry.known_pieces and entry.policy.Bundle is bundle_class:
+            return entry.policy
+    raise registry.RegistryError(f"no registered policy for unknown pieces has the bundle class {bundle_class!r}")
+
+
+@overload(choose)
+def _choose_overload(bundle, board, shape, preview, t, rules, spec, ws):
+    if not isinstance(bundle, types.BaseNamedTuple):
+        return None
+    kernel = policy_of(bundle.instance_class).choose_kernel
+
+    def impl(bundle, board, shape, preview, t, rules, spec, ws):
+        return kernel(bundle, board, shape, preview, t, rules, spec, ws)
+
+    return impl

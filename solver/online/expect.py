@@ -7,18 +7,42 @@ searched (0: all). The preview is not used: this is the search for games that sh
 
 from __future__ import annotations
 
-from numba import njit
+from typing import Literal, NamedTuple
 
+from numba import njit
+from pydantic import Field
+
+from ..registry import register
 from ._base import OnlinePolicy
-from ._kernels import two_ply
+from ._kernels import SHAPES
+from ._two_ply import TwoPly, TwoPlyConfig, two_ply, two_ply_search
+
+
+class ExpectConfig(TwoPlyConfig):
+    """``expect``: 2-ply over the seven unknown next shapes, their best values reduced by their mean
+    or their minimum (see `solver/online/expect.py`)."""
+
+    reduce: Literal["mean", "min"] = Field(
+        "mean", description="the seven unknown pieces' best values reduced by their mean or their minimum")
+
+
+class ExpectBundle(NamedTuple):
+    """Expect's bundle: its 2-ply search over the seven shapes."""
+
+    search: TwoPly
 
 
 @njit(cache=True)
-def choose_expect(board, shape, t, R, spec, tie_break, params, ws, child):
-    """Index into ``ws.found[0]`` of the chosen placement (-1 when every child is dead)."""
-    return two_ply(board, shape, t, 0, 7, R, spec, tie_break, params, ws, child)
+def choose_expect(bundle, board, shape, preview, t, rules, spec, ws):
+    """Index into ``ws.found[CURRENT]`` of the chosen placement (-1 when every child is dead)."""
+    return two_ply(board, shape, t, 0, SHAPES, rules, spec, ws, bundle.search)
 
 
+@register(ExpectConfig)
 class Expect(OnlinePolicy):
     name = "expect"
-    code = 2
+    Bundle = ExpectBundle
+    choose_kernel = choose_expect
+
+    def new_bundle(self):
+        return ExpectBundle(two_ply_search(self.settings, worst=self.settings.reduce == "min"))

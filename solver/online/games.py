@@ -1,9 +1,11 @@
-"""Whole games for policies of unknown pieces: N seeded games with a piece cap, inside numba.
+"""Seeded games for the policies of unknown pieces: N games with a piece cap, played inside numba,
+and the series as a solver result (what `solve` returns for such a policy, what tuning scores).
 
 Game ``i`` draws its pieces from the rules' source with seed ``seed + i`` (`PieceSource.sequence`,
 so a game's pieces are exactly the rules' sequence for that seed); the policy sees the current piece
 and the next one (the preview) only. A game ends when a piece's spawn is blocked, when no placement
-survives (``stuck``), when a lock ends it under the rules, or at the cap (``capped``).
+survives (``stuck``), when a lock ends it under the rules, or at the cap (``capped``). The
+configuration's ``online`` section says how many games a series plays.
 """
 
 from __future__ import annotations
@@ -13,54 +15,85 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
+from pydantic import Field, model_validator
 
-from engine import Rules
+from engine import Rules, get_rules
+from engine._numba_cache import KERNEL_PACKAGES
 from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
+from evaluators import Evaluator, load_evaluator
 
-from .expect import choose_expect
-from .mcts import choose_mcts
-from .one_ply import choose_one_ply
-from .preview import choose_preview
+from .. import registry
+from ..config import SolverConfig, Strict
+from ..result import SolveResult
+from ..threshold import Threshold
+from ._base import OnlinePolicy, choose
+from ._kernels import CURRENT
 
-#: why a game ended (codes of `play_chunk`)
+#: why a game ended (the end codes of `play_chunk`, but `PLAYING`)
 GAME_ENDS = ("capped", "stuck", "spawn_blocked", "rules_end")
+CAPPED, STUCK, SPAWN_BLOCKED, RULES_END = range(len(GAME_ENDS))
+#: `play_chunk`'s end code while the game goes on
+PLAYING = -1
 CHUNK = 20_000  # pieces per kernel call (progress and Ctrl-C between calls)
+#: keys the ``online`` section held before each policy had its own section -> where they are now
+MOVED_KEYS = {"objective": "preview.objective and expect.objective", "keep": "preview.keep and expect.keep",
+              "reduce": "expect.reduce"}
 
 
-@njit(cache=True)
-def choose_any(code, board, shape, preview, t, R, spec, tie_break, params, ws, tree, child, scratch_board):
-    """The policy ``code``'s choice: an index into ``ws.found[0]`` or -1."""
-    if code == 0:
-        return choose_one_ply(board, shape, t, R, spec, tie_break, ws)
-    if code == 1:
-        return choose_preview(board, shape, preview, t, R, spec, tie_break, params, ws, child)
-    if code == 2:
-        return choose_expect(board, shape, t, R, spec, tie_break, params, ws, child)
-    return choose_mcts(board, shape, preview, t, R, spec, tie_break, params, ws, tree, scratch_board)
+class OnlineConfig(Strict):
+    """``online``: how a policy for unknown pieces, which sees the current piece and the preview
+    only, is scored: it plays ``games`` seeded games (seeds ``seed``, ``seed`` + 1, ...;
+    ``pieces`` is the cap per game) and scores their mean. Each such policy's own settings are in
+    its section."""
+
+    games: int = Field(1, ge=1, description="seeded games played; the score is their mean")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data):
+        moved = [k for k in MOVED_KEYS if isinstance(data, dict) and k in data]
+        if moved:
+            raise ValueError("; ".join(f"{k}: moved to {MOVED_KEYS[k]}" for k in moved))
+        return data
 
 
-@njit(cache=True)
-def play_chunk(code, sequence, t0, t1, board, R, spec, tie_break, params, ws, tree, child, scratch_board,
-               score, kinds):
+registry.register_section("online", OnlineConfig, known_pieces=False, module=__name__)
+
+
+def _play_chunk(bundle, sequence, t0, t1, board, rules, spec, ws, score, kinds):
     """Play pieces t0 .. t1 - 1 of ``sequence`` (which holds one more piece, the last preview) on
-    ``board`` in place; returns (pieces placed, score, end code: -1 going on, else `GAME_ENDS`)."""
-    found = ws[6]
+    ``board`` in place with the policy whose bundle is ``bundle`` (`choose`); returns (pieces
+    placed, score, end code: `PLAYING`, else an index into `GAME_ENDS`); ``kinds[f]`` counts the
+    clears of f rows."""
+    found = ws.found[CURRENT]
     for t in range(t0, t1):
         shape = sequence[t]
-        if spawn_blocked(board, R[0][shape, spawn_state(t, R)], R):
-            return t, score, 2
-        k = choose_any(code, board, shape, sequence[t + 1], t, R, spec, tie_break, params, ws, tree, child,
-                       scratch_board)
+        if spawn_blocked(board, rules, shape, spawn_state(t, rules)):
+            return t, score, SPAWN_BLOCKED
+        k = choose(bundle, board, shape, sequence[t + 1], t, rules, spec, ws)
         if k < 0:
-            return t, score, 1
-        end, f, points = lock_and_score(board, R[0][shape, found[0, k, 2]], found[0, k, 0], found[0, k, 1],
-                                        t + 1, R)
-        if end != GOING_ON:
-            return t + 1, score, 3
-        score += points
-        if f:
-            kinds[f] += 1
-    return t1, score, -1
+            return t, score, STUCK
+        lock = lock_piece(board, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
+        if lock.end != GOING_ON:
+            return t + 1, score, RULES_END
+        score += lock.points
+        if lock.lines:
+            kinds[lock.lines] += 1
+    return t1, score, PLAYING
+
+
+#: the game loop, compiled once per policy and cached on disk: for the policies of the kernel
+#: packages, whose sources name numba's cache directory (`engine._numba_cache`)
+play_chunk = njit(cache=True)(_play_chunk)
+#: the same loop compiled in each process: for a policy defined elsewhere (a test, a notebook),
+#: whose edits the on-disk cache would not notice
+play_chunk_fresh = njit(_play_chunk)
+
+
+def game_loop(policy: OnlinePolicy):
+    """The compiled game loop for ``policy`` (`play_chunk` or `play_chunk_fresh`)."""
+    package = type(policy.bundle).__module__.split(".")[0]
+    return play_chunk if package in KERNEL_PACKAGES else play_chunk_fresh
 
 
 @dataclass
@@ -101,29 +134,39 @@ class GamesResult:
         }
 
 
-def play_game(policy, seed: int, cap: int, progress=None) -> tuple[int, int, str, np.ndarray, float]:
+def make_policy(config: SolverConfig, evaluator: Evaluator | None = None) -> OnlinePolicy:
+    """The `OnlinePolicy` of ``config`` (its rules and evaluator resolved); ValueError when its
+    policy plays the known sequence."""
+    entry = registry.get(config.policy)
+    if entry.known_pieces:
+        raise ValueError(f"policy {config.policy!r} plays the known sequence, not unknown pieces "
+                         f"(those are {', '.join(registry.names(known_pieces=False))})")
+    return entry.policy(config, get_rules(config.rules), evaluator or load_evaluator(config.evaluator))
+
+
+def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None) -> tuple[int, int, str, np.ndarray, float]:
     """One game: (score, pieces, end, clear kinds, seconds). ``progress(pieces, score)`` after each
     chunk."""
     rules: Rules = policy.rules
     sequence = np.ascontiguousarray(rules.sequence(cap + 1, seed), dtype=np.int64)
     board = np.zeros(rules.height, np.uint16)
     kinds = np.zeros(5, np.int64)
+    loop = game_loop(policy)
     policy.seed(seed)
     start = time.perf_counter()
-    t, score, end = 0, 0, -1
-    while t < cap and end < 0:
-        t, score, end = play_chunk(policy.code, sequence, t, min(cap, t + CHUNK), board, rules.kernel, policy.spec,
-                                   policy.tie_break, policy.params, policy.ws, policy.tree, policy.child,
-                                   policy.scratch_board, score, kinds)
+    t, score, end = 0, 0, PLAYING
+    while t < cap and end == PLAYING:
+        t, score, end = loop(policy.bundle, sequence, t, min(cap, t + CHUNK), board, rules.kernel, policy.spec,
+                             policy.ws, score, kinds)
         if progress:
             progress(int(t), int(score))
-    return int(score), int(t), GAME_ENDS[0] if end < 0 else GAME_ENDS[end], kinds, time.perf_counter() - start
+    return int(score), int(t), GAME_ENDS[CAPPED if end == PLAYING else end], kinds, time.perf_counter() - start
 
 
-def play_games(policy, seeds, cap: int, progress=None, stop=None) -> GamesResult:
-    """Play one game per seed with ``policy`` (an `OnlinePolicy`) up to ``cap`` pieces each.
-    ``progress(game index, pieces, score)`` after each chunk; ``stop(game index, scores so far)``
-    returning True ends the series after that game (early abort)."""
+def play_games(policy: OnlinePolicy, seeds, cap: int, progress=None, stop=None) -> GamesResult:
+    """Play one game per seed with ``policy`` up to ``cap`` pieces each. ``progress(game index,
+    pieces, score)`` after each chunk; ``stop(game index, scores so far)`` returning True ends the
+    series after that game (early abort)."""
     scores, pieces, ends, secs = [], [], [], []
     kinds = np.zeros(5, np.int64)
     seeds = [int(s) for s in seeds]
@@ -139,3 +182,45 @@ def play_games(policy, seeds, cap: int, progress=None, stop=None) -> GamesResult
             break
     return GamesResult(seeds[:len(scores)], cap, np.array(scores, np.int64), np.array(pieces, np.int64), ends,
                        tuple(int(v) for v in kinds), np.array(secs))
+
+
+def solve_games(config: SolverConfig, threshold: Threshold | None = None, progress=None,
+                evaluator: Evaluator | None = None) -> SolveResult:
+    """The series of a configuration: ``config.online.games`` games (seeds ``config.seed`` (default
+    0), + 1, ...) with a cap of ``config.pieces`` pieces. The result's ``score`` is the mean score
+    rounded to an integer; ``score_by_step[g]`` is game g's score and ``best_by_step[g]`` the
+    running mean after it (the curve early abort compares: a threshold is checked after each
+    game); ``pieces`` counts every piece placed; ``extra["games"]`` holds `GamesResult.summary`.
+    ``progress(pieces, total, score)`` counts pieces over all games."""
+    policy = make_policy(config, evaluator)
+    cap = int(config.pieces)
+    n = config.online.games
+    first = 0 if config.seed is None else int(config.seed)
+    curve = threshold.kernel_arrays(n) if threshold else None
+    stopped = {"at": None}
+
+    def stop(i, scores):
+        if curve is not None and np.mean(scores) < curve[i]:
+            stopped["at"] = i
+            return True
+        return False
+
+    def report(i, t, s):
+        if progress:
+            progress(i * cap + t, n * cap, s)
+
+    play_game(policy, first, 1)  # load or compile the kernels
+    start = time.perf_counter()
+    games = play_games(policy, range(first, first + n), cap, report, stop)
+    seconds = time.perf_counter() - start
+    scores = games.scores
+    running = (np.cumsum(scores) / np.arange(1, len(scores) + 1)).round().astype(np.int64)
+    result = SolveResult(
+        score=int(round(games.mean)), pieces=int(games.pieces.sum()), score_by_step=scores.copy(),
+        best_by_step=running, clear_kinds=games.clear_kinds, placements=np.zeros((0, 3), np.int64),
+        stop="aborted" if stopped["at"] is not None else "done", seconds=seconds,
+        extra={"games": games.summary()})
+    if stopped["at"] is not None:
+        result.abort_piece = stopped["at"] + 1
+        result.abort_threshold = float(curve[stopped["at"]])
+    return result

@@ -5,18 +5,20 @@ The tree alternates *decision nodes* (a board and the piece to place on it) and 
 the next piece is the preview when it is known (the root's children), else a uniformly drawn shape,
 and each drawn shape gets its own decision node. One *simulation*:
 
-1. selection: from the root, at each decision node pick the after-state with the highest UCT score
-   ``q + c * sqrt(ln N / n)`` (``q``: its mean reward scaled to [0, 1] by the least and greatest
-   rewards seen this move; ``N``, ``n``: visits of the node and of the after-state; ``c``:
-   ``exploration``); an after-state never visited is taken first, the highest-valued one first;
-   then draw the next piece and descend;
-2. expansion: a decision node is expanded (all its placements locked, valued) on its first visit;
-3. rollout: from a newly visited after-state, ``rollout`` pieces drawn uniformly are placed by the
-   1-ply evaluator;
-4. back-propagation: the reward, the points scored along the tree path and the rollout plus
-   ``value_weight`` times the evaluator value of the last placement (or ``-death_penalty`` when the
-   game was lost on the way; a path reaching the rules' last piece, ``piece_limit``, ends there and
-   is worth its points alone), is added to every after-state on the path.
+1. selection (`descend`, `select`): from the root, at each decision node pick the after-state with
+   the highest UCT score ``q + c * sqrt(ln N / n)`` (``q``: its mean reward scaled to [0, 1] by
+   the least and greatest rewards seen this move; ``N``, ``n``: visits of the node and of the
+   after-state; ``c``: ``exploration``); an after-state never visited is taken first, the
+   highest-valued one first; then draw the next piece and descend (`follow`);
+2. expansion (`expand`): a decision node is expanded (all its placements locked, valued) on its
+   first visit;
+3. rollout (`rollout`, `reward`): from a newly visited after-state, ``rollout`` pieces drawn
+   uniformly are placed by the 1-ply evaluator;
+4. back-propagation (`back_propagate`): the reward, the points scored along the tree path and the
+   rollout plus ``value_weight`` times the evaluator value of the last placement (or
+   ``-death_penalty`` when the game was lost on the way; a path reaching the rules' last piece,
+   ``piece_limit``, ends there and is worth its points alone), is added to every after-state on
+   the path.
 
 The budget is ``simulations`` per move, or ``ms`` milliseconds per move when set. The move is the
 root's most visited after-state (ties: the higher value). Random draws come from a splitmix64
@@ -27,250 +29,398 @@ reproducible.
 from __future__ import annotations
 
 import math
+import time
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, objmode
+from pydantic import Field
 
-from engine.movegen import placements_into
 from engine.lock import GOING_ON, PIECE_LIMIT, lock_piece, spawn_blocked, spawn_state
+from engine.movegen import capacity, placements_into
 from evaluators import board_values
 
 from .._base import value_child
 from .._splitmix import next_random
+from ..config import Strict
+from ..registry import register
 from ._base import OnlinePolicy
-from ._kernels import (P_DEATH, P_EXPLORATION, P_MS, P_ROLLOUT, P_SIMULATIONS, P_USE_PREVIEW,
-                       P_VALUE_WEIGHT, ply)
+from ._kernels import CURRENT, NEXT, SHAPES, TREE, ply, ply_scratch
 
 
-def tree_arrays(height: int, simulations: int, capacity: int) -> tuple:
-    """The search tree's storage for ``simulations`` simulations per move (at most one new decision
-    node and its children per simulation): decision nodes (board, shape, piece, first child,
-    children (-1: not expanded), visits), after-states (board, points, value, visits, reward sum,
-    next decision node per shape, placement index), the path, and the generator state."""
+class MCTSConfig(Strict):
+    """``mcts``: UCT over placements with chance nodes for the unknown pieces, rollouts by the
+    1-ply evaluator (see `solver/online/mcts.py`)."""
+
+    simulations: int = Field(200, ge=1, description="simulations per move (when ms is null)")
+    ms: float | None = Field(None, gt=0, description="milliseconds per move instead of a simulation count")
+    exploration: float = Field(0.5, ge=0, description="UCT constant c (rewards scaled to [0, 1])")
+    rollout: int = Field(10, ge=0, description="pieces per rollout, placed 1-ply")
+    value_weight: float = Field(1.0, description="weight of the evaluator value of the rollout's last placement in the reward")
+    death_penalty: float = Field(10000.0, ge=0, description="reward of a simulation in which the game ends")
+    use_preview: bool = Field(True, description="the root's chance node is the shown preview")
+
+
+#: ``AfterStates.next`` of an after-state whose lock ends the game (the piece limit): a leaf worth its points
+ENDED = -2
+#: ``AfterStates.next`` of a shape not drawn yet after that after-state
+UNDRAWN = -1
+#: ``Decisions.count`` of a decision node not expanded yet
+NOT_EXPANDED = -1
+#: the root's decision node
+ROOT = 0
+#: tree paths are stored up to this many after-states
+PATH_LENGTH = 4096
+#: a time budget (``ms``) gets storage for this many simulations (the search stops early when it is full)
+TIMED_SIMULATIONS = 20_000
+#: slots of `Tree.used` and `Tree.rewards`
+DECISIONS_USED, AFTER_STATES_USED = 0, 1
+LEAST, GREATEST = 0, 1
+#: `Walk.outcome`: where a simulation's walk down the tree stopped
+LEAF, ENDED_PATH, DEAD_END, FULL = range(4)
+#: the generator's state is seeded as (seed x MIX_MULTIPLIER + MIX_INCREMENT) mod 2^64
+MIX_MULTIPLIER, MIX_INCREMENT = 0x9E3779B97F4A7C15, 0x632BE59BD9B4E019
+
+
+class Decisions(NamedTuple):
+    """The decision nodes, one row each: ``board``, the ``shape`` to place on it as ``piece``
+    (0-based index in the game), its after-states ``first`` .. ``first + count - 1`` (``count``
+    `NOT_EXPANDED` before its first visit), its ``visits``."""
+
+    board: np.ndarray
+    shape: np.ndarray
+    piece: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    visits: np.ndarray
+
+
+class AfterStates(NamedTuple):
+    """The after-states, one row each: ``board`` after the lock, the lock's ``points``, the
+    evaluator's ``value``, ``visits``, ``total`` (the sum of the rewards back-propagated through it),
+    ``next[a, shape]`` (the decision node after it when the next piece is ``shape``: `UNDRAWN`, or
+    `ENDED` for the game's last lock), and ``placement`` (its index among its node's placements)."""
+
+    board: np.ndarray
+    points: np.ndarray
+    value: np.ndarray
+    visits: np.ndarray
+    total: np.ndarray
+    next: np.ndarray
+    placement: np.ndarray
+
+
+class Tree(NamedTuple):
+    """The search tree of one move: ``decisions`` and ``after`` (storage for every node a move's
+    simulations can create), the current simulation's path (``path_decision[i]`` and
+    ``path_after[i]``, its i-th node and the after-state taken there), ``used`` (decision nodes and
+    after-states in use) and ``rewards`` (the least and greatest reward seen this move)."""
+
+    decisions: Decisions
+    after: AfterStates
+    path_decision: np.ndarray
+    path_after: np.ndarray
+    used: np.ndarray
+    rewards: np.ndarray
+
+
+class MCTSBundle(NamedTuple):
+    """MCTS's bundle: its settings as the kernel reads them (``ms`` 0: no time budget), the tree,
+    and ``rng``, the state of the generator of its draws."""
+
+    simulations: int
+    ms: float
+    exploration: float
+    rollout: int
+    value_weight: float
+    death_penalty: float
+    use_preview: bool
+    tree: Tree
+    rng: np.ndarray
+
+
+class Walk(NamedTuple):
+    """Where a simulation's walk down the tree stopped: its ``outcome`` (`LEAF`: at an after-state
+    never visited, ``leaf``; `ENDED_PATH`: at the game's last lock; `DEAD_END`: at a decision node
+    with no surviving placement; `FULL`: the storage is full), the after-states on its path
+    (``steps``), the decision nodes it went down (``depth``) and the points of its locks
+    (``reward``)."""
+
+    outcome: int
+    steps: int
+    depth: int
+    reward: float
+    leaf: int
+
+
+def new_tree(height: int, simulations: int, capacity: int) -> Tree:
+    """Storage for ``simulations`` simulations per move (at most one new decision node and its
+    ``capacity`` after-states per simulation)."""
     nd = simulations + 2
     na = nd * capacity
-    return (np.zeros((nd, height), np.uint16), np.zeros(nd, np.int64), np.zeros(nd, np.int64),
-            np.zeros(nd, np.int64), np.zeros(nd, np.int64), np.zeros(nd, np.int64),
-            np.zeros((na, height), np.uint16), np.zeros(na, np.int64), np.zeros(na), np.zeros(na, np.int64),
-            np.zeros(na), np.zeros((na, 7), np.int64), np.zeros(na, np.int64),
-            np.zeros(4096, np.int64), np.zeros(4096, np.int64), np.zeros(1, np.uint64))
-
-
-#: ``a_next`` of an after-state whose lock ends the game (the piece limit): a leaf worth its points
-ENDED = -2
+    decisions = Decisions(np.zeros((nd, height), np.uint16), *(np.zeros(nd, np.int64) for _ in range(5)))
+    after = AfterStates(np.zeros((na, height), np.uint16), np.zeros(na, np.int64), np.zeros(na),
+                        np.zeros(na, np.int64), np.zeros(na), np.zeros((na, SHAPES), np.int64), np.zeros(na, np.int64))
+    return Tree(decisions, after, np.zeros(PATH_LENGTH, np.int64), np.zeros(PATH_LENGTH, np.int64),
+                np.zeros(2, np.int64), np.zeros(2))
 
 
 @njit(cache=True)
 def random_shape(rng):
-    return np.int64(next_random(rng) % np.uint64(7))
-
-
-@njit(cache=True)
-def _expand(d, R, spec, tree, ws, na_used):
-    """Create the after-states of decision node ``d``; returns the new count of after-states used
-    (-1 when the storage is full)."""
-    d_board, d_shape, d_t, d_first, d_n, d_visits, a_board, a_points, a_value, a_visits, a_sum, a_next, \
-        a_place, path_a, path_d, rng = tree
-    fit, free, visited, front, nxt, layers, found, pvals, locked, cleared, values, ranks = ws
-    cells = R[0]
-    board = d_board[d]
-    shape = d_shape[d]
-    t = d_t[d]
-    ss = spawn_state(t, R)
-    d_first[d] = na_used
-    d_n[d] = 0
-    if spawn_blocked(board, cells[shape, ss], R):
-        return na_used
-    n = placements_into(board, cells[shape], R[1][shape], R[3], R[5], R[6], ss, R[12], fit, free, visited,
-                        front, nxt, layers, found[2])
-    if na_used + n > a_board.shape[0]:
-        d_n[d] = -1
-        return -1
-    parent_values(board, R[3], spec, pvals[2])
-    for k in range(n):
-        x, y, s = found[2, k, 0], found[2, k, 1], found[2, k, 2]
-        alive, v = value_child(board, pvals[2], cells[shape, s], x, y, R, spec, locked[2], cleared[2])
-        if not alive:
-            continue
-        a = na_used
-        a_board[a] = board
-        end, f, points = lock_and_score(a_board[a], cells[shape, s], x, y, t + 1, R)
-        a_points[a] = points
-        a_value[a] = v
-        a_visits[a] = 0
-        a_sum[a] = 0.0
-        a_next[a, :] = -1 if end == GOING_ON else ENDED
-        a_place[a] = k
-        na_used += 1
-        d_n[d] += 1
-    return na_used
-
-
-@njit(cache=True)
-def _rollout(board, t, preview, pieces, R, spec, tie_break, ws, rng, out):
-    """Play ``pieces`` drawn pieces (the first is ``preview`` when >= 0) 1-ply from ``board`` (copied
-    into ``out``); returns (points, last value, dead)."""
-    fit, free, visited, front, nxt, layers, found, pvals, locked, cleared, values, ranks = ws
-    out[:] = board
-    points = 0
-    last = np.nan
-    for i in range(pieces):
-        shape = preview if (i == 0 and preview >= 0) else random_shape(rng)
-        k, v = ply(1, out, shape, t + i, R, spec, tie_break, ws)
-        if k < 0:
-            return points, 0.0, True
-        end, f, p = lock_and_score(out, R[0][shape, found[1, k, 2]], found[1, k, 0], found[1, k, 1],
-                                   t + i + 1, R)
-        points += p
-        last = v
-        if end == PIECE_LIMIT:  # the game is over, not lost: no future value
-            return points, 0.0, False
-        if end != GOING_ON:
-            return points, 0.0, True
-    return points, last, False
+    return np.int64(next_random(rng) % np.uint64(SHAPES))
 
 
 @njit(cache=True)
 def _now_ms():
     with objmode(t="float64"):
-        t = time_ms()
+        t = time.perf_counter() * 1000.0
     return t
 
 
-def time_ms() -> float:
-    import time
-
-    return time.perf_counter() * 1000.0
+@njit(cache=True)
+def expand(d, rules, spec, tree, ws):
+    """Expansion: create the after-states of decision node ``d``, every surviving placement of its
+    piece locked and valued (none when its spawn is blocked); False when the storage is full (the
+    node stays `NOT_EXPANDED`)."""
+    nodes, after = tree.decisions, tree.after
+    board = nodes.board[d]
+    shape = nodes.shape[d]
+    t = nodes.piece[d]
+    ss = spawn_state(t, rules)
+    used = tree.used[AFTER_STATES_USED]
+    nodes.first[d] = used
+    nodes.count[d] = 0
+    if spawn_blocked(board, rules, shape, ss):
+        return True
+    found = ws.found[TREE]
+    vs = ply_scratch(ws, TREE)
+    n = placements_into(board, rules, shape, ss, ws.moves, found)
+    if used + n > after.board.shape[0]:
+        nodes.count[d] = NOT_EXPANDED
+        return False
+    board_values(board, rules.width, spec, vs.pvals)
+    for k in range(n):
+        x, y, s = found[k, 0], found[k, 1], found[k, 2]
+        alive, v = value_child(board, rules, shape, s, x, y, t + 1, spec, vs)
+        if not alive:
+            continue
+        a = used
+        after.board[a] = board
+        lock = lock_piece(after.board[a], rules, shape, s, x, y, t + 1)
+        after.points[a] = lock.points
+        after.value[a] = v
+        after.visits[a] = 0
+        after.total[a] = 0.0
+        after.next[a, :] = UNDRAWN if lock.end == GOING_ON else ENDED
+        after.placement[a] = k
+        used += 1
+        nodes.count[d] += 1
+    tree.used[AFTER_STATES_USED] = used
+    return True
 
 
 @njit(cache=True)
-def choose_mcts(board, shape, preview, t, R, spec, tie_break, params, ws, tree, scratch_board):
-    """Index of the chosen placement among the root's placements as `placements_into` lists them
-    (-1 when every child is dead). The root's placements are left in ``ws.found[0]``."""
-    d_board, d_shape, d_t, d_first, d_n, d_visits, a_board, a_points, a_value, a_visits, a_sum, a_next, \
-        a_place, path_a, path_d, rng = tree
-    found = ws[6]
-    sims = int(params[P_SIMULATIONS])
-    budget_ms = params[P_MS]
-    c = params[P_EXPLORATION]
-    depth_rollout = int(params[P_ROLLOUT])
-    vw = params[P_VALUE_WEIGHT]
-    death = params[P_DEATH]
-    if params[P_USE_PREVIEW] <= 0:
-        preview = -1
-    d_board[0] = board
-    d_shape[0] = shape
-    d_t[0] = t
-    d_visits[0] = 0
-    na_used = _expand(0, R, spec, tree, ws, 0)
-    found[0] = found[2]
-    if na_used <= 0:
-        return -1
-    nd_used = 1
-    rmin = np.inf
-    rmax = -np.inf
-    start = _now_ms() if budget_ms > 0 else 0.0
-    done = 0
-    while True:
-        if budget_ms > 0:
-            if done > 0 and _now_ms() - start >= budget_ms:
-                break
-        elif done >= sims:
-            break
-        if nd_used + 1 >= d_board.shape[0]:
-            break
-        # selection
-        d = 0
-        depth = 0
-        npath = 0
-        reward = 0.0
-        dead = False
-        ended = False
-        leaf = -1
-        while True:
-            if d_n[d] < 0:
-                na_used2 = _expand(d, R, spec, tree, ws, na_used)
-                if na_used2 < 0:
-                    dead = False
-                    break
-                na_used = na_used2
-            if d_n[d] == 0:
-                dead = True
-                break
-            path_d[npath] = d
-            best = -1
-            best_score = -np.inf
-            fresh = -1  # the highest-valued after-state never visited, taken first
-            lnN = math.log(max(d_visits[d], 1))
-            for a in range(d_first[d], d_first[d] + d_n[d]):
-                if a_visits[a] == 0:
-                    if fresh < 0 or a_value[a] > a_value[fresh]:
-                        fresh = a
-                else:
-                    q = a_sum[a] / a_visits[a]
-                    q = (q - rmin) / (rmax - rmin) if rmax > rmin else 0.5
-                    score = q + c * math.sqrt(lnN / a_visits[a])
-                    if score > best_score:
-                        best, best_score = a, score
-            if fresh >= 0:
-                best = fresh
-            path_a[npath] = best
-            npath += 1
-            reward += a_points[best]
-            if a_next[best, 0] == ENDED:  # the game's last piece: nothing follows
-                ended = True
-                break
-            if a_visits[best] == 0 or npath >= path_a.shape[0]:
-                leaf = best
-                break
-            s = preview if (depth == 0 and preview >= 0) else random_shape(rng)
-            if a_next[best, s] < 0:
-                nd = nd_used
-                nd_used += 1
-                d_board[nd] = a_board[best]
-                d_shape[nd] = s
-                d_t[nd] = d_t[d] + 1
-                d_n[nd] = -1
-                d_visits[nd] = 0
-                a_next[best, s] = nd
-            d = a_next[best, s]
-            depth += 1
-        if npath == 0:
-            break  # the root itself cannot be searched further (storage full)
-        if dead:
-            total = -death
-        elif ended:
-            total = reward
-        elif leaf >= 0:
-            nxt_preview = preview if (depth == 0 and preview >= 0) else -1
-            pts, last, died = _rollout(a_board[leaf], d_t[path_d[npath - 1]] + 1, nxt_preview, depth_rollout, R,
-                                       spec, tie_break, ws, rng, scratch_board)
-            if died:
-                total = -death
-            else:
-                total = reward + pts + vw * (a_value[leaf] if np.isnan(last) else last)
-        else:
-            break  # storage full
-        rmin = min(rmin, total)
-        rmax = max(rmax, total)
-        for i in range(npath):
-            a_visits[path_a[i]] += 1
-            a_sum[path_a[i]] += total
-            d_visits[path_d[i]] += 1
-        done += 1
+def plant_root(tree, board, shape, t, rules, spec, ws):
+    """Start the move's tree: the root (``board``, ``shape`` to place as piece ``t``), expanded, its
+    placements copied to ``ws.found[CURRENT]``; returns whether any of them survives."""
+    nodes = tree.decisions
+    nodes.board[ROOT] = board
+    nodes.shape[ROOT] = shape
+    nodes.piece[ROOT] = t
+    nodes.visits[ROOT] = 0
+    tree.used[DECISIONS_USED] = 1
+    tree.used[AFTER_STATES_USED] = 0
+    tree.rewards[LEAST] = np.inf
+    tree.rewards[GREATEST] = -np.inf
+    expand(ROOT, rules, spec, tree, ws)
+    ws.found[CURRENT] = ws.found[TREE]
+    return nodes.count[ROOT] > 0
+
+
+@njit(cache=True)
+def select(d, tree, exploration):
+    """Selection at decision node ``d``: its highest-valued after-state never visited, else the
+    one with the highest UCT score."""
+    nodes, after = tree.decisions, tree.after
+    least, greatest = tree.rewards[LEAST], tree.rewards[GREATEST]
     best = -1
-    for a in range(d_first[0], d_first[0] + d_n[0]):
-        if best < 0 or a_visits[a] > a_visits[best] or (a_visits[a] == a_visits[best] and a_value[a] > a_value[best]):
+    best_score = -np.inf
+    fresh = -1
+    ln_visits = math.log(max(nodes.visits[d], 1))
+    for a in range(nodes.first[d], nodes.first[d] + nodes.count[d]):
+        if after.visits[a] == 0:
+            if fresh < 0 or after.value[a] > after.value[fresh]:
+                fresh = a
+        else:
+            q = after.total[a] / after.visits[a]
+            q = (q - least) / (greatest - least) if greatest > least else 0.5
+            score = q + exploration * math.sqrt(ln_visits / after.visits[a])
+            if score > best_score:
+                best, best_score = a, score
+    return fresh if fresh >= 0 else best
+
+
+@njit(cache=True)
+def follow(tree, d, a, shape):
+    """The decision node after after-state ``a`` (a child of node ``d``) when the next piece is
+    ``shape``: created, not expanded, the first time that shape is drawn there."""
+    nodes, after = tree.decisions, tree.after
+    if after.next[a, shape] < 0:
+        nd = tree.used[DECISIONS_USED]
+        tree.used[DECISIONS_USED] += 1
+        nodes.board[nd] = after.board[a]
+        nodes.shape[nd] = shape
+        nodes.piece[nd] = nodes.piece[d] + 1
+        nodes.count[nd] = NOT_EXPANDED
+        nodes.visits[nd] = 0
+        after.next[a, shape] = nd
+    return after.next[a, shape]
+
+
+@njit(cache=True)
+def descend(search, preview, rules, spec, ws):
+    """Selection and expansion: walk from the root down the tree, expanding each decision node on
+    its first visit, taking `select`'s after-state, then the node of the next piece (the preview
+    below the root when shown, else a drawn shape), until a `Walk` outcome; the path is left in
+    ``tree.path_decision`` and ``tree.path_after``."""
+    tree = search.tree
+    nodes, after = tree.decisions, tree.after
+    d = ROOT
+    depth = 0
+    steps = 0
+    reward = 0.0
+    while True:
+        if nodes.count[d] < 0 and not expand(d, rules, spec, tree, ws):
+            return Walk(FULL, steps, depth, reward, -1)
+        if nodes.count[d] == 0:
+            return Walk(DEAD_END, steps, depth, reward, -1)
+        tree.path_decision[steps] = d
+        a = select(d, tree, search.exploration)
+        tree.path_after[steps] = a
+        steps += 1
+        reward += after.points[a]
+        if after.next[a, 0] == ENDED:  # the game's last piece: nothing follows
+            return Walk(ENDED_PATH, steps, depth, reward, -1)
+        if after.visits[a] == 0 or steps >= tree.path_after.shape[0]:
+            return Walk(LEAF, steps, depth, reward, a)
+        shape = preview if (depth == 0 and preview >= 0) else random_shape(search.rng)
+        d = follow(tree, d, a, shape)
+        depth += 1
+
+
+@njit(cache=True)
+def rollout(board, t, preview, pieces, rules, spec, ws, rng):
+    """Rollout: play ``pieces`` drawn pieces (the first is ``preview`` when >= 0) 1-ply from
+    ``board`` (copied into ``ws.spare``), piece ``t`` first; returns (points, last value, lost):
+    the value is NaN when no piece was placed, 0 when the game ended."""
+    out = ws.spare
+    out[:] = board
+    found = ws.found[NEXT]
+    points = 0
+    last = np.nan
+    for i in range(pieces):
+        shape = preview if (i == 0 and preview >= 0) else random_shape(rng)
+        k, v = ply(NEXT, out, shape, t + i, rules, spec, ws)
+        if k < 0:
+            return points, 0.0, True
+        lock = lock_piece(out, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + i + 1)
+        points += lock.points
+        last = v
+        if lock.end == PIECE_LIMIT:  # the game is over, not lost: no future value
+            return points, 0.0, False
+        if lock.end != GOING_ON:
+            return points, 0.0, True
+    return points, last, False
+
+
+@njit(cache=True)
+def reward(walk, search, preview, rules, spec, ws):
+    """The reward of a simulation whose walk stopped at ``walk`` (not `FULL`): see the module
+    docstring, step 4."""
+    if walk.outcome == DEAD_END:
+        return -search.death_penalty
+    if walk.outcome == ENDED_PATH:
+        return walk.reward
+    tree = search.tree
+    first = preview if (walk.depth == 0 and preview >= 0) else -1
+    t = tree.decisions.piece[tree.path_decision[walk.steps - 1]] + 1
+    points, last, lost = rollout(tree.after.board[walk.leaf], t, first, search.rollout, rules, spec, ws, search.rng)
+    if lost:
+        return -search.death_penalty
+    return walk.reward + points + search.value_weight * (tree.after.value[walk.leaf] if np.isnan(last) else last)
+
+
+@njit(cache=True)
+def back_propagate(tree, steps, total):
+    """Back-propagation: add the reward ``total`` to every after-state of the path's ``steps``,
+    count a visit there and at its decision node, and widen the move's reward range."""
+    tree.rewards[LEAST] = min(tree.rewards[LEAST], total)
+    tree.rewards[GREATEST] = max(tree.rewards[GREATEST], total)
+    for i in range(steps):
+        a = tree.path_after[i]
+        tree.after.visits[a] += 1
+        tree.after.total[a] += total
+        tree.decisions.visits[tree.path_decision[i]] += 1
+
+
+@njit(cache=True)
+def within_budget(search, done, start):
+    """Whether another simulation may start after ``done``: the time (``ms``, from ``start``) or
+    simulation budget is not spent, and the storage has room for a new decision node."""
+    if search.ms > 0:
+        if done > 0 and _now_ms() - start >= search.ms:
+            return False
+    elif done >= search.simulations:
+        return False
+    return search.tree.used[DECISIONS_USED] + 1 < search.tree.decisions.board.shape[0]
+
+
+@njit(cache=True)
+def most_visited(tree):
+    """The root's most visited after-state (ties: the higher value), as its placement index."""
+    nodes, after = tree.decisions, tree.after
+    best = -1
+    for a in range(nodes.first[ROOT], nodes.first[ROOT] + nodes.count[ROOT]):
+        if (best < 0 or after.visits[a] > after.visits[best]
+                or (after.visits[a] == after.visits[best] and after.value[a] > after.value[best])):
             best = a
-    return a_place[best]
+    return after.placement[best]
 
 
+@njit(cache=True)
+def choose_mcts(search, board, shape, preview, t, rules, spec, ws):
+    """Index of the chosen placement among the root's placements as `placements_into` lists them
+    (-1 when every child is dead). The root's placements are left in ``ws.found[CURRENT]``."""
+    if not search.use_preview:
+        preview = -1
+    if not plant_root(search.tree, board, shape, t, rules, spec, ws):
+        return -1
+    start = _now_ms() if search.ms > 0 else 0.0
+    done = 0
+    while within_budget(search, done, start):
+        walk = descend(search, preview, rules, spec, ws)
+        if walk.steps == 0 or walk.outcome == FULL:
+            break  # the storage is full
+        back_propagate(search.tree, walk.steps, reward(walk, search, preview, rules, spec, ws))
+        done += 1
+    return most_visited(search.tree)
+
+
+@register(MCTSConfig)
 class MCTS(OnlinePolicy):
     name = "mcts"
-    code = 3
+    Bundle = MCTSBundle
+    choose_kernel = choose_mcts
 
-    @staticmethod
-    def tree_size(config, cap):
-        """A simulation budget sizes the tree; a time budget gets storage for 20,000 simulations
-        (the search stops early when it is full)."""
-        return (20_000 if config.mcts.ms else config.mcts.simulations), cap
+    def new_bundle(self):
+        """A simulation budget sizes the tree; a time budget gets storage for `TIMED_SIMULATIONS`."""
+        cfg = self.settings
+        simulations = TIMED_SIMULATIONS if cfg.ms else cfg.simulations
+        tree = new_tree(self.rules.height, simulations, capacity(self.rules.height, self.rules.width))
+        return MCTSBundle(int(cfg.simulations), float(cfg.ms or 0.0), float(cfg.exploration), int(cfg.rollout),
+                          float(cfg.value_weight), float(cfg.death_penalty), bool(cfg.use_preview), tree,
+                          np.zeros(1, np.uint64))
+
+    def seed(self, seed: int) -> None:
+        """Seed the generator of the search's draws from a game's seed."""
+        self.bundle.rng[0] = np.uint64((int(seed) * MIX_MULTIPLIER + MIX_INCREMENT) % (1 << 64))

@@ -1,25 +1,45 @@
 """1-ply + preview: every placement of the current piece is followed by the best placement of the
 shown next piece; a placement is worth the sum of the two values (``objective: sum``) or the second
 value (``last``). Only the ``keep`` best first-ply children (by value; 0: all) are searched: the
-2-ply search of `expect` over the one shape shown (`_kernels.two_ply`). With no preview (the last
-piece of a protocol game) this is `one_ply`."""
+2-ply search (`_two_ply`) over the one shape shown. With no preview (the last piece of a protocol
+game) this is `one_ply`."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from numba import njit
 
+from ..registry import register
 from ._base import OnlinePolicy
-from ._kernels import ply, two_ply
+from ._kernels import CURRENT, ply
+from ._two_ply import TwoPly, TwoPlyConfig, two_ply, two_ply_search
+
+
+class PreviewConfig(TwoPlyConfig):
+    """``preview``: 1-ply + the shown next piece, the 2-ply search over the one shape shown (see
+    `solver/online/preview.py`)."""
+
+
+class PreviewBundle(NamedTuple):
+    """Preview's bundle: its 2-ply search (reduced over the one shape shown)."""
+
+    search: TwoPly
 
 
 @njit(cache=True)
-def choose_preview(board, shape, preview, t, R, spec, tie_break, params, ws, child):
-    """Index into ``ws.found[0]`` of the chosen placement (-1 when every child is dead)."""
+def choose_preview(bundle, board, shape, preview, t, rules, spec, ws):
+    """Index into ``ws.found[CURRENT]`` of the chosen placement (-1 when every child is dead)."""
     if preview < 0:
-        return ply(0, board, shape, t, R, spec, tie_break, ws)[0]
-    return two_ply(board, shape, t, preview, preview + 1, R, spec, tie_break, params, ws, child)
+        return ply(CURRENT, board, shape, t, rules, spec, ws)[0]
+    return two_ply(board, shape, t, preview, preview + 1, rules, spec, ws, bundle.search)
 
 
+@register(PreviewConfig)
 class Preview(OnlinePolicy):
     name = "preview"
-    code = 1
+    Bundle = PreviewBundle
+    choose_kernel = choose_preview
+
+    def new_bundle(self):
+        return PreviewBundle(two_ply_search(self.settings))

@@ -1,4 +1,4 @@
-"""Run a solver configuration: rules, pieces, evaluator, threads, policy, verified record."""
+"""Solve a configuration: rules, pieces, evaluator, threads, the registered policy, verified record."""
 
 from __future__ import annotations
 
@@ -8,20 +8,13 @@ import numpy as np
 from engine import Rules, get_rules
 from evaluators import Evaluator, load_evaluator
 
-from ._base import Policy, Progress
-from .backsearch import Backsearch
-from .beam import Beam
+from . import registry
+from ._base import Progress
 from .config import SolverConfig
-from .greedy import Greedy
-from .lookahead import Lookahead
-from .online import ONLINE_POLICIES
-from .online.solve import solve_games
-from .profile_dp import ProfileDP
+from .online.games import solve_games
 from .record import attach_record
 from .result import SolveResult
 from .threshold import Threshold
-
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Greedy, Lookahead, Beam, ProfileDP, Backsearch)}
 
 
 def default_pieces(rules: Rules) -> int:
@@ -37,10 +30,12 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     project's replayer and checked against the result (`RecordMismatch` on any difference). With
     ``interruptible``, a first Ctrl-C or SIGTERM ends the search with its best path so far
     (``stop = "interrupted"``; `Policy.run`).
-    Policies for unknown pieces play seeded games instead (`solver.online.solve_games`; no record)."""
+    A policy for unknown pieces (`registry.Entry.known_pieces` False) plays seeded games instead
+    (`solver.online.games.solve_games`; no record)."""
     if config.threads:
         numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
-    if config.policy in ONLINE_POLICIES:
+    entry = registry.get(config.policy)
+    if not entry.known_pieces:
         return solve_games(config, threshold, progress, evaluator)
     rules = get_rules(config.rules)
     pieces = config.pieces or default_pieces(rules)
@@ -49,7 +44,7 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     sequence = rules.sequence(pieces, config.seed)
     evaluator = evaluator or load_evaluator(config.evaluator)
     curve = threshold.kernel_arrays(pieces) if threshold else np.full(pieces, -np.inf)
-    policy = POLICIES[config.policy](config, rules, evaluator, sequence, pieces)
+    policy = entry.policy(config, rules, evaluator, sequence, pieces)
     result = policy.run(curve, progress, interruptible)
     if record and result.pieces:
         attach_record(result, rules, sequence, config.seed)

@@ -1,0 +1,229 @@
+"""The solver's policies by name. A policy registers itself with a decorator on its class, in its own
+module; everything that lists policies reads this registry: the `policy` key and the sections of
+`SolverConfig`, `solve`'s choice of how to play, the players' check that a policy plays unknown
+pieces, the configuration reference.
+
+    @register(BeamConfig)          # its settings: the configuration section named after it
+    class Beam(Policy):
+        name = "beam"
+
+    @register                      # a policy without settings
+    class OnePly(OnlinePolicy):
+        name = "one_ply"
+        Bundle = OnePlyBundle
+        choose_kernel = choose_one_ply
+
+A policy class declares ``name`` (its name in a configuration, ``policy: <name>``, an identifier)
+and ``known_pieces``: True for a policy that plays the known sequence (`solver._base.Policy`),
+False for one that sees only the current piece and the preview and is scored on seeded games
+(`solver.online.OnlinePolicy`), which also declares ``Bundle`` (the NamedTuple class of its
+parameters and state as its kernel reads them, its own: the game loop finds the policy's kernel by
+it) and ``choose_kernel`` (that numba kernel). A section several policies read (``online``, how
+the seeded games are played) is registered with `register_section`.
+
+Each registration assembles `SolverConfig` again, in place (`solver.config.assemble`), so a
+configuration may name a policy as soon as its module is imported. `discover` imports every
+public module of a package: a policy module is found by being there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+
+from numba.core.dispatcher import Dispatcher
+from pydantic import BaseModel
+
+from . import config
+
+#: the package whose policies are the project's own (the configuration reference documents them)
+HOME = __name__.rsplit(".", 1)[0]
+
+
+class RegistryError(ValueError):
+    """A policy or section that cannot be registered, or a name that is not registered; the message
+    says which and why."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered policy: its ``name``, its class (``policy``), its configuration section's model
+    (``settings``, None when it has no settings) and whether it plays the known sequence
+    (``known_pieces``) or unknown pieces (seeded games)."""
+
+    name: str
+    policy: type
+    settings: type[BaseModel] | None
+    known_pieces: bool
+
+    @property
+    def shipped(self) -> bool:
+        """Whether the project ships the policy (its module is in the solver package)."""
+        return _shipped(self.policy.__module__)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section several policies read: its ``key``, its ``model``, whether those policies play
+    the known sequence (``known_pieces``), and the ``module`` that registered it."""
+
+    key: str
+    model: type[BaseModel]
+    known_pieces: bool
+    module: str
+
+    @property
+    def shipped(self) -> bool:
+        return _shipped(self.module)
+
+
+_POLICIES: dict[str, Entry] = {}
+_SECTIONS: dict[str, Section] = {}
+
+
+def _shipped(module: str) -> bool:
+    return module == HOME or module.startswith(HOME + ".")
+
+
+# ------------------------------------------------------------------------------------------------
+# Declaring
+
+
+def register(settings=None):
+    """Class decorator: register the policy class as ``cls.name``, with ``settings`` (a pydantic
+    model: the section ``cls.name`` of a configuration) or none. ``@register`` and
+    ``@register()`` register a policy without settings. `RegistryError` when the class cannot be
+    registered (a name taken, a declaration missing)."""
+    if isinstance(settings, type) and not issubclass(settings, BaseModel):
+        return register()(settings)  # used bare: ``@register``
+
+    def wrap(cls):
+        _add(_entry(cls, settings))
+        return cls
+
+    return wrap
+
+
+def register_section(key: str, model: type[BaseModel], known_pieces: bool, module: str) -> type[BaseModel]:
+    """Register the section ``key`` of a configuration that several policies read (those playing
+    the known sequence, or unknown pieces, as ``known_pieces``), from ``module``; returns the model."""
+    _check_key(key, f"section {key!r}")
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise RegistryError(f"section {key!r}: its model must be a pydantic model, not {model!r}")
+    _SECTIONS[key] = Section(key, model, known_pieces, module)
+    _assemble()
+    return model
+
+
+def unregister(name: str) -> None:
+    """Remove the policy ``name`` (a test's policy, say); `SolverConfig` loses its name and section."""
+    if _POLICIES.pop(name, None) is None:
+        raise RegistryError(f"no policy {name!r} is registered")
+    _assemble()
+
+
+def discover(package: str) -> None:
+    """Import every public module of ``package`` (names not starting with ``_``; subpackages
+    included, each discovering its own), so that the policies they define register themselves."""
+    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{package}.{module.name}")
+
+
+def _entry(cls, settings) -> Entry:
+    what = f"policy class {cls.__module__}.{cls.__qualname__}"
+    name = getattr(cls, "name", "")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise RegistryError(f"{what}: its name must be an identifier (the class attribute name), got {name!r}")
+    _check_key(name, f"policy {name!r} ({what})")
+    if settings is not None and not (isinstance(settings, type) and issubclass(settings, BaseModel)):
+        raise RegistryError(f"policy {name!r}: its settings must be a pydantic model, not {settings!r}")
+    known = getattr(cls, "known_pieces", None)
+    if not isinstance(known, bool):
+        raise RegistryError(f"policy {name!r}: its class must say whether it plays the known sequence "
+                            "(known_pieces: True or False; derive from solver.Policy or solver.online.OnlinePolicy)")
+    if not known:
+        _check_online(name, cls)
+    return Entry(name, cls, settings, known)
+
+
+def _check_key(key: str, what: str) -> None:
+    if key in _POLICIES:
+        existing = _POLICIES[key].policy
+        raise RegistryError(f"{what}: the name {key!r} is registered already, by "
+                            f"{existing.__module__}.{existing.__qualname__}; a policy's name must be unique")
+    if key in _SECTIONS:
+        raise RegistryError(f"{what}: {key!r} is already a shared section of the configuration "
+                            f"(registered by {_SECTIONS[key].module})")
+    if key in config.SolverKeys.model_fields:
+        raise RegistryError(f"{what}: {key!r} is a key of every solver configuration; choose another name")
+
+
+def _check_online(name: str, cls) -> None:
+    """A policy for unknown pieces declares its own bundle class and a numba choose kernel."""
+    bundle = getattr(cls, "Bundle", None)
+    if not (isinstance(bundle, type) and issubclass(bundle, tuple) and hasattr(bundle, "_fields")):
+        raise RegistryError(f"policy {name!r}: Bundle must be its own NamedTuple class (the parameters and "
+                            f"state its kernel reads), got {bundle!r}")
+    for other in _POLICIES.values():
+        if getattr(other.policy, "Bundle", None) is bundle:
+            raise RegistryError(f"policy {name!r}: its Bundle {bundle.__qualname__} is already the bundle of policy "
+                                f"{other.name!r}; the game loop finds a policy's kernel by its bundle's class, so "
+                                "each policy needs a class of its own")
+    if not isinstance(getattr(cls, "choose_kernel", None), Dispatcher):
+        raise RegistryError(f"policy {name!r}: choose_kernel must be a numba kernel (@njit) "
+                            "choose(bundle, board, shape, preview, t, rules, spec, ws)")
+
+
+def _add(entry: Entry) -> None:
+    _POLICIES[entry.name] = entry
+    _assemble()
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading
+
+
+def entries(shipped_only: bool = False) -> tuple[Entry, ...]:
+    """The registered policies: those playing the known sequence first, each group by name."""
+    found = (e for e in _POLICIES.values() if e.shipped or not shipped_only)
+    return tuple(sorted(found, key=lambda e: (not e.known_pieces, e.name)))
+
+
+def names(known_pieces: bool | None = None) -> tuple[str, ...]:
+    """Names of the registered policies (in `entries` order); only those playing the known sequence
+    (True) or unknown pieces (False) when ``known_pieces`` is given."""
+    return tuple(e.name for e in entries() if known_pieces is None or e.known_pieces == known_pieces)
+
+
+def get(name: str) -> Entry:
+    """The policy ``name``; `RegistryError` naming the registered ones otherwise."""
+    try:
+        return _POLICIES[name]
+    except KeyError:
+        raise RegistryError(f"unknown policy {name!r} (registered: {', '.join(names())})") from None
+
+
+def sections(shipped_only: bool = False) -> dict[str, type[BaseModel]]:
+    """key -> model of every section of a configuration, in the order `SolverConfig` lists them:
+    for the policies of the known sequence, then of unknown pieces, the shared sections first, then
+    the policies' own in `entries` order."""
+    keyed = [((s.known_pieces is False, 0, s.key), s.key, s.model) for s in _SECTIONS.values()
+             if s.shipped or not shipped_only]
+    keyed += [((not e.known_pieces, 1, e.name), e.name, e.settings) for e in entries(shipped_only)
+              if e.settings is not None]
+    return {key: model for _, key, model in sorted(keyed, key=lambda k: k[0])}
+
+
+def config_model(shipped_only: bool = True) -> type[config.SolverKeys]:
+    """A `SolverConfig` schema built afresh (pydantic ``create_model``) for the registered policies;
+    by default only the project's own (what the configuration reference documents, whatever a
+    process has registered besides)."""
+    policies = {e.name: e.known_pieces for e in entries(shipped_only)}
+    return config.solver_model(config.registered_fields(policies, sections(shipped_only)))
+
+
+def _assemble() -> None:
+    policies = {e.name: e.known_pieces for e in entries()}
+    config.assemble(config.registered_fields(policies, sections()))

@@ -1,0 +1,185 @@
+"""A policy for unknown pieces is one module: this file defines one (`ranked`, its settings, its
+bundle, its kernel, its registration) and plays it through `solve` and the configuration files, as
+the project's own; the registry refuses a name taken twice, a shared bundle, a reserved key."""
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from numba import njit
+from pydantic import Field
+
+from engine.lock import spawn_state
+from engine.movegen import placements_into
+from evaluators import board_values, priority
+from experiments.config import ConfigError
+from experiments.reference import markdown
+from experiments.solve import load_online_policy, load_solver_config
+from solver import SolverConfig, registry, solve
+from solver._base import best_first, value_child
+from solver.config import Strict
+from solver.online import CURRENT, OnlinePolicy, ply_scratch
+from solver.online.games import game_loop, play_chunk_fresh
+from solver.online.one_ply import OnePlyBundle, choose_one_ply
+from solver.registry import RegistryError, register
+
+
+# ------------------------------------------------------------------------------------------------
+# The policy: the placement of rank ``rank`` in the evaluator's order (0: the best, as one_ply;
+# -1: the worst that survives)
+
+
+class RankedConfig(Strict):
+    """``ranked``: the placement of a given rank in the evaluator's order (a test's policy)."""
+
+    rank: int = Field(0, description="0: the best placement, 1: the next, ...; -1: the worst surviving")
+
+
+class RankedBundle(NamedTuple):
+    rank: int
+
+
+@njit
+def choose_ranked(bundle, board, shape, preview, t, rules, spec, ws):
+    found = ws.found[CURRENT]
+    vs = ply_scratch(ws, CURRENT)
+    ss = spawn_state(t, rules)
+    n = placements_into(board, rules, shape, ss, ws.moves, found)
+    board_values(board, rules.width, spec, vs.pvals)
+    alive = 0
+    for k in range(n):
+        ok, v = value_child(board, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1, spec, vs)
+        ws.values[k] = v if ok else -np.inf
+        ws.ranks[k] = priority(spec, found[k, 0], found[k, 2], rules.spawn_x, ss)
+        if ok:
+            alive += 1
+    if alive == 0:
+        return -1
+    order = best_first(ws.values, ws.ranks, n)
+    i = bundle.rank if bundle.rank >= 0 else alive + bundle.rank
+    return order[min(max(i, 0), alive - 1)]
+
+
+@register(RankedConfig)
+class Ranked(OnlinePolicy):
+    name = "ranked"
+    Bundle = RankedBundle
+    choose_kernel = choose_ranked
+
+    def new_bundle(self):
+        return RankedBundle(self.settings.rank)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _unregister_at_the_end():
+    """The policy leaves with this module: later tests see the project's registry."""
+    yield
+    registry.unregister("ranked")
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def games(policy, **kw):
+    base = {"policy": policy, "rules": "classic", "pieces": 300, "evaluator": "el_tetris", "seed": 3, "threads": 1,
+            "online": {"games": 2}}
+    return SolverConfig(**{**base, **kw})
+
+
+def test_the_policy_is_registered_and_its_section_is_a_key():
+    entry = registry.get("ranked")
+    assert entry.policy is Ranked and entry.settings is RankedConfig and not entry.known_pieces
+    assert "ranked" in registry.names(known_pieces=False)
+    assert "ranked" in SolverConfig.model_fields  # the class every module imported, assembled again
+    assert SolverConfig(policy="ranked", rules="classic", pieces=5).ranked.rank == 0
+
+
+def test_configuration_files_name_the_policy_and_its_settings(tmp_path):
+    path = tmp_path / "ranked.yaml"
+    path.write_text("policy: ranked\nrules: classic\npieces: 50\nranked:\n  rank: 2\n")
+    config = load_solver_config(path, ["ranked.rank=-1"])
+    assert config.policy == "ranked" and config.ranked.rank == -1
+    _, policy = load_online_policy(path)  # the players accept it: it plays unknown pieces
+    assert isinstance(policy, Ranked) and policy.bundle == RankedBundle(2)
+    path.write_text("policy: ranked\nrules: classic\npieces: 50\nranked:\n  rnak: 2\n")
+    with pytest.raises(ConfigError, match="ranked.rnak: unknown key"):
+        load_solver_config(path)
+
+
+def test_rank_zero_plays_as_one_ply_through_solve():
+    best = solve(games("ranked", ranked={"rank": 0}))
+    one_ply = solve(games("one_ply"))
+    assert list(best.score_by_step) == list(one_ply.score_by_step) and best.score > 0
+    assert best.extra["games"]["ends"] == ["capped", "capped"]
+    assert best.clear_kinds == one_ply.clear_kinds
+
+
+def test_the_worst_placement_loses_early():
+    worst = solve(games("ranked", ranked={"rank": -1}))
+    again = solve(games("ranked", ranked={"rank": -1}))
+    assert list(worst.score_by_step) == list(again.score_by_step)  # seeded: reproducible
+    g = worst.extra["games"]
+    assert all(end != "capped" for end in g["ends"]) and max(g["pieces"]) < 300
+
+
+def test_the_game_loop_compiles_a_policy_from_elsewhere_afresh():
+    from solver.online import make_policy
+
+    policy = make_policy(games("ranked"))
+    assert game_loop(policy) is play_chunk_fresh  # the on-disk cache follows only the kernel packages
+    assert game_loop(make_policy(games("one_ply"))) is not play_chunk_fresh
+
+
+def test_the_reference_documents_the_projects_policies_only():
+    text = markdown()
+    assert "`ranked" not in text and "`mcts.simulations`" in text and "`preview.keep`" in text
+
+
+def test_a_name_registered_twice_is_refused():
+    class Again(OnlinePolicy):
+        name = "ranked"
+        Bundle = tuple
+        choose_kernel = choose_ranked
+
+    with pytest.raises(RegistryError, match=r"policy 'ranked' .*: the name 'ranked' is registered already, by "
+                                            r"\S*test_online_registry\.Ranked; a policy's name must be unique"):
+        register(RankedConfig)(Again)
+    assert registry.get("ranked").policy is Ranked
+
+
+def test_a_shared_bundle_or_a_reserved_name_is_refused():
+    class Copycat(OnlinePolicy):
+        name = "copycat"
+        Bundle = OnePlyBundle
+        choose_kernel = choose_one_ply
+
+    with pytest.raises(RegistryError, match="its Bundle OnePlyBundle is already the bundle of policy 'one_ply'"):
+        register(Copycat)
+
+    class Rules(OnlinePolicy):
+        name = "rules"
+        Bundle = RankedBundle
+        choose_kernel = choose_ranked
+
+    with pytest.raises(RegistryError, match="'rules' is a key of every solver configuration"):
+        register(Rules)
+    assert "copycat" not in registry.names() and "rules" not in registry.names()
+
+
+def test_unregistering_removes_the_name_and_the_section():
+    class Doomed(NamedTuple):
+        rank: int
+
+    @register(RankedConfig)
+    class Transient(OnlinePolicy):
+        name = "transient"
+        Bundle = Doomed
+        choose_kernel = choose_ranked
+
+    assert SolverConfig(policy="transient", rules="classic", pieces=5, transient={"rank": 1}).transient.rank == 1
+    registry.unregister("transient")
+    with pytest.raises(ValueError, match="transient"):
+        SolverConfig(policy="transient", rules="classic", pieces=5)
+    assert "transient" not in SolverConfig.model_fields
+    with pytest.raises(RegistryError, match="unknown policy 'transient'"):
+        registry.get("transient")
