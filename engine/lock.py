@@ -53,16 +53,27 @@ class LockResult(NamedTuple):
 
 
 @njit(cache=True)
+def lock_points(rules, lines, cells, number):
+    """Points of a lock of piece ``number`` (1-based) that did not touch the top, filling ``lines``
+    rows with ``cells`` occupied cells on the board (counted before the clear): ``scores[lines] x
+    cells`` (``x 1`` unless ``score_by_cells``), and nothing for the piece at the rules' limit.
+    `settle` scores every lock with it; a search that counts its locks without a board (the
+    profile DP) calls it directly."""
+    if number == rules.piece_limit:
+        return 0
+    return rules.scores[lines] * (cells if rules.score_by_cells else 1)
+
+
+@njit(cache=True)
 def settle(board, rules, number):
     """The rule of a lock, on ``board`` where piece ``number`` (1-based) has just been placed:
-    count, judge, score, then clear the full rows in place. Returns the `LockResult`."""
+    count, judge, score (`lock_points`), then clear the full rows in place. Returns the
+    `LockResult`."""
     cells, full, occupied = count_and_clear(board, rules.full_row)
     if rules.top_out_all_rows and occupied == rules.height:
         return LockResult(TOP_TOUCHED, full, 0, cells, occupied)
-    if number == rules.piece_limit:
-        return LockResult(PIECE_LIMIT, full, 0, cells, occupied)
-    points = rules.scores[full] * (cells if rules.score_by_cells else 1)
-    return LockResult(GOING_ON, full, points, cells, occupied)
+    end = PIECE_LIMIT if number == rules.piece_limit else GOING_ON
+    return LockResult(end, full, lock_points(rules, full, cells, number), cells, occupied)
 
 
 @njit(cache=True)
