@@ -6,8 +6,8 @@ Terms:
   built first by the survival evaluator: a depth-first search over placements in the evaluator's
   order (the greedy path unless it gets stuck) under hard rules (no row filled; the window part of
   every column stays a stack standing on the base, at most ``base_cap`` rows high), until every column
-  reaches the window and the next 10 pieces have a chain of transitions. From then on the base never changes: its
-  rows are never full and each of its empty cells is covered.
+  reaches the window and the next `START_LOOKAHEAD` pieces have a chain of transitions. From then
+  on the base never changes: its rows are never full and each of its empty cells is covered.
 - a *profile* is a hole-free surface of the window: column i is filled from the window's bottom row
   up to height ``h[i]`` (0 .. window). It is packed into one int64, ``sum h[i] << (5 * i)``
   (`pack_profile`). A column whose top base cell is empty must keep ``h[i] >= 1`` (its *floor*),
@@ -15,7 +15,7 @@ Terms:
 - a *transition* is a resting placement that keeps the surface hole-free: every column of the piece
   lands with its lowest cell on the surface (a straight drop), so the new profile adds the piece's
   column heights. Full window rows (``min h`` of them) are then cleared. Placements are (state,
-  leftmost column) pairs of the piece's distinct states: at most 34 per piece.
+  leftmost column) pairs of the piece's distinct states: at most 34 per piece (`DropTables`).
 - *reachability*: a transition is kept only when the board afterwards leaves the top ``free_rows``
   rows empty (3 here: every state of every piece fits at the spawn row at any column). Then the next
   piece can turn at the spawn, shift, and drop straight to any hole-free placement, so every
@@ -29,9 +29,14 @@ Terms:
   temporary file (``links``), so memory stays bounded; the best state is traced back to placements,
   which are replayed by the engine and must give the DP's score.
 
-Scoring is the game's: a lock that fills f rows scores (base cells + window cells, counted after the
-lock) x table[f]; a lock that occupies every row ends the game (the base occupies all its rows, so
-the window may never be full to its top row); the piece at the rules' limit scores nothing.
+Scoring is the game's, by the engine's own rule (`engine.lock.lock_points`): a lock that fills f
+rows scores (base cells + window cells, counted after the lock) x table[f], and the piece at the
+rules' limit scores nothing. A lock that occupies every row would end the game: the base occupies
+all its rows, so a transition never fills the window's top row.
+
+The kernels read bundles: the rules (`KernelRules`), the drop tables (`DropTables`), the window's
+geometry (`Window`), a layer's states (`States`), the selection key (`SurfaceKey`), a layer's
+buffers (`LayerBuffers`), and for the base `BaseLimits` and `BaseScratch`.
 """
 
 from __future__ import annotations
@@ -39,16 +44,21 @@ from __future__ import annotations
 import os
 import resource
 import tempfile
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
 from engine.board import place, popcount
-from engine.movegen import placements_into
-from engine.lock import spawn_state
+from engine.lock import lock_points, spawn_state
+from engine.movegen import MoveScratch, capacity, new_scratch, placements_into, rows_for
 from evaluators import board_values, priority
 
-from ._base import Policy, best_first, path_result, path_scores, value_child
+from ._base import (
+    ABORTED, DONE, GOING, STOP_NAMES, STUCK, Path, Policy, ValueScratch, best_first, new_path, path_result,
+    path_scores, value_child, value_scratch,
+)
 from ._splitmix import GOLDEN, mix64
 from .config import ProfileDPConfig
 from .registry import register
@@ -56,9 +66,20 @@ from .result import SolveResult
 
 BITS = 5  #: bits per column in a packed profile
 MASK = (1 << BITS) - 1
+PROFILE_BITS = 63  #: a packed profile is a non-negative int64
 MOVE_BITS = 6  #: bits of the move index in a link (moves per piece < 64)
+MOVE_MASK = (1 << MOVE_BITS) - 1
+LINK = np.uint32  #: a link: ``parent << MOVE_BITS | move``
+LINK_BYTES = np.dtype(LINK).itemsize
+MIB = 2**20
 BASE_NODES = 200_000  #: most placements the base search tries
 START_LOOKAHEAD = 10  #: the DP starts on a base from which this many pieces have a chain of transitions
+PIECE_CELLS = 4  #: cells of a piece (the base holds at most height x width / 4 + 1 pieces)
+EXPAND_CHUNKS = 256  #: most chunks a layer's states are split into for the threads
+HASH_SPREAD = 2  #: the merge's hash table has at least this many slots per child
+#: columns of `DropTables.moves`
+MOVE_FIELDS = 4
+MOVE_STATE, MOVE_X, MOVE_LEFT, MOVE_COLUMNS = range(MOVE_FIELDS)
 
 
 # --------------------------------------------------------------------------- profiles
@@ -98,40 +119,115 @@ def profile_board(p: int, base: np.ndarray, window: int, width: int) -> np.ndarr
     return board
 
 
+# --------------------------------------------------------------------------- bundles
+class DropTables(NamedTuple):
+    """Per shape, every (distinct state, leftmost column) the piece can be dropped at (`drop_tables`):
+    ``moves[shape, m]`` = (state, centre x, leftmost column, columns) (`MOVE_STATE` .. `MOVE_COLUMNS`);
+    ``low[shape, m, j]`` and ``high[shape, m, j]`` the largest and smallest dy of the piece's cells
+    in its column j; ``count[shape]`` the number of moves."""
+
+    moves: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    count: np.ndarray
+
+
+class Window(NamedTuple):
+    """The window as the transitions see it: ``rows`` (its height) and ``width``; ``cap``, the
+    highest a column may stand after a lock's clear; ``floor``, bit i set when column i's top base
+    cell is empty (the column keeps at least one cell); ``base_cells``, the base's occupied cells
+    (every lock counts them)."""
+
+    rows: int
+    width: int
+    cap: int
+    floor: int
+    base_cells: int
+
+
+class States(NamedTuple):
+    """States of a layer, or children of one: ``profiles`` (packed; -1: no child in this slot) and
+    ``scores``."""
+
+    profiles: np.ndarray
+    scores: np.ndarray
+
+
+class SurfaceKey(NamedTuple):
+    """What a layer keeps its states by (`surface_key`): the score, or with ``surface`` the score +
+    ``cells_weight`` x window cells + ``bumpiness_weight`` x bumpiness."""
+
+    surface: bool
+    cells_weight: float
+    bumpiness_weight: float
+
+
+class LayerBuffers(NamedTuple):
+    """A layer's arrays, allocated once per search (`layer_buffers`): ``children`` (slot
+    ``i * moves + m``: move m of state i), the merge's hash table (``slots``: an index into the
+    distinct children; ``stamps``: the layer that last wrote each slot), and the kept states
+    (``kept``, in slot order) with their ``links``."""
+
+    children: States
+    slots: np.ndarray
+    stamps: np.ndarray
+    kept: States
+    links: np.ndarray
+
+
+def layer_buffers(states: int, moves: int) -> LayerBuffers:
+    """`LayerBuffers` for layers of at most ``states`` states and ``moves`` moves per state."""
+    size = table_size(states * moves)
+    return LayerBuffers(States(np.empty(states * moves, np.int64), np.empty(states * moves, np.int64)),
+                        np.zeros(size, np.int64), np.full(size, -1, np.int64),
+                        States(np.empty(states, np.int64), np.empty(states, np.int64)), np.empty(states, LINK))
+
+
+@njit(cache=True)
+def table_size(entries):
+    """The merge's hash table size for ``entries`` children: a power of two, at least
+    `HASH_SPREAD` slots per child."""
+    size = 1
+    while size < HASH_SPREAD * entries:
+        size <<= 1
+    return size
+
+
 # --------------------------------------------------------------------------- moves
-def move_tables(rules):
-    """Per shape, every (distinct state, leftmost column) the piece can be dropped at:
-    ``moves[shape, m] = (state, centre x, leftmost column, columns)``, ``low[shape, m, j]`` and
-    ``high[shape, m, j]`` the largest and smallest dy of the piece's cells in its column j, and
-    ``count[shape]`` the number of moves."""
-    W = rules.width
-    cells, alias = rules.cells, rules.alias
-    entries = [[] for _ in range(7)]
-    for shape in range(7):
-        for s in range(4):
-            if alias[shape, s] != s:
-                continue
-            dx, dy = cells[shape, s, :, 0], cells[shape, s, :, 1]
-            lo_x = int(dx.min())
-            w = int(dx.max()) - lo_x + 1
-            lows = [int(dy[dx - lo_x == j].max()) for j in range(w)]
-            highs = [int(dy[dx - lo_x == j].min()) for j in range(w)]
-            for x0 in range(W - w + 1):
-                entries[shape].append((s, x0 - lo_x, x0, w, lows, highs))
+def drop_tables(rules) -> DropTables:
+    """The `DropTables` of ``rules`` (a `Rules`)."""
+    shapes = rules.cells.shape[0]
+    entries = [drop_entries(rules, shape) for shape in range(shapes)]
     M = max(len(e) for e in entries)
     if M >= 1 << MOVE_BITS:
         raise ValueError(f"rules {rules.name!r}: {M} moves per piece do not fit a link")
-    moves = np.zeros((7, M, 4), np.int64)
-    low = np.zeros((7, M, 4), np.int64)
-    high = np.zeros((7, M, 4), np.int64)
-    count = np.zeros(7, np.int64)
+    tables = DropTables(np.zeros((shapes, M, MOVE_FIELDS), np.int64), np.zeros((shapes, M, PIECE_CELLS), np.int64),
+                        np.zeros((shapes, M, PIECE_CELLS), np.int64), np.zeros(shapes, np.int64))
     for shape, es in enumerate(entries):
-        count[shape] = len(es)
+        tables.count[shape] = len(es)
         for m, (s, cx, x0, w, lows, highs) in enumerate(es):
-            moves[shape, m] = (s, cx, x0, w)
-            low[shape, m, :w] = lows
-            high[shape, m, :w] = highs
-    return moves, low, high, count
+            tables.moves[shape, m] = (s, cx, x0, w)
+            tables.low[shape, m, :w] = lows
+            tables.high[shape, m, :w] = highs
+    return tables
+
+
+def drop_entries(rules, shape: int) -> list[tuple]:
+    """The moves of ``shape``: (state, centre x, leftmost column, columns, lows, highs) per distinct
+    state and leftmost column."""
+    cells, alias = rules.cells, rules.alias
+    entries = []
+    for s in range(4):
+        if alias[shape, s] != s:
+            continue
+        dx, dy = cells[shape, s, :, 0], cells[shape, s, :, 1]
+        lo_x = int(dx.min())
+        w = int(dx.max()) - lo_x + 1
+        lows = [int(dy[dx - lo_x == j].max()) for j in range(w)]
+        highs = [int(dy[dx - lo_x == j].min()) for j in range(w)]
+        for x0 in range(rules.width - w + 1):
+            entries.append((s, x0 - lo_x, x0, w, lows, highs))
+    return entries
 
 
 def free_rows(rules) -> int:
@@ -141,22 +237,32 @@ def free_rows(rules) -> int:
 
 
 @njit(cache=True, inline="always")
-def drop(h, out, moves, low, high, shape, m, window, cap, floor, width):
-    """Drop move ``m`` of ``shape`` on heights ``h``; ``out`` receives the heights after the lock and
-    the clear of the rows it filled. Returns (centre y on the board, cells in the window after the
-    lock, rows filled), or y = -1 when the drop leaves a hole, tops out, or ends with the stack
-    above ``cap`` or a column below its ``floor``."""
-    x0 = moves[shape, m, 2]
-    w = moves[shape, m, 3]
+def drop(h, out, tables, win, shape, m):
+    """Drop move ``m`` of ``shape`` on heights ``h`` in the window ``win``; ``out`` receives the
+    heights after the lock and the clear of the rows it filled. Returns (centre y on the board,
+    cells in the window after the lock, rows filled), or y = -1 when the drop leaves a hole, tops
+    out, or ends with the stack above the cap or a column below its floor."""
+    return drop_move(h, out, tables.moves[shape], tables.low[shape], tables.high[shape], win, m)
+
+
+@njit(cache=True, inline="always")
+def drop_move(h, out, moves, low, high, win, m):
+    """`drop` on the shape's rows of the `DropTables` (``moves``, ``low``, ``high``). Hot loops take
+    the rows out of the bundle once, before the loop, and call this: an array taken out of a tuple
+    inside the loop costs reference counting on every call (`expand_layer` ran about 1.5 x slower
+    through `drop`)."""
+    x0 = moves[m, MOVE_LEFT]
+    w = moves[m, MOVE_COLUMNS]
+    window, width = win.rows, win.width
     # resting without a hole: every column of the piece lands on the surface, at the same centre row
-    cy = window - 1 - h[x0] - low[shape, m, 0]
+    cy = window - 1 - h[x0] - low[m, 0]
     for j in range(1, w):
-        if window - 1 - h[x0 + j] - low[shape, m, j] != cy:
+        if window - 1 - h[x0 + j] - low[m, j] != cy:
             return -1, 0, 0
     for i in range(width):
         out[i] = h[i]
     for j in range(w):
-        nh = window - cy - high[shape, m, j]
+        nh = window - cy - high[m, j]
         if nh > window - 1:  # the top row occupied: every row holds a cell, the game ends
             return -1, 0, 0
         out[x0 + j] = nh
@@ -168,22 +274,24 @@ def drop(h, out, moves, low, high, shape, m, window, cap, floor, width):
             f = out[i]
     for i in range(width):
         out[i] -= f
-        if out[i] > cap or out[i] < ((floor >> i) & 1):
+        if out[i] > win.cap or out[i] < ((win.floor >> i) & 1):
             return -1, 0, 0
     return cy, cells, f
 
 
+# --------------------------------------------------------------------------- a layer
 @njit(cache=True, parallel=True)
-def expand_layer(profiles, scores, n, shape, number, moves, low, high, count, window, cap, floor, base_cells,
-                 R, out_profile, out_score):
-    """Children of the ``n`` states: slot ``i * count[shape] + m`` holds move m of state i (profile
-    -1 when the move is not a transition)."""
-    width = R[3]
-    nm = count[shape]
-    table = R[2]
-    by_cells = R[8]
-    last = number == R[11]
-    chunks = min(n, 256)
+def expand_layer(states, shape, number, tables, win, rules, children):
+    """Children of ``states`` by piece ``number`` (1-based) of ``shape``: slot ``i * count[shape] + m``
+    of ``children`` holds move m of state i (profile -1 when the move is not a transition), scored by
+    the rules (`lock_points`)."""
+    profiles, scores = states.profiles, states.scores
+    out_profile, out_score = children.profiles, children.scores
+    moves, low, high = tables.moves[shape], tables.low[shape], tables.high[shape]
+    n = profiles.shape[0]
+    width = win.width
+    nm = tables.count[shape]
+    chunks = min(n, EXPAND_CHUNKS)
     for c in prange(chunks):
         h = np.empty(width, np.int64)
         nh = np.empty(width, np.int64)
@@ -191,25 +299,19 @@ def expand_layer(profiles, scores, n, shape, number, moves, low, high, count, wi
             unpack_profile(profiles[i], width, h)
             for m in range(nm):
                 slot = i * nm + m
-                cy, cells, f = drop(h, nh, moves, low, high, shape, m, window, cap, floor, width)
+                cy, cells, f = drop_move(h, nh, moves, low, high, win, m)
                 if cy < 0:
                     out_profile[slot] = -1
                     continue
-                p = np.int64(0)
-                for k in range(width):
-                    p |= np.int64(nh[k]) << (BITS * k)
-                out_profile[slot] = p
-                points = 0
-                if not last:
-                    points = table[f] * ((base_cells + cells) if by_cells else 1)
-                out_score[slot] = scores[i] + points
+                out_profile[slot] = pack_profile(nh, width)
+                out_score[slot] = scores[i] + lock_points(rules, f, win.base_cells + cells, number)
 
 
 @njit(cache=True, inline="always")
-def surface_key(p, score, width, use_surface, w_cells, w_bump):
-    """The selection key of a state: its score, plus with ``use_surface`` the surface heuristic
-    ``w_cells * cells + w_bump * bumpiness`` of its profile."""
-    if not use_surface:
+def surface_key(p, score, width, key):
+    """The selection key of a state: its score, plus with ``key.surface`` the surface heuristic
+    ``cells_weight * cells + bumpiness_weight * bumpiness`` of its profile."""
+    if not key.surface:
         return np.float64(score)
     prev = p & MASK
     cells = prev
@@ -219,87 +321,129 @@ def surface_key(p, score, width, use_surface, w_cells, w_bump):
         cells += v
         bump += abs(v - prev)
         prev = v
-    return score + w_cells * cells + w_bump * bump
+    return score + key.cells_weight * cells + key.bumpiness_weight * bump
 
 
 @njit(cache=True)
-def merge_and_select(out_profile, out_score, total, nm, K, width, use_surface, w_cells, w_bump, table, stamp,
-                     layer, sel_profile, sel_score, sel_link):
-    """Merge equal children (the higher score wins; equal scores: the first slot), then keep the
-    best ``K`` by key (ties: the smaller profile). Writes the kept states, in slot order, to
-    ``sel_*`` (links: ``parent << 6 | move``); returns (kept, distinct children, best score)."""
+def merge_children(children, total, slots, stamps, layer):
+    """The distinct children among slots 0 .. total-1 (equal profiles: the higher score wins; equal
+    scores: the first slot), as their slots in slot order. ``slots`` and ``stamps`` are the hash
+    table; a slot whose stamp is not ``layer`` is free."""
+    profiles, scores = children.profiles, children.scores
     valid = 0
     for slot in range(total):
-        if out_profile[slot] >= 0:
+        if profiles[slot] >= 0:
             valid += 1
-    size = 1
-    while size < 2 * valid:
-        size <<= 1
+    size = table_size(valid)
     mask = np.uint64(size - 1)
     uniq = np.empty(valid, np.int64)
     u = 0
     for slot in range(total):
-        p = out_profile[slot]
+        p = profiles[slot]
         if p < 0:
             continue
         pos = np.int64(mix64(np.uint64(p) + GOLDEN) & mask)
         while True:
-            if stamp[pos] != layer:
-                stamp[pos] = layer
-                table[pos] = u
+            if stamps[pos] != layer:
+                stamps[pos] = layer
+                slots[pos] = u
                 uniq[u] = slot
                 u += 1
                 break
-            j = uniq[table[pos]]
-            if out_profile[j] == p:
-                if out_score[slot] > out_score[j]:
-                    uniq[table[pos]] = slot
+            j = uniq[slots[pos]]
+            if profiles[j] == p:
+                if scores[slot] > scores[j]:
+                    uniq[slots[pos]] = slot
                 break
             pos = (pos + 1) & (size - 1)
-    best = np.int64(-1)
-    for a in range(u):
-        if out_score[uniq[a]] > best:
-            best = out_score[uniq[a]]
+    return uniq[:u]
+
+
+@njit(cache=True)
+def select_best(children, uniq, K, width, key):
+    """Which of the distinct children ``uniq`` (their slots) to keep: all when at most ``K``, else
+    the best ``K`` by key (ties: the smaller profile)."""
+    u = uniq.shape[0]
     take = np.ones(u, np.bool_)
-    if u > K:
-        keys = np.empty(u, np.float64)
-        for a in range(u):
-            s = uniq[a]
-            keys[a] = -surface_key(out_profile[s], out_score[s], width, use_surface, w_cells, w_bump)
-        bound = np.partition(keys, K - 1)[K - 1]
-        # every key below the bound is taken; at the bound, the smallest profiles fill the rest
-        n_below = 0
-        for a in range(u):
-            if keys[a] < bound:
-                n_below += 1
-        ties = np.empty(u - n_below, np.int64)
-        nt = 0
-        for a in range(u):
-            if keys[a] > bound:
-                take[a] = False
-            elif keys[a] == bound:
-                take[a] = False
-                ties[nt] = out_profile[uniq[a]]
-                nt += 1
-        room = K - n_below
-        if room > 0:
-            ties = np.sort(ties[:nt])
-            cut = ties[room - 1]
-            for a in range(u):
-                if keys[a] == bound and out_profile[uniq[a]] <= cut:
-                    take[a] = True
-    k = 0
+    if u <= K:
+        return take
+    profiles, scores = children.profiles, children.scores
+    keys = np.empty(u, np.float64)
     for a in range(u):
+        s = uniq[a]
+        keys[a] = -surface_key(profiles[s], scores[s], width, key)
+    bound = np.partition(keys, K - 1)[K - 1]
+    # every key below the bound is taken; at the bound, the smallest profiles fill the rest
+    n_below = 0
+    for a in range(u):
+        if keys[a] < bound:
+            n_below += 1
+    ties = np.empty(u - n_below, np.int64)
+    nt = 0
+    for a in range(u):
+        if keys[a] > bound:
+            take[a] = False
+        elif keys[a] == bound:
+            take[a] = False
+            ties[nt] = profiles[uniq[a]]
+            nt += 1
+    room = K - n_below
+    if room > 0:
+        ties = np.sort(ties[:nt])
+        cut = ties[room - 1]
+        for a in range(u):
+            if keys[a] == bound and profiles[uniq[a]] <= cut:
+                take[a] = True
+    return take
+
+
+@njit(cache=True)
+def merge_and_select(buf, total, nm, K, width, key, layer):
+    """Merge equal children of ``buf.children`` (`merge_children`), then keep the best ``K`` by
+    ``key`` (`select_best`). Writes the kept states, in slot order, to ``buf.kept`` and their links
+    (``parent << MOVE_BITS | move``; ``nm`` moves per parent) to ``buf.links``; returns (kept,
+    distinct children, best score)."""
+    children = buf.children
+    profiles, scores = children.profiles, children.scores
+    kept_profiles, kept_scores, links = buf.kept.profiles, buf.kept.scores, buf.links
+    uniq = merge_children(children, total, buf.slots, buf.stamps, layer)
+    best = np.int64(-1)
+    for a in range(uniq.shape[0]):
+        if scores[uniq[a]] > best:
+            best = scores[uniq[a]]
+    take = select_best(children, uniq, K, width, key)
+    k = 0
+    for a in range(uniq.shape[0]):
         if take[a]:
             s = uniq[a]
-            sel_profile[k] = out_profile[s]
-            sel_score[k] = out_score[s]
-            sel_link[k] = np.uint32(((s // nm) << MOVE_BITS) | (s % nm))
+            kept_profiles[k] = profiles[s]
+            kept_scores[k] = scores[s]
+            links[k] = LINK(((s // nm) << MOVE_BITS) | (s % nm))
             k += 1
-    return k, u, best
+    return k, uniq.shape[0], best
 
 
 # --------------------------------------------------------------------------- the base
+class BaseLimits(NamedTuple):
+    """The base search's bounds: ``window`` (the DP's `Window`, whose floor the base fixes),
+    ``base_cap`` (the highest the base builder stacks a column into the window) and ``max_nodes``
+    (the most placements it tries)."""
+
+    window: Window
+    base_cap: int
+    max_nodes: int
+
+
+class BaseScratch(NamedTuple):
+    """The base search's scratch: ``moves`` (the move generator's), ``found`` (a piece's
+    placements), ``values`` (the evaluator's) and ``h`` (column heights)."""
+
+    moves: MoveScratch
+    found: np.ndarray
+    values: ValueScratch
+    h: np.ndarray
+
+
 @njit(cache=True)
 def window_heights(board, window, width, h):
     """``h[i]``: the height of column i's stack in the window (rows 0 .. window-1), standing on the
@@ -344,66 +488,82 @@ def floor_of(board, window, width):
 
 
 @njit(cache=True)
-def survives(h, t, depth, sequence, moves, low, high, count, window, cap, floor, width):
-    """Whether pieces t .. t + depth - 1 have a chain of transitions from heights ``h``."""
+def survives(h, t, depth, sequence, tables, win):
+    """Whether pieces t .. t + depth - 1 have a chain of transitions from heights ``h``: a
+    depth-first search over their moves in table order. Iterative, not recursive: numba cannot
+    link a recursive kernel loaded from its cache into a caller compiled afresh (a base built for
+    another evaluator)."""
     if depth == 0:
         return True
-    nh = np.empty(width, np.int64)
-    shape = sequence[t]
-    for m in range(count[shape]):
-        cy, _, f = drop(h, nh, moves, low, high, shape, m, window, cap, floor, width)
-        if cy >= 0:
-            if survives(nh, t + 1, depth - 1, sequence, moves, low, high, count, window, cap, floor, width):
-                return True
+    hs = np.empty((depth + 1, win.width), np.int64)  # hs[d]: the heights before piece t + d
+    hs[0] = h
+    tried = np.zeros(depth, np.int64)  # tried[d]: moves of piece t + d tried so far
+    d = 0
+    while d >= 0:
+        shape = sequence[t + d]
+        moves, low, high = tables.moves[shape], tables.low[shape], tables.high[shape]
+        found = False
+        while tried[d] < tables.count[shape] and not found:
+            cy, _, _ = drop_move(hs[d], hs[d + 1], moves, low, high, win, tried[d])
+            tried[d] += 1
+            found = cy >= 0
+        if not found:
+            d -= 1
+        elif d + 1 == depth:
+            return True
+        else:
+            d += 1
+            tried[d] = 0
     return False
 
 
 @njit(cache=True)
-def can_start(board, t, n, sequence, moves, low, high, count, window, base_cap, cap, width, h):
-    """`base_ready` (no higher than ``base_cap``), and the next pieces (up to ``START_LOOKAHEAD``)
-    have a chain of transitions from the board's profile."""
-    if not base_ready(board, window, base_cap, width, h):
+def can_start(board, t, n, sequence, tables, limits, h):
+    """`base_ready` (no higher than ``limits.base_cap``), and the next pieces (up to
+    `START_LOOKAHEAD`) have a chain of transitions from the board's profile (under the DP's cap)."""
+    win = limits.window
+    if not base_ready(board, win.rows, limits.base_cap, win.width, h):
         return False
-    floor = floor_of(board, window, width)
-    return survives(h, t, min(START_LOOKAHEAD, n - t), sequence, moves, low, high, count, window, cap, floor, width)
+    floored = Window(win.rows, win.width, win.cap, floor_of(board, win.rows, win.width), win.base_cells)
+    return survives(h, t, min(START_LOOKAHEAD, n - t), sequence, tables, floored)
 
 
 @njit(cache=True)
-def base_candidates(board, shape, t, R, spec, tie_break, window, cap, sc_fit, sc_free, sc_visited, sc_front,
-                    sc_nxt, sc_layers, found, pvals, locked, cleared, h, out):
-    """The base placements of piece ``t`` (``shape``) on ``board``, best first by the evaluator
-    (ties: its tie-break, then generation order), as rows (x, y, state) of ``out``; returns how
-    many. A base placement fills no row, keeps every column's window cells a stack standing on the
-    window's bottom row, and keeps those stacks no higher than ``cap``."""
-    height = board.shape[0]
-    width = R[3]
-    full = (1 << width) - 1
-    ss = spawn_state(t, R)
-    m = placements_into(board, R[0][shape], R[1][shape], width, R[5], R[6], ss, R[12], sc_fit, sc_free,
-                        sc_visited, sc_front, sc_nxt, sc_layers, found)
-    parent_values(board, width, spec, pvals)
+def is_base_child(locked, window, cap, full, h):
+    """Whether ``locked`` (a board with the piece placed, before any clear) is a base placement's:
+    no row full (``full``: a full row's mask), and every column's window cells a stack standing on
+    the window's bottom row, no higher than ``cap`` (``h`` receives the heights)."""
+    for r in range(locked.shape[0]):
+        if np.int64(locked[r]) == full:
+            return False
+    if not window_heights(locked, window, h.shape[0], h):
+        return False
+    for i in range(h.shape[0]):
+        if h[i] > cap:
+            return False
+    return True
+
+
+@njit(cache=True)
+def base_candidates(board, shape, t, rules, spec, limits, ws, out):
+    """The base placements of piece ``t`` (``shape``) on ``board`` (`is_base_child`, stacks no
+    higher than ``limits.base_cap``), best first by the evaluator (ties: its tie-break, then
+    generation order), as rows (x, y, state) of ``out``; returns how many."""
+    found, vs, locked = ws.found, ws.values, ws.values.locked
+    ss = spawn_state(t, rules)
+    m = placements_into(board, rules, shape, ss, ws.moves, found)
+    board_values(board, rules.width, spec, vs.pvals)
     values = np.empty(m, np.float64)
     ranks = np.empty(m, np.int64)
     kept = np.empty(m, np.int64)
     n = 0
     for k in range(m):
         x, y, s = found[k, 0], found[k, 1], found[k, 2]
-        alive, v = value_child(board, pvals, R[0][shape, s], x, y, R, spec, locked, cleared)
-        if not alive:
-            continue
-        ok = True
-        for r in range(height):
-            if np.int64(locked[r]) == full:
-                ok = False
-        if not ok or not window_heights(locked, window, width, h):
-            continue
-        for i in range(width):
-            if h[i] > cap:
-                ok = False
-        if not ok:
+        alive, v = value_child(board, rules, shape, s, x, y, t + 1, spec, vs)
+        if not alive or not is_base_child(locked, limits.window.rows, limits.base_cap, rules.full_row, ws.h):
             continue
         values[n] = v
-        ranks[n] = priority(tie_break, x, s, R[5], ss)
+        ranks[n] = priority(spec, x, s, rules.spawn_x, ss)
         kept[n] = k
         n += 1
     idx = best_first(values, ranks, n)
@@ -414,62 +574,61 @@ def base_candidates(board, shape, t, R, spec, tie_break, window, cap, sc_fit, sc
 
 
 @njit(cache=True)
-def build_base(sequence, n, R, spec, tie_break, window, base_cap, cap, moves, low, high, count, max_nodes, out_place,
-               sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers, found):
+def base_scratch(rules, spec):
+    """A `BaseScratch` for ``rules``' boards and the evaluator ``spec``."""
+    return BaseScratch(new_scratch(rows_for(rules.height), 1),
+                       np.zeros((capacity(rules.height, rules.width), 3), np.int64),
+                       value_scratch(spec.weights.shape[0], rules.height), np.zeros(rules.width, np.int64))
+
+
+@njit(cache=True)
+def build_base(sequence, n, rules, spec, tables, limits, path):
     """A base: pieces placed from the empty board by a depth-first search in the evaluator's order
-    (so the greedy path whenever that works), each a base placement (`base_candidates`, stacks in
-    the window no higher than ``base_cap``), until `can_start`. Returns (pieces placed, stop, board): stop -1 the base is ready, 0 the pieces ran
-    out first, 1 no base within ``max_nodes`` placements tried. ``out_place`` receives the path."""
-    height = R[4]
-    width = R[3]
-    depth_max = min(n, height * width // 4 + 1)
-    boards = np.zeros((depth_max + 1, height), np.uint16)
-    cand = np.zeros((depth_max + 1, found.shape[0], 3), np.int64)
+    (so the greedy path whenever that works), each a base placement (`base_candidates`), until
+    `can_start`. Returns (pieces placed, stop, board): stop `GOING` the base is ready, `DONE` the
+    pieces ran out first, `STUCK` no base within ``limits.max_nodes`` placements tried.
+    ``path.placements`` receives the path."""
+    depth_max = min(n, rules.height * rules.width // PIECE_CELLS + 1)
+    ws = base_scratch(rules, spec)
+    boards = np.zeros((depth_max + 1, rules.height), np.uint16)
+    cand = np.zeros((depth_max + 1, ws.found.shape[0], 3), np.int64)
     ncand = np.zeros(depth_max + 1, np.int64)
     pos = np.zeros(depth_max + 1, np.int64)
-    h = np.zeros(width, np.int64)
-    pvals = np.zeros(spec[0].shape[0])
-    locked = np.zeros(height, np.uint16)
-    cleared = np.zeros(height, np.uint16)
+    placements = path.placements
     depth = 0
     fresh = True
     nodes = 0
     while True:
         if fresh:
-            if can_start(boards[depth], depth, n, sequence, moves, low, high, count, window, base_cap, cap, width, h):
-                return depth, -1, boards[depth].copy()
+            if can_start(boards[depth], depth, n, sequence, tables, limits, ws.h):
+                return depth, GOING, boards[depth].copy()
             if depth == n:
-                return n, 0, boards[depth].copy()
+                return n, DONE, boards[depth].copy()
             ncand[depth] = 0
             if depth < depth_max:
-                ncand[depth] = base_candidates(boards[depth], sequence[depth], depth, R, spec, tie_break, window,
-                                               base_cap,
-                                               sc_fit, sc_free, sc_visited, sc_front, sc_nxt, sc_layers, found, pvals,
-                                               locked, cleared, h, cand[depth])
+                ncand[depth] = base_candidates(boards[depth], sequence[depth], depth, rules, spec, limits, ws,
+                                               cand[depth])
             pos[depth] = 0
-        if pos[depth] < ncand[depth] and nodes < max_nodes:
-            k = pos[depth]
+        if pos[depth] < ncand[depth] and nodes < limits.max_nodes:
+            x, y, s = cand[depth, pos[depth], 0], cand[depth, pos[depth], 1], cand[depth, pos[depth], 2]
             pos[depth] += 1
             nodes += 1
-            x, y, s = cand[depth, k, 0], cand[depth, k, 1], cand[depth, k, 2]
             boards[depth + 1] = boards[depth]
-            place(boards[depth + 1], R[0][sequence[depth], s], x, y)
-            out_place[depth, 0], out_place[depth, 1], out_place[depth, 2] = x, y, s
+            place(boards[depth + 1], rules.cells[sequence[depth], s], x, y)
+            placements[depth, 0], placements[depth, 1], placements[depth, 2] = x, y, s
             depth += 1
             fresh = True
         else:
-            if depth == 0 or nodes >= max_nodes:
-                return 0, 1, boards[0].copy()
+            if depth == 0 or nodes >= limits.max_nodes:
+                return 0, STUCK, boards[0].copy()
             depth -= 1
             fresh = False
 
 
-
-
 # --------------------------------------------------------------------------- links
 class Links:
-    """Per layer, the kept states' links (uint32 ``parent << 6 | move``): in memory, or appended to
-    an unnamed temporary file (deleted when closed) so that memory stays bounded."""
+    """Per layer, the kept states' links (`LINK`: ``parent << MOVE_BITS | move``): in memory, or
+    appended to an unnamed temporary file (deleted when closed) so that memory stays bounded."""
 
     def __init__(self, on_disk: bool):
         self.layers: list[np.ndarray] = []
@@ -477,6 +636,10 @@ class Links:
         self.file = tempfile.TemporaryFile(prefix="profile_dp-links-") if on_disk else None
         self.size = 0
         self.count = 0
+
+    @property
+    def on_disk(self) -> bool:
+        return self.file is not None
 
     def append(self, links: np.ndarray) -> None:
         if self.file is None:
@@ -491,8 +654,17 @@ class Links:
         if self.file is None:
             return int(self.layers[layer][i])
         self.file.flush()
-        raw = os.pread(self.file.fileno(), 4, self.offsets[layer] + 4 * i)
-        return int(np.frombuffer(raw, np.uint32)[0])
+        raw = os.pread(self.file.fileno(), LINK_BYTES, self.offsets[layer] + LINK_BYTES * i)
+        return int(np.frombuffer(raw, LINK)[0])
+
+    def trace_back(self, layer: int, i: int) -> np.ndarray:
+        """The moves of layers 0 .. ``layer`` leading to state ``i`` of ``layer`` (none for -1)."""
+        codes = np.zeros(layer + 1, np.int64)
+        for back in range(layer, -1, -1):
+            link = self.get(back, i)
+            codes[back] = link & MOVE_MASK
+            i = link >> MOVE_BITS
+        return codes
 
     def close(self) -> None:
         if self.file is not None:
@@ -500,18 +672,18 @@ class Links:
 
 
 @njit(cache=True)
-def replay_moves(h, codes, shapes, moves, low, high, window, cap, floor, width, out_place):
+def replay_moves(h, codes, shapes, tables, win, out_place):
     """Placements (x, y, state) on the whole board of the DP moves ``codes`` from heights ``h``
     (updated); returns False when a move is not a transition (a bug)."""
-    nh = np.empty(width, np.int64)
+    nh = np.empty(win.width, np.int64)
     for t in range(codes.shape[0]):
         shape, m = shapes[t], codes[t]
-        cy, cells, f = drop(h, nh, moves, low, high, shape, m, window, cap, floor, width)
+        cy, cells, f = drop(h, nh, tables, win, shape, m)
         if cy < 0:
             return False
-        out_place[t, 0] = moves[shape, m, 1]
+        out_place[t, 0] = tables.moves[shape, m, MOVE_X]
         out_place[t, 1] = cy
-        out_place[t, 2] = moves[shape, m, 0]
+        out_place[t, 2] = tables.moves[shape, m, MOVE_STATE]
         h[:] = nh
     return True
 
@@ -531,23 +703,71 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def warm_layer_kernels(rules) -> None:
-    """Run each layer kernel once on a tiny layer (an empty window, one state)."""
-    moves, low, high, count = move_tables(rules)
-    M, W = int(count.max()), rules.width
-    out_profile, out_score = np.empty(M, np.int64), np.empty(M, np.int64)
-    expand_layer(np.zeros(1, np.int64), np.zeros(1, np.int64), 1, 0, 1, moves, low, high, count, 10, 7, 0, 0,
-                 rules.kernel, out_profile, out_score)
-    size = 4 * M
-    merge_and_select(out_profile, out_score, int(count[0]), int(count[0]), 1, W, True, 1.0, -1.0,
-                     np.zeros(size, np.int64), np.full(size, -1, np.int64), 0, np.empty(1, np.int64),
-                     np.empty(1, np.int64), np.empty(1, np.uint32))
-    best_index(np.zeros(1, np.int64), np.zeros(1, np.int64))
-    replay_moves(np.zeros(W, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), moves, low, high, 10, 7, 0, W,
+def warm_layer_kernels(rules, win: Window, key: SurfaceKey) -> None:
+    """Run each layer kernel once on a tiny layer (one state, the empty window ``win``)."""
+    tables = drop_tables(rules)
+    buf = layer_buffers(1, int(tables.count.max()))
+    states = States(np.zeros(1, np.int64), np.zeros(1, np.int64))
+    expand_layer(states, 0, 1, tables, win, rules.kernel, buf.children)
+    nm = int(tables.count[0])
+    merge_and_select(buf, nm, nm, 1, win.width, key, 0)
+    best_index(states.profiles, states.scores)
+    replay_moves(np.zeros(win.width, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), tables, win,
                  np.zeros((0, 3), np.int64))
 
 
 # --------------------------------------------------------------------------- the policy
+@dataclass
+class Base:
+    """The base as `build_base` left it: ``pieces`` placed (their placements in ``path``), ``stop``
+    (`GOING`: the DP starts on ``board``), the ``board``, and the `Window` over it (its floor and
+    base cells those of the board's rows below the window)."""
+
+    pieces: int
+    stop: int
+    board: np.ndarray
+    path: Path
+    window: Window
+
+    def extra(self) -> dict:
+        """The base's part of ``extra["profile_dp"]``."""
+        return {"base_pieces": self.pieces, "base_rows": len(self.board) - self.window.rows,
+                "base_cells": self.window.base_cells}
+
+    def heights(self) -> np.ndarray:
+        """The window's column heights on the base's board."""
+        h = np.zeros(self.window.width, np.int64)
+        window_heights(self.board, self.window.rows, self.window.width, h)
+        return h
+
+
+@dataclass
+class LayerRun:
+    """What the layers found: the best state so far (``best_score``, its ``best_layer`` counted from
+    the DP's first piece, and ``best_state``, its index there), the best score per piece
+    (``best_by_step``), counts, why they stopped, and the traced-back moves (``codes``)."""
+
+    best_by_step: np.ndarray
+    nodes: int
+    best_score: int = -1
+    best_layer: int = -1
+    best_state: int = 0
+    children: int = 0
+    distinct: int = 0
+    layers: int = 0
+    on_disk: bool = False
+    stop: str = STOP_NAMES[DONE]
+    abort_piece: int | None = None
+    abort_threshold: float | None = None
+    codes: np.ndarray | None = None
+
+    def keep_best(self, states: States, layer: int) -> None:
+        """The best state: the higher score, then the later layer, then the smaller profile."""
+        i = best_index(states.profiles, states.scores)
+        if states.scores[i] >= self.best_score:
+            self.best_score, self.best_layer, self.best_state = int(states.scores[i]), layer, i
+
+
 @register(ProfileDPConfig)
 class ProfileDP(Policy):
     name = "profile_dp"
@@ -555,121 +775,137 @@ class ProfileDP(Policy):
     def warm_up(self):
         """`Policy.warm_up`, and the layer kernels, which the two-piece warm-up never reaches (it
         ends inside the base)."""
-        warm_layer_kernels(self.rules)
+        warm_layer_kernels(self.rules, self.window(), self.key())
         super().warm_up()
 
     def search(self, threshold, progress):
-        cfg = self.config.profile_dp
-        rules, R, n_pieces = self.rules, self.rules.kernel, self.pieces
-        H, W = rules.height, rules.width
-        window, K = min(cfg.window, H), cfg.states
-        cap = window - free_rows(rules)
+        tables = drop_tables(self.rules)
+        base = self.base(tables)
+        pieces, stop = self.base_stop(base, threshold)
+        if stop != GOING:
+            return self.base_result(base, pieces, stop, threshold)
+        run = self.run_layers(base, tables, threshold, progress)
+        return self.result(base, tables, run)
+
+    # ---- settings
+    def window(self) -> Window:
+        """The `Window` of the settings on an empty base (no floor, no cells), checked."""
+        window = min(self.config.profile_dp.window, self.rules.height)
+        width = self.rules.width
+        cap = window - free_rows(self.rules)
         if cap < 1:
-            raise ValueError(f"profile_dp.window: {window} rows leave no room under the {free_rows(rules)} "
+            raise ValueError(f"profile_dp.window: {window} rows leave no room under the {free_rows(self.rules)} "
                              "rows kept free at the top")
-        if W * BITS > 63:
-            raise ValueError(f"profile_dp: boards wider than {63 // BITS} columns do not fit a packed profile")
+        if width * BITS > PROFILE_BITS:
+            raise ValueError(f"profile_dp: boards wider than {PROFILE_BITS // BITS} columns do not fit a packed "
+                             "profile")
+        return Window(window, width, cap, 0, 0)
 
-        # ---- the base, by a depth-first search in the evaluator's order
-        from engine.movegen import Scratch
+    def key(self) -> SurfaceKey:
+        cfg = self.config.profile_dp
+        return SurfaceKey(cfg.key == "score_surface", float(cfg.cells_weight), float(cfg.bumpiness_weight))
 
-        sc = Scratch(H, rules.max_steps)
-        places = np.zeros((n_pieces, 3), np.int64)
-        moves, low, high, count = move_tables(rules)
-        t0, code, board = build_base(self.sequence, n_pieces, R, self.evaluator.spec,
-                                     TIE_BREAKS[self.evaluator.tie_break], window, min(cfg.base_cap, cap), cap,
-                                     moves, low, high, count,
-                                     BASE_NODES, places, sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers,
-                                     sc.out)
-        base = board[window:].copy()
-        base_cells = int(sum(popcount(np.int64(r)) for r in base))
-        extra = {"base_pieces": int(t0), "base_rows": int(H - window), "base_cells": base_cells}
-        by_step = np.zeros(n_pieces, np.int64)  # nothing clears in the base
-        checked = np.flatnonzero(threshold[:t0] > 0)
-        if len(checked):  # the base's score, 0, is below the threshold
-            t0, code = int(checked[0]) + 1, 3
-        if code >= 0:  # no DP: the pieces ran out, no base was found, or the threshold stopped it
-            if code == 1:  # stuck: no base was found, so no path either
-                t0 = 0
-            result = path_result(0, int(t0), code, np.zeros(5, np.int64), places, by_step, threshold, int(t0))
-            result.extra = {"profile_dp": extra}
-            return result
-        h0 = np.zeros(W, np.int64)
-        window_heights(board, window, W, h0)
-        floor = int(floor_of(board, window, W))
+    def links_on_disk(self, first: int) -> bool:
+        """Whether the links of the layers from piece ``first`` on go to a temporary file."""
+        cfg = self.config.profile_dp
+        link_bytes = LINK_BYTES * cfg.states * (self.pieces - first)
+        return cfg.links == "disk" or (cfg.links == "auto" and link_bytes > cfg.links_memory_mb * MIB)
 
-        # ---- the layers
-        M = int(count.max())
-        use_surface = cfg.key == "score_surface"
-        profiles = np.array([profile_of(h0)], np.int64)
-        scores = np.zeros(1, np.int64)
-        out_profile = np.empty(K * M, np.int64)
-        out_score = np.empty(K * M, np.int64)
-        size = 1
-        while size < 2 * K * M:
-            size <<= 1
-        table = np.zeros(size, np.int64)
-        stamp = np.full(size, -1, np.int64)
-        sel_profile = np.empty(K, np.int64)
-        sel_score = np.empty(K, np.int64)
-        sel_link = np.empty(K, np.uint32)
-        link_bytes = 4 * K * (n_pieces - t0)
-        on_disk = cfg.links == "disk" or (cfg.links == "auto" and link_bytes > cfg.links_memory_mb * 2**20)
-        links = Links(on_disk)
-        best_by_step = by_step.copy()
-        best = (-1, -1, 0)  # (score, layer, index) of the best state so far
-        nodes = int(t0)
-        children = distinct = 0
-        stop, abort_piece, abort_threshold = "done", None, None
+    # ---- the base
+    def base(self, tables: DropTables) -> Base:
+        """The base, by a depth-first search in the evaluator's order; its window's floor and cells
+        filled in."""
+        window = self.window()
+        limits = BaseLimits(window, min(self.config.profile_dp.base_cap, window.cap), BASE_NODES)
+        path = new_path(self.pieces)
+        pieces, stop, board = build_base(self.sequence, self.pieces, self.rules.kernel, self.evaluator.spec, tables,
+                                         limits, path)
+        cells = sum(popcount(np.int64(r)) for r in board[window.rows:])
+        window = window._replace(floor=int(floor_of(board, window.rows, window.width)), base_cells=int(cells))
+        return Base(int(pieces), int(stop), board, path, window)
+
+    @staticmethod
+    def base_stop(base: Base, threshold) -> tuple[int, int]:
+        """(pieces, stop) of the base: its own, or `ABORTED` at the first piece whose threshold is
+        above the base's score, 0 (nothing clears in the base)."""
+        checked = np.flatnonzero(threshold[:base.pieces] > 0)
+        if len(checked):
+            return int(checked[0]) + 1, ABORTED
+        return base.pieces, base.stop
+
+    @staticmethod
+    def base_result(base: Base, pieces: int, stop: int, threshold) -> SolveResult:
+        """The result without a DP: the pieces ran out, no base was found (no path either), or the
+        threshold stopped the base."""
+        if stop == STUCK:
+            pieces = 0
+        result = path_result(0, pieces, stop, base.path, threshold, pieces)
+        result.extra = {"profile_dp": base.extra()}
+        return result
+
+    # ---- the layers
+    def run_layers(self, base: Base, tables: DropTables, threshold, progress) -> LayerRun:
+        """One layer per piece after the base, until the pieces run out, a layer keeps no state,
+        or `Policy.layer_stop`; then the best state's moves are traced back."""
+        run = LayerRun(best_by_step=np.zeros(self.pieces, np.int64), nodes=base.pieces)
+        states = States(np.array([profile_of(base.heights())], np.int64), np.zeros(1, np.int64))
+        buf = layer_buffers(self.config.profile_dp.states, int(tables.count.max()))
+        links = Links(self.links_on_disk(base.pieces))
         try:
-            for t in range(t0, n_pieces):
-                shape = int(self.sequence[t])
-                n = len(profiles)
-                nm = int(count[shape])
-                expand_layer(profiles, scores, n, shape, t + 1, moves, low, high, count, window, cap, floor,
-                             base_cells, R, out_profile, out_score)
-                k, u, top = merge_and_select(out_profile, out_score, n * nm, nm, K, W, use_surface, cfg.cells_weight,
-                                             cfg.bumpiness_weight, table, stamp, t, sel_profile, sel_score, sel_link)
-                nodes += n
-                children += n * nm
-                distinct += u
-                if k == 0:
-                    stop = "stuck"
+            for t in range(base.pieces, self.pieces):
+                states = self.layer(t, states, base, tables, buf, links, run)
+                if states is None:
                     break
-                profiles, scores = sel_profile[:k].copy(), sel_score[:k].copy()
-                links.append(sel_link[:k])
-                best_by_step[t] = top
-                # the best state: the higher score, then the later layer, then the smaller profile
-                i = best_index(profiles, scores)
-                if scores[i] >= best[0]:
-                    best = (int(scores[i]), t - t0, i)
-                halt = self.layer_stop(t, top, best[0], threshold, progress)
+                halt = self.layer_stop(t, run.best_by_step[t], run.best_score, threshold, progress)
                 if halt:
-                    stop, abort_piece, abort_threshold = halt
+                    run.stop, run.abort_piece, run.abort_threshold = halt
                     break
-            # ---- trace back
-            layers = best[1] + 1 if best[0] >= 0 else 0
-            codes = np.zeros(layers, np.int64)
-            i = best[2]
-            for layer in range(layers - 1, -1, -1):
-                link = links.get(layer, i)
-                codes[layer] = link & ((1 << MOVE_BITS) - 1)
-                i = link >> MOVE_BITS
+            run.codes = links.trace_back(run.best_layer, run.best_state)
         finally:
             links.close()
-        placed = t0 + layers
-        placements = places[:placed].copy()
-        h = h0.copy()
-        if not replay_moves(h, codes, self.sequence[t0:placed], moves, low, high, window, cap, floor, W,
-                            placements[t0:]):
+        run.layers, run.on_disk = links.count, links.on_disk
+        return run
+
+    def layer(self, t: int, states: States, base: Base, tables: DropTables, buf: LayerBuffers, links: Links,
+              run: LayerRun) -> States | None:
+        """Layer ``t`` (0-based piece): expand ``states``, merge and keep the best; returns the kept
+        states, or None when there are none (``run.stop`` is then stuck)."""
+        shape = int(self.sequence[t])
+        n, nm = len(states.profiles), int(tables.count[shape])
+        expand_layer(states, shape, t + 1, tables, base.window, self.rules.kernel, buf.children)
+        k, u, top = merge_and_select(buf, n * nm, nm, self.config.profile_dp.states, base.window.width, self.key(),
+                                     t)
+        run.nodes += n
+        run.children += n * nm
+        run.distinct += u
+        if k == 0:
+            run.stop = STOP_NAMES[STUCK]
+            return None
+        kept = States(buf.kept.profiles[:k].copy(), buf.kept.scores[:k].copy())
+        links.append(buf.links[:k])
+        run.best_by_step[t] = top
+        run.keep_best(kept, t - base.pieces)
+        return kept
+
+    # ---- the result
+    def result(self, base: Base, tables: DropTables, run: LayerRun) -> SolveResult:
+        """The traced-back path after the base, replayed by the engine, which must give the DP's
+        best score."""
+        first, placed = base.pieces, base.pieces + len(run.codes)
+        placements = base.path.placements[:placed].copy()
+        if not replay_moves(base.heights(), run.codes, self.sequence[first:placed], tables, base.window,
+                            placements[first:]):
             raise RuntimeError("profile_dp: a traced-back move is not a transition")
-        path, kinds = path_scores(placements, self.sequence, R)
-        if layers and int(path[-1]) != best[0]:
-            raise RuntimeError(f"profile_dp: the traced-back path scores {int(path[-1]):,}, the DP {best[0]:,}")
-        extra.update(states=K, links="disk" if on_disk else "memory", children=int(children),
-                     distinct_children=int(distinct), peak_rss_mb=round(peak_rss_mb(), 1))
-        last = t0 + links.count
+        path, kinds = path_scores(placements, self.sequence, self.rules)
+        if len(run.codes) and int(path[-1]) != run.best_score:
+            raise RuntimeError(f"profile_dp: the traced-back path scores {int(path[-1]):,}, the DP "
+                               f"{run.best_score:,}")
+        extra = base.extra()
+        extra.update(states=self.config.profile_dp.states, links="disk" if run.on_disk else "memory",
+                     children=int(run.children), distinct_children=int(run.distinct),
+                     peak_rss_mb=round(peak_rss_mb(), 1))
         return SolveResult(
             score=int(path[-1]) if placed else 0, pieces=placed, score_by_step=path,
-            best_by_step=best_by_step[:last], clear_kinds=kinds, placements=placements, stop=stop,
-            abort_piece=abort_piece, abort_threshold=abort_threshold, nodes=nodes, extra={"profile_dp": extra})
+            best_by_step=run.best_by_step[:first + run.layers], clear_kinds=kinds, placements=placements,
+            stop=run.stop, abort_piece=run.abort_piece, abort_threshold=run.abort_threshold, nodes=run.nodes,
+            extra={"profile_dp": extra})

@@ -1,5 +1,6 @@
-"""The profile DP: profile packing, transitions against the engine, base readiness, traced-back
-records, the threshold stop, thread independence, links on disk, config errors."""
+"""The profile DP: profile packing, transitions and their scores against the engine, base
+readiness, traced-back records, the threshold stop, thread independence, links on disk, config
+errors."""
 
 import numba
 import numpy as np
@@ -7,17 +8,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import GEEK, from_strings, placements, replay
+from engine import GEEK, from_strings, lock_piece, placements, replay
 from engine.board import count_and_clear, place
 from solver import SolverConfig, Threshold, solve
 from solver.profile_dp import (
-    BITS, base_ready, drop, free_rows, heights_of, move_tables, pack_profile, profile_board, profile_of,
-    unpack_profile, window_heights,
+    BITS, MOVE_LEFT, MOVE_STATE, MOVE_X, States, Window, base_ready, drop, drop_tables, expand_layer, free_rows,
+    heights_of, pack_profile, profile_board, profile_of, unpack_profile, window_heights,
 )
 
-MOVES = move_tables(GEEK)
+MOVES = drop_tables(GEEK)
 WINDOW = 10
 CAP = WINDOW - free_rows(GEEK)
+
+
+def window(floor=0, base_cells=0):
+    return Window(WINDOW, 10, CAP, floor, base_cells)
 
 
 @settings(deadline=None)
@@ -31,10 +36,9 @@ def test_profile_packing_round_trips(heights):
     assert list(out) == heights == heights_of(p, 10)
 
 
-def test_move_tables_count_distinct_drops():
-    moves, low, high, count = MOVES
+def test_drop_tables_count_distinct_drops():
     # I: 7 flat + 10 upright; O: 9; S, Z: 8 + 9; L, J, T: 8 + 9 + 8 + 9
-    assert list(count) == [17, 34, 34, 34, 9, 17, 17]
+    assert list(MOVES.count) == [17, 34, 34, 34, 9, 17, 17]
     assert free_rows(GEEK) == 3
 
 
@@ -43,17 +47,21 @@ def _hole_free(board, window):
     return window_heights(board, window, 10, h), h
 
 
+def _floor(base):
+    return sum(1 << i for i in range(10) if not (int(base[0]) >> i) & 1)
+
+
 def _check_drop(heights, shape, m, base):
     """Drop move m on the profile's board with the engine: returns None when the DP refuses it,
     else asserts the DP's child equals the engine's board and returns the placement."""
-    moves, low, high, count = MOVES
+    moves = MOVES.moves
     h = np.array(heights, np.int64)
     nh = np.zeros(10, np.int64)
-    floor = sum(1 << i for i in range(10) if not (int(base[0]) >> i) & 1)
-    cy, cells, f = drop(h, nh, moves, low, high, shape, m, WINDOW, CAP, floor, 10)
+    floor = _floor(base)
+    cy, cells, f = drop(h, nh, MOVES, window(floor), shape, m)
     if cy < 0:
         return None
-    s, cx = int(moves[shape, m, 0]), int(moves[shape, m, 1])
+    s, cx = int(moves[shape, m, MOVE_STATE]), int(moves[shape, m, MOVE_X])
     board = profile_board(profile_of(heights), base, WINDOW, 10)
     locked = board.copy()
     place(locked, GEEK.cells[shape, s], cx, cy)
@@ -78,8 +86,7 @@ BASE = from_strings("""
        st.integers(0, 3))
 def test_transitions_keep_the_surface_hole_free_and_match_the_engine(heights, shape, m, spawn):
     heights[4] = max(heights[4], 1)  # the base's top gap (column 4) stays covered
-    moves, low, high, count = MOVES
-    m %= int(count[shape])
+    m %= int(MOVES.count[shape])
     got = _check_drop(heights, shape, m, BASE)
     board = profile_board(profile_of(heights), BASE, WINDOW, 10)
     found = {tuple(p) for p in placements(board, GEEK, shape, spawn)}
@@ -93,8 +100,7 @@ def test_every_hole_free_placement_is_a_transition(heights, shape, spawn):
     """Every engine placement whose lock leaves the window hole-free (before clearing), below the
     top row, and whose cleared board stays under the cap and covers the base is a DP move."""
     heights[4] = max(heights[4], 1)
-    moves, low, high, count = MOVES
-    dp = {_check_drop(heights, shape, m, BASE) for m in range(int(count[shape]))} - {None}
+    dp = {_check_drop(heights, shape, m, BASE) for m in range(int(MOVES.count[shape]))} - {None}
     board = profile_board(profile_of(heights), BASE, WINDOW, 10)
     for x, y, s in placements(board, GEEK, shape, spawn):
         locked = board.copy()
@@ -107,23 +113,50 @@ def test_every_hole_free_placement_is_a_transition(heights, shape, spawn):
             assert (int(x), int(y), int(s)) in dp
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, CAP), min_size=10, max_size=10), st.integers(0, 6),
+       st.sampled_from([1, 2, GEEK.piece_limit - 1, GEEK.piece_limit]))
+def test_layer_scores_are_the_engines(heights, shape, number):
+    """A layer's child scores its parent's score plus what the engine's lock of that piece scores
+    on the whole board (base cells counted; the piece at the rules' limit scores nothing)."""
+    heights[4] = max(heights[4], 1)
+    nm = int(MOVES.count[shape])
+    parent = States(np.array([profile_of(heights)], np.int64), np.array([1000], np.int64))
+    children = States(np.empty(nm, np.int64), np.empty(nm, np.int64))
+    base_cells = sum(bin(int(r)).count("1") for r in BASE)
+    expand_layer(parent, shape, number, MOVES, window(_floor(BASE), base_cells), GEEK.kernel, children)
+    board = profile_board(profile_of(heights), BASE, WINDOW, 10)
+    for m in range(nm):
+        got = _check_drop(heights, shape, m, BASE)
+        if got is None:
+            assert children.profiles[m] == -1
+            continue
+        cx, cy, s = got
+        after = board.copy()
+        lock = lock_piece(after, GEEK.kernel, shape, s, cx, cy, number)
+        assert children.scores[m] == 1000 + lock.points
+        assert children.profiles[m] == profile_of(_hole_free(after, WINDOW)[1])
+        if number == GEEK.piece_limit:
+            assert children.scores[m] == 1000
+
+
 def test_drop_by_hand():
-    moves, low, high, count = MOVES
+    moves, count = MOVES.moves, MOVES.count
     h = np.array([2, 2, 3, 0, 1, 1, 1, 1, 1, 1], np.int64)
     nh = np.zeros(10, np.int64)
     # S flat (state 0) with its left column on column 0: heights 2, 2, 3 fit exactly
-    m = [k for k in range(count[5]) if moves[5, k, 0] == 0 and moves[5, k, 2] == 0][0]
-    cy, cells, f = drop(h, nh, moves, low, high, 5, m, WINDOW, CAP, 0, 10)
+    m = [k for k in range(count[5]) if moves[5, k, MOVE_STATE] == 0 and moves[5, k, MOVE_LEFT] == 0][0]
+    cy, cells, f = drop(h, nh, MOVES, window(), 5, m)
     assert cy == WINDOW - 3 and list(nh[:3]) == [3, 4, 4] and (cells, f) == (17, 0)
     # the same piece one column right (heights 2, 3, 0) would leave holes
-    cy, _, _ = drop(h, nh, moves, low, high, 5, m + 1, WINDOW, CAP, 0, 10)
+    cy, _, _ = drop(h, nh, MOVES, window(), 5, m + 1)
     assert cy == -1
     # an upright I in the empty column 3 fills rows: heights 2,2,3,4,1,... -> one full row, cleared
-    m = [k for k in range(count[0]) if moves[0, k, 0] == 0 and moves[0, k, 2] == 3][0]
-    cy, cells, f = drop(h, nh, moves, low, high, 0, m, WINDOW, CAP, 0, 10)
+    m = [k for k in range(count[0]) if moves[0, k, MOVE_STATE] == 0 and moves[0, k, MOVE_LEFT] == 3][0]
+    cy, cells, f = drop(h, nh, MOVES, window(), 0, m)
     assert f == 1 and list(nh) == [1, 1, 2, 3, 0, 0, 0, 0, 0, 0] and cells == 17
     # a column whose top base cell is empty may not be uncovered by the clear
-    cy, _, _ = drop(h, nh, moves, low, high, 0, m, WINDOW, CAP, 1 << 4, 10)
+    cy, _, _ = drop(h, nh, MOVES, window(1 << 4), 0, m)
     assert cy == -1
 
 
