@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import numba
@@ -70,4 +71,22 @@ def configure() -> str | None:
     return str(target)
 
 
+def skip_blas_probe() -> None:
+    """Let numba find no BLAS without importing SciPy.
+
+    The first time numba loads its array functions it probes for BLAS by importing
+    ``scipy.linalg`` (a quarter of a second, in every process, cached kernels or not). No kernel of
+    the workbench uses BLAS (no ``np.dot``, no ``np.linalg``: a kernel that did would fail to
+    compile, saying so), so the probe is answered "no BLAS" at once; SciPy itself is left
+    importable for the libraries that use it (pyswarms)."""
+    if "scipy.linalg" in sys.modules or "numba.np.arraymath" in sys.modules:
+        return
+    sys.modules["scipy.linalg"] = None  # an import of it now raises ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401  (runs the probe)
+    finally:
+        del sys.modules["scipy.linalg"]
+
+
 CACHE_DIR = configure()
+skip_blas_probe()

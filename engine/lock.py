@@ -5,8 +5,9 @@ piece, count the board, apply the game-over rules in the contest engine's order,
 clear the full rows. It returns a `LockResult`, the quantities counted after the piece was placed and
 before any row was cleared (the ones the rules score and end the game by). `lock_copy` is the same
 rule on a copy of a board, keeping the board as it was just before the clear (what an evaluator's
-placement features read). `spawn_state` and `spawn_blocked` say where and whether the next piece
-appears.
+placement features read). They are inlined into their callers (numba ``inline="always"``): a call
+per child in a search's inner loop would otherwise cost more than the lock. `spawn_state` and
+`spawn_blocked` say where and whether the next piece appears.
 
 Game over, in this order (GEEK_RULES.md "Replay"):
 1. ``top_out_all_rows`` and every row holds an occupied cell after the lock: ``TOP_TOUCHED``, the
@@ -22,7 +23,7 @@ from typing import NamedTuple
 
 from numba import njit
 
-from .board import count_and_clear, is_valid, place
+from .board import copy_rows, count_and_clear, is_valid, place
 
 END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit", "sequence_end")
 #: `LockResult.end` of a lock after which the game goes on
@@ -52,7 +53,7 @@ class LockResult(NamedTuple):
         return self.end != GOING_ON
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lock_points(rules, lines, cells, number):
     """Points of a lock of piece ``number`` (1-based) that did not touch the top, filling ``lines``
     rows with ``cells`` occupied cells on the board (counted before the clear): ``scores[lines] x
@@ -64,7 +65,7 @@ def lock_points(rules, lines, cells, number):
     return rules.scores[lines] * (cells if rules.score_by_cells else 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def settle(board, rules, number):
     """The rule of a lock, on ``board`` where piece ``number`` (1-based) has just been placed:
     count, judge, score (`lock_points`), then clear the full rows in place. Returns the
@@ -76,7 +77,7 @@ def settle(board, rules, number):
     return LockResult(end, full, lock_points(rules, full, cells, number), cells, occupied)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lock_piece(board, rules, shape, state, x, y, number):
     """Lock piece ``number`` (1-based) of ``shape`` in ``state`` centred at (x, y) on ``board``, in
     place (placed, then full rows cleared); returns its `LockResult`."""
@@ -84,13 +85,13 @@ def lock_piece(board, rules, shape, state, x, y, number):
     return settle(board, rules, number)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lock_copy(parent, rules, shape, state, x, y, number, locked, cleared):
     """`lock_piece` on a copy of ``parent``: ``locked`` receives the board with the piece placed,
     before the clear, and ``cleared`` the board after it; ``parent`` is unchanged."""
-    locked[:] = parent
+    copy_rows(locked, parent)
     place(locked, rules.cells[shape, state], x, y)
-    cleared[:] = locked
+    copy_rows(cleared, locked)
     return settle(cleared, rules, number)
 
 

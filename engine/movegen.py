@@ -15,8 +15,12 @@ The search is bit-parallel: ``fit[s, y]`` holds, at bit ``x + XOFF``, whether th
 ``s`` with its centre at (x, y) is valid; a breadth-first search then advances whole rows of
 positions per step with shifts and masks (L: ``>> 1``, R: ``<< 1``, D: row y-1 -> y, C: state
 s-1 -> s), one layer per step count, so the first layer holding a position is its distance.
-Kernels take their scratch arrays as one `MoveScratch` so the hot loop allocates nothing, and the
-rules as the `KernelRules` bundle (`Rules.kernel`).
+The placements' search runs on a piece's distinct states when they repeat with a period
+(`Rules.periods`: O one class, I, S, Z two, whose rotation toggles them), which is exact: moves
+depend on the cells only, so a placement's least distance over its states is the distance of its
+class. Routes search the four states (a record names every rotation). Kernels take their scratch
+arrays as one `MoveScratch` so the hot loop allocates nothing, and the rules as the `KernelRules`
+bundle (`Rules.kernel`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
 STEP_LETTERS = "LRDC"
 XOFF = 8  # bit x + XOFF of a mask stands for centre column x (room for centres left of the wall)
 EXTRA_ROWS = 4  # centre rows 0 .. height + EXTRA_ROWS - 1 are searched
+PAD = 4  # `fit_masks`' row words reach this many rows above and below the searched centre rows
 
 
 @njit(cache=True)
@@ -44,7 +49,8 @@ class MoveScratch(NamedTuple):
     """The move generator's scratch arrays (int64 masks, bit ``x + XOFF`` for centre column x):
     ``fit[s, cy]`` / ``free[s]`` (`fit_masks`), ``visited``, ``front`` and ``nxt`` (the search's
     sets and frontiers, (4, rows) each), and ``layers`` (the frontier of each step count, kept for
-    routes: (max_steps + 1, 4, rows); one layer is enough for placements)."""
+    routes: (max_steps + 1, 4, rows); one layer is enough for placements), and `fit_masks`' own
+    scratch (``ext``, ``lowest``, ``shift``)."""
 
     fit: np.ndarray
     free: np.ndarray
@@ -52,6 +58,9 @@ class MoveScratch(NamedTuple):
     front: np.ndarray
     nxt: np.ndarray
     layers: np.ndarray
+    ext: np.ndarray
+    lowest: np.ndarray
+    shift: np.ndarray
 
 
 @njit(cache=True)
@@ -60,7 +69,8 @@ def new_scratch(rows, layers):
     (1 for placements, ``max_steps + 1`` for routes)."""
     return MoveScratch(np.zeros((4, rows), np.int64), np.zeros(4, np.int64), np.zeros((4, rows), np.int64),
                        np.zeros((4, rows), np.int64), np.zeros((4, rows), np.int64),
-                       np.zeros((layers, 4, rows), np.int64))
+                       np.zeros((layers, 4, rows), np.int64), np.zeros(rows + 2 * PAD, np.int64),
+                       np.zeros(4, np.int64), np.zeros((4, 4, 3), np.int64))
 
 
 @njit(cache=True)
@@ -92,29 +102,59 @@ def fit_row(board, cells_s, width, cy):
 
 
 @njit(cache=True)
-def fit_masks(board, cells, width, fit, free):
-    """Fill ``fit[s, cy]`` (s in 0..3, cy in 0..rows-1): bit ``cx + XOFF`` set when the piece with
-    offsets ``cells[s]`` centred at (cx, cy) is valid on ``board``; and ``free[s]``, the same mask
-    for a row where every cell the piece covers is empty (only the walls limit it)."""
+def fit_masks(board, cells, width, fit, free, states, ext, lowest_dy, cell_shift):
+    """Fill ``fit[s, cy]`` (s in 0..states-1, cy in 0..rows-1): bit ``cx + XOFF`` set when the piece
+    with offsets ``cells[s]`` centred at (cx, cy) is valid on ``board``; and ``free[s]``, the same
+    mask for a row where every cell the piece covers is empty (only the walls limit it). ``ext``
+    (rows + 2 x `PAD` words) receives each row's blocked columns, walls included (rows above the
+    board: the walls only; below it: everything), so a cell's test is a shift; ``lowest_dy`` (4) and
+    ``cell_shift`` (4, 4, 3) are scratch. Rows are computed from the top down to the first where no
+    state fits: no piece gets below it (it moves down one row at a time), so the rows below are 0."""
     height = board.shape[0]
+    rows = fit.shape[1]
     wall = ~(((1 << width) - 1) << XOFF)
     span = ((1 << (width + 8)) - 1) << (XOFF - 4)
     top = 0  # the first occupied row: centres with every cell above it fit as on an empty board
     while top < height and board[top] == 0:
         top += 1
-    for s in range(4):
+    for y in range(PAD):
+        ext[y] = wall
+    for y in range(height):
+        ext[y + PAD] = wall | (np.int64(board[y]) << XOFF)
+    for y in range(height + PAD, rows + 2 * PAD):
+        ext[y] = -1
+    lowest, shift = lowest_dy, cell_shift  # per state: its lowest cell's dy; per cell: shifts, row
+    for s in range(states):
         bad_free = 0
-        lowest = -4
+        lowest[s] = -4
         for k in range(4):
             dx = cells[s, k, 0]
             bad_free |= (wall >> dx) if dx >= 0 else (wall << (-dx))
-            lowest = max(lowest, cells[s, k, 1])
+            lowest[s] = max(lowest[s], cells[s, k, 1])
+            shift[s, k, 0] = max(dx, 0)
+            shift[s, k, 1] = max(-dx, 0)
+            shift[s, k, 2] = cells[s, k, 1] + PAD
         free[s] = ~bad_free & span
-        for cy in range(fit.shape[1]):
-            if cy + lowest < top:
-                fit[s, cy] = free[s]
-                continue
-            fit[s, cy] = fit_row(board, cells[s], width, cy)
+    cy = 0
+    while cy < rows:
+        blocked = True
+        for s in range(states):
+            if cy + lowest[s] < top:
+                m = free[s]
+            else:
+                bad = 0
+                for k in range(4):
+                    bad |= (ext[cy + shift[s, k, 2]] >> shift[s, k, 0]) << shift[s, k, 1]
+                m = ~bad & span
+            fit[s, cy] = m
+            if m != 0:
+                blocked = False
+        cy += 1
+        if blocked:  # no state fits this row: no piece gets below it (it moves down one row at a time)
+            break
+    for s in range(states):
+        for y in range(cy, rows):
+            fit[s, y] = 0
 
 
 @njit(cache=True, inline="always")
@@ -128,18 +168,18 @@ def _within(sx, reach):
 
 
 @njit(cache=True)
-def sky_row(fit, free, sx, sy):
+def sky_row(fit, free, sx, sy, states):
     """The lowest row Y such that every centre row sy..Y is open sky: in each state the piece
     fits exactly where it fits on an empty board, and every state fits at the spawn. Returns -1
     when the spawn row is not open sky.
 
     In open sky the distance from the spawn (sx, sy, ss) to (x, y, s) is exactly
-    ``(y - sy) + |x - sx| + (s - ss) mod 4``: each step changes one coordinate by one, and the path
-    that rotates at the spawn, shifts, then drops is valid."""
+    ``(y - sy) + |x - sx| + (s - ss) mod states``: each step changes one coordinate by one, and the
+    path that rotates at the spawn, shifts, then drops is valid."""
     bit = np.int64(1) << (sx + XOFF)
     y = sy
     while y < fit.shape[1]:
-        for s in range(4):
+        for s in range(states):
             if fit[s, y] != free[s] or free[s] & bit == 0:
                 return y - 1
         y += 1
@@ -147,8 +187,11 @@ def sky_row(fit, free, sx, sy):
 
 
 @njit(cache=True)
-def search(sc, sx, sy, ss, max_steps, store):
-    """Breadth-first search from the spawn (sx, sy, ss) over at most ``max_steps`` steps.
+def search(sc, sx, sy, ss, max_steps, store, states):
+    """Breadth-first search from the spawn (sx, sy, ss) over at most ``max_steps`` steps, in a graph
+    of ``states`` states whose rotation goes from s to (s + 1) mod ``states``: the piece's four
+    states, or its distinct ones when they repeat with that period (`Rules.periods`: a placement's
+    distance is then the least over the states with its cells, the search on classes being exact).
 
     Fills ``visited[s, y]`` with every position reachable in at most ``max_steps`` steps. With
     ``store``, ``layers[d]`` receives the positions first reached after exactly ``d`` steps and the
@@ -165,34 +208,34 @@ def search(sc, sx, sy, ss, max_steps, store):
     nxt[:] = 0
     if fit[ss, sy] & (np.int64(1) << (sx + XOFF)) == 0:
         return -1
-    sky = -1 if store else min(sky_row(fit, free, sx, sy), sy + max_steps)
+    sky = -1 if store else min(sky_row(fit, free, sx, sy, states), sy + max_steps)
     if sky < 0:
         sky = sy  # the spawn alone is the seed: at distance 0 it is the only position of its row
         seed_rows_only_spawn = True
     else:
         seed_rows_only_spawn = False
         for y in range(sy, sky):
-            for s in range(4):
-                visited[s, y] = free[s] & _within(sx, max_steps - (y - sy) - ((s - ss) & 3))
+            for s in range(states):
+                visited[s, y] = free[s] & _within(sx, max_steps - (y - sy) - ((s - ss) % states))
     d = sky - sy
     last_seed = d  # the distance of the farthest seed of the sky's lowest row
     if not seed_rows_only_spawn:
-        for s in range(4):
+        for s in range(states):
             m = free[s]
             lowest = popcount((m & -m) - 1)
             highest = lowest
             while m >> (highest + 1):
                 highest += 1
             far = max(sx + XOFF - lowest, highest - sx - XOFF)
-            last_seed = max(last_seed, d + ((s - ss) & 3) + far)
+            last_seed = max(last_seed, d + ((s - ss) % states) + far)
     lo = sky
     hi = sky
     # seeds of the sky's lowest row at distance d
-    for s in range(4):
+    for s in range(states):
         if seed_rows_only_spawn:
             m = (np.int64(1) << (sx + XOFF)) if s == ss else np.int64(0)
         else:
-            j = d - (sky - sy) - ((s - ss) & 3)
+            j = d - (sky - sy) - ((s - ss) % states)
             m = free[s] & (_within(sx, j) ^ _within(sx, j - 1))
         front[s, sky] = m
         visited[s, sky] |= m
@@ -202,8 +245,8 @@ def search(sc, sx, sy, ss, max_steps, store):
         top = min(hi + 1, rows - 1)
         new_lo = rows
         new_hi = -1
-        for s in range(4):
-            prev = (s + 3) & 3
+        for s in range(states):
+            prev = (s + states - 1) % states
             for y in range(lo, top + 1):
                 f = front[s, y]
                 m = (f << 1) | (f >> 1) | front[prev, y]
@@ -217,14 +260,14 @@ def search(sc, sx, sy, ss, max_steps, store):
                         new_lo = y
                     if y > new_hi:
                         new_hi = y
-        for s in range(4):
+        for s in range(states):
             for y in range(lo, hi + 1):
                 front[s, y] = 0
         front, nxt = nxt, front
         d += 1
         if d <= last_seed:
-            for s in range(4):
-                j = d - (sky - sy) - ((s - ss) & 3)
+            for s in range(states):
+                j = d - (sky - sy) - ((s - ss) % states)
                 m = free[s] & (_within(sx, j) ^ _within(sx, j - 1)) & ~visited[s, sky]
                 if m:
                     front[s, sky] |= m
@@ -241,7 +284,7 @@ def search(sc, sx, sy, ss, max_steps, store):
     return d
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def resting_mask(visited, fit, s, y):
     """Positions of state ``s`` in row ``y`` that were reached and cannot move one row down."""
     below = fit[s, y + 1] if y + 1 < fit.shape[1] else 0
@@ -255,7 +298,7 @@ def drop_placements_into(board, rules, shape, sc, out):
     the board. Rows (x, y, state) of ``out``, ordered by state, then y, then x; returns how many."""
     cells, alias, width = rules.cells[shape], rules.alias[shape], rules.width
     fit, free = sc.fit, sc.free
-    fit_masks(board, cells, width, fit, free)
+    fit_masks(board, cells, width, fit, free, 4, sc.ext, sc.lowest, sc.shift)
     rows = fit.shape[1]
     n = 0
     for c in range(4):
@@ -285,26 +328,63 @@ def drop_placements_into(board, rules, shape, sc, out):
 
 
 @njit(cache=True)
+def reach(board, rules, shape, spawn_state, sc):
+    """Fill ``sc`` with where ``shape`` spawning in ``spawn_state`` can go within the step limit, on
+    its distinct states (`Rules.periods`; class c's cells are state c's); returns the number of
+    classes, or 0 when the spawn is blocked."""
+    states = rules.periods[shape]
+    fit_masks(board, rules.cells[shape], rules.width, sc.fit, sc.free, states, sc.ext, sc.lowest, sc.shift)
+    if search(sc, rules.spawn_x, rules.spawn_y, spawn_state % states, rules.step_limit, False, states) < 0:
+        return 0
+    return states
+
+
+@njit(cache=True)
 def placements_into(board, rules, shape, spawn_state, sc, out):
     """Write every placement of ``shape`` spawning in ``spawn_state`` on ``board`` as a row
     (x, y, state) of ``out``; return how many (0 when the spawn is blocked). Rows are ordered by
     state, then y, then x. Under drop-only rules (``step_limit < 0``): `drop_placements_into`."""
     if rules.step_limit < 0:
         return drop_placements_into(board, rules, shape, sc, out)
-    alias = rules.alias[shape]
-    fit = sc.fit
-    fit_masks(board, rules.cells[shape], rules.width, fit, sc.free)
-    if search(sc, rules.spawn_x, rules.spawn_y, spawn_state, rules.step_limit, False) < 0:
-        return 0
+    fit, visited = sc.fit, sc.visited
     n = 0
-    for c in range(4):
-        if alias[c] != c:
-            continue
+    for c in range(reach(board, rules, shape, spawn_state, sc)):
         for y in range(fit.shape[1]):
-            m = 0
-            for s in range(4):
-                if alias[s] == c:
-                    m |= resting_mask(sc.visited, fit, s, y)
+            m = resting_mask(visited, fit, c, y)
+            while m:
+                low = m & -m
+                out[n, 0] = popcount(low - 1) - XOFF
+                out[n, 1] = y
+                out[n, 2] = c
+                n += 1
+                m ^= low
+    return n
+
+
+@njit(cache=True)
+def lowest_placements_into(board, rules, shape, spawn_state, sc, out):
+    """`placements_into` keeping only the lowest placement of each (state, centre column), in the
+    same order (state, then y, then x)."""
+    if rules.step_limit < 0:
+        return drop_placements_into(board, rules, shape, sc, out)  # one per (state, column) already
+    fit, visited, found = sc.fit, sc.visited, sc.nxt  # found[0, k], found[1, k]: a row, its lowest
+    rows = fit.shape[1]
+    n = 0
+    for c in range(reach(board, rules, shape, spawn_state, sc)):
+        taken = np.int64(0)
+        below = np.int64(0)  # the floor: a position in the last row rests
+        k = 0
+        for y in range(rows - 1, -1, -1):  # bottom up: a column's first resting position is its lowest
+            m = visited[c, y] & ~below & ~taken
+            below = fit[c, y]
+            if m:
+                taken |= m
+                found[0, k] = y
+                found[1, k] = m
+                k += 1
+        for i in range(k - 1, -1, -1):  # emitted top down, as placements_into orders them
+            y = found[0, i]
+            m = found[1, i]
             while m:
                 low = m & -m
                 out[n, 0] = popcount(low - 1) - XOFF
@@ -319,13 +399,13 @@ def placements_into(board, rules, shape, spawn_state, sc, out):
 def route_into(board, rules, shape, spawn_state, tx, ty, ts, sc, out):
     """A shortest list of steps from the spawn to the cells of position (tx, ty, ts), written to
     ``out`` (step codes); returns its length, or -1 when no state with those cells reaches it
-    within the rules' step limit. ``sc`` needs ``step_limit + 1`` stored layers.
+    within the rules' ``max_steps``. ``sc`` needs ``max_steps + 1`` stored layers.
 
     Among shortest routes, the one found by walking back from the target preferring D, then L, R,
     C, so routes end with their drops and begin with rotations and shifts."""
     alias = rules.alias[shape]
-    fit_masks(board, rules.cells[shape], rules.width, sc.fit, sc.free)
-    d_max = search(sc, rules.spawn_x, rules.spawn_y, spawn_state, rules.step_limit, True)
+    fit_masks(board, rules.cells[shape], rules.width, sc.fit, sc.free, 4, sc.ext, sc.lowest, sc.shift)
+    d_max = search(sc, rules.spawn_x, rules.spawn_y, spawn_state, rules.max_steps, True, 4)
     if d_max < 0:
         return -1
     layers = sc.layers

@@ -107,12 +107,15 @@ class KernelRules(NamedTuple):
     fields are read by name).
 
     ``cells[shape, state]``: the (4, 2) offsets (dx, dy); ``alias[shape, state]``: the lowest state
-    with the same cells; ``scores[f]``: the table for ``f`` full rows; ``cycle_states``: pieces
+    with the same cells; ``periods[shape]``: `Rules.periods`; ``scores[f]``: the table for ``f`` full rows; ``cycle_states``: pieces
     spawn in state ``index mod 4`` (else 0); ``piece_limit``: -1 for none; ``step_limit``:
-    ``max_steps``, or -1 for drop-only placements; ``full_row``: a full row's bits."""
+    ``max_steps``, or -1 for drop-only placements (the move generator's bound); ``max_steps``: the
+    steps a route may take (a record's bound, drop-only rules included); ``full_row``: a full
+    row's bits."""
 
     cells: np.ndarray
     alias: np.ndarray
+    periods: np.ndarray
     scores: np.ndarray
     width: int
     height: int
@@ -124,6 +127,7 @@ class KernelRules(NamedTuple):
     spawn_must_drop: bool
     piece_limit: int
     step_limit: int
+    max_steps: int
     full_row: int
 
 
@@ -206,6 +210,22 @@ class Rules:
         return out
 
     @cached_property
+    def periods(self) -> np.ndarray:
+        """``periods[shape]``: 1, 2 or 4, the least p such that state s has the cells of state
+        s mod p and states 0 .. p-1 differ (O: 1; I, S, Z: 2; L, J, T: 4). A rotation then takes the
+        class s mod p to (s + 1) mod p, so the move generator may search the p classes instead of
+        the four states; an irregular pattern gets 4 (no reduction)."""
+        out = np.full(7, 4, np.int64)
+        a = self.alias
+        for s in range(7):
+            for p in (1, 2):
+                if all(a[s, k] == a[s, k % p] for k in range(4)) and len({int(a[s, k]) for k in range(p)}) == p \
+                        and all(a[s, k] == k for k in range(p)):
+                    out[s] = p
+                    break
+        return out
+
+    @cached_property
     def scores(self) -> np.ndarray:
         return np.array(self.score_table, dtype=np.int64)
 
@@ -225,11 +245,11 @@ class Rules:
     def kernel(self) -> KernelRules:
         """The rules as the kernels read them (`KernelRules`)."""
         return KernelRules(
-            cells=self.cells, alias=self.alias, scores=self.scores, width=self.width, height=self.height,
+            cells=self.cells, alias=self.alias, periods=self.periods, scores=self.scores, width=self.width, height=self.height,
             spawn_x=self.spawn_x, spawn_y=self.spawn_y, cycle_states=self.spawn_state == "cycle",
             score_by_cells=self.score_by_cells, top_out_all_rows=self.top_out == "all_rows",
             spawn_must_drop=self.spawn_must_drop, piece_limit=-1 if self.piece_limit is None else self.piece_limit,
-            step_limit=self.step_limit, full_row=self.full_row)
+            step_limit=self.step_limit, max_steps=self.max_steps, full_row=self.full_row)
 
     @property
     def step_limit(self) -> int:

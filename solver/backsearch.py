@@ -45,7 +45,7 @@ from evaluators import load_evaluator
 from ._base import (ABORTED, BLOCKED, DONE, GOING, STUCK, Path, Policy, commit, new_path, path_result,
                     path_scores)
 from .config import BacksearchConfig
-from .lookahead import (CHUNK_PIECES, DEAD, MIN_CHUNK, NO_PLACEMENT, LookaheadSettings, lookahead_choice,
+from .lookahead import (CHUNK_PIECES, DEAD, MIN_CHUNK, LookaheadSettings, lookahead_choice,
                         lookahead_settings, lookahead_work)
 from .registry import register
 
@@ -241,10 +241,10 @@ def _step(sequence, rules, pspec, sspec, settings, threshold, state, work, board
     mode = _mode(st, t, settings)
     choice = _choose(board, t, sequence, rules, pspec, sspec, settings, mode, work)
     st[NODES] += choice.nodes
-    if choice.x == NO_PLACEMENT or choice.worth < -DEAD / 2:  # every path dies within the lookahead
+    if not choice.found or choice.worth < -DEAD / 2:  # every path dies within the lookahead
         if _after_death(st, by_step, mode, t, floor, settings):
             return GOING
-    if choice.x == NO_PLACEMENT:
+    if not choice.found:
         return BLOCKED if spawn_blocked(board, rules, sequence[t], spawn_state(t, rules)) else STUCK
     _place(board, t, mode, choice, sequence, rules, settings, state)
     u = t - settings.reach  # the newest piece no back-up can undo any more

@@ -1,7 +1,8 @@
 """Beam search over whole boards: the design behind the 1,395,326 record.
 
-One layer per piece. Every node of the layer is expanded with every placement of the piece;
-children are dropped when they break a hard rule:
+One layer per piece. Every node of the layer is expanded with every placement of the piece
+(``placements: all``) or the lowest of each (state, column) (``lowest``); children are dropped when
+they break a hard rule:
 - the lock touches the top (every row occupied: the game would end), or, with ``top_row_free``,
   occupies the top row at all (before clearing), as the 1,395,326 solver's shortcut did;
 - it clears 1-4 rows while the parent stack is lower than ``clear_min_height[rows - 1]`` rows or
@@ -9,37 +10,168 @@ children are dropped when they break a hard rule:
   except in the last ``endgame_pieces`` pieces played, when no later clear needs the cells;
 - its top ``sky_rows`` occupied rows each hold at most ``sky_max_cells`` cells (a branch reaching
   into the sky).
-Children with the same board are merged (the higher score wins, then fewer clears). Nodes more than
-``score_gap`` points below the layer's best, or whose stack is more than ``height_gap`` rows lower
-than the tallest, are dropped. The rest is cut back to ``width``: ``score_share`` of it by the score
-ranking, the rest by the quality ranking (the evaluator's value of the board), each pick subject to
-quotas — at most a share of the picks per occupied height and per ancestor 1, 2, 3, 4 generations
-up — so the beam keeps its diversity. Nodes tied on a ranking are ordered by a hash of the board's
-bits (``tie_break: hash``) or by the board's rows themselves (``board``, the 1,395,326 solver's
-order: a stack reaching a higher group of four rows comes first); with ``keep_ties`` the nodes tied
-with a ranking's last pick are kept too, as that solver does. Either way the result does not depend
-on the number of threads. The record ends on the best child of any layer, kept or cut: the higher
-score, then the later piece (the score ranking is by score per clear, so a layer's highest score
-can be cut).
+Children with the same board are merged (the higher score wins, then fewer clears, then the first
+generated). Nodes more than ``score_gap`` points below the layer's best, or whose stack is more
+than ``height_gap`` rows lower than the tallest, are dropped. The rest is cut back to ``width``:
+``score_share`` of it by the score ranking, the rest by the quality ranking (the evaluator's value
+of the board), each pick subject to quotas — at most a share of the picks per occupied height and
+per ancestor 1, 2, 3, 4 generations up — so the beam keeps its diversity. Nodes tied on a ranking
+are ordered by a tie order (`TIE_ORDERS`: ``hash``, a hash of the board's bits; ``board``, the
+board's rows themselves, the 1,395,326 solver's order: a stack reaching a higher group of four rows
+comes first), then by generation order; with ``keep_ties`` the nodes tied with a ranking's last pick
+are kept too, as that solver does. The record ends on the best child of any layer, kept or cut: the
+higher score, then the later piece (the score ranking is by score per clear, so a layer's highest
+score can be cut).
 
-Data are arrays: a layer is boards (N, height), scores, clear counts, qualities, heights, cells and
-ancestor indices; children are generated and valued by numba kernels over parents in parallel.
+The whole layer loop runs in numba (`run_layers`): a layer is arrays (boards, scores, clears,
+heights, cells, ancestors), children are generated and valued over parents (in parallel with
+numba's threads when there are several, each parent's children at fixed positions, so the result
+does not depend on the number of threads), equal boards are merged through a hash table, and each
+ranking sorts only the prefix of the nodes its walk can reach. Python runs once per chunk of layers
+(progress, Ctrl-C), never per node or per piece.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from numba import njit, prange
+import time
+from typing import NamedTuple
 
-from engine.board import popcount
-from engine.lock import TOP_TOUCHED, lock_copy, spawn_state
-from engine.movegen import capacity, new_scratch, placements_into
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+from engine.board import copy_rows, place, popcount
+from engine.dispatch import FunctionTable
+from engine.lock import TOP_TOUCHED, lock_piece, spawn_state
+from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
 
 from ._base import Policy, path_scores
 from .config import BeamConfig
 from .registry import register
 from .result import SolveResult
+
+#: a ranking sorts its candidates by one packed key of at most PACK_BITS bits (radix sort on
+#: RADIX-valued digits); a row whose range reaches PACK_LIMIT is replaced by its dense ranks
+PACK_BITS = 62
+PACK_LIMIT = 1 << 40
+RADIX = 256
+SIGN_BIT = np.uint64(1 << 63)
+#: the score ranking ``score_per_clear`` ranks by score x PER_CLEAR_SCALE // max(clears, 1)
+PER_CLEAR_SCALE = 10_000
+#: layers grow past the width only by kept ties; buffers then grow by width // GROWTH_DIVISOR extra
+GROWTH_DIVISOR = 8
+#: with several threads, the parents of a layer are cut into this many runs per thread
+THREAD_CHUNKS = 4
+#: a chunk of layers between two returns to Python (progress, Ctrl-C) aims at this many seconds
+CHUNK_SECONDS = 0.5
+#: the trace starts with room for this many full layers and doubles when it needs more
+TRACE_LAYERS = 64
+#: the 64-bit FNV-1a hash of a board's rows (the ``hash`` tie order and the best child's last tie)
+FNV_OFFSET = np.uint64(14695981039346656037)
+FNV_PRIME = np.uint64(1099511628211)
+#: odd 64-bit constants of the merge table's hash
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+MIX = np.uint64(0xBF58476D1CE4E5B9)
+
+#: why `run_layers` returned
+GOING, STUCK, ABORTED = -1, 1, 3
+
+
+# ------------------------------------------------------------------------------------------------
+# Bundles
+
+
+class BeamSettings(NamedTuple):
+    """The `BeamConfig` as the kernels read it."""
+
+    width: int
+    lowest_only: bool
+    n_score: int                 # picks by the score ranking
+    n_quality: int               # picks by the quality ranking
+    score_quota: np.ndarray      # most score picks per ancestor g + 1 generations up
+    quality_quota: np.ndarray
+    score_height_max: int        # most score picks per occupied height
+    quality_height_max: int
+    per_clear: bool              # score ranking: score per clear first (else score)
+    quality_first: bool          # quality ranking: quality first (else score, then quality)
+    score_gap: int
+    height_gap: int
+    min_height: np.ndarray       # [0] + clear_min_height
+    min_cells: np.ndarray        # [0] + clear_min_cells
+    endgame_start: int           # the first piece (0-based) played without the clear rules
+    sky_rows: int
+    sky_max_cells: int
+    top_row_free: bool
+    tie_order: object            # a `TIE_ORDERS` token
+    keep_ties: bool
+    chunks: int                  # runs of parents spread over numba's threads (1: no threads)
+
+
+class BeamState(NamedTuple):
+    """Everything the layer loop carries from one chunk of layers to the next.
+
+    The layer (``n`` = ``scalars[N_NODES]`` nodes): ``boards``, ``scores``, ``clears``,
+    ``heights`` (occupied rows), ``cells``, ``anc`` (the node's ancestor 1, 2, ... generations up,
+    as indices into those layers). The trace: for layer t, ``trace_parent`` / ``trace_code`` hold
+    its nodes' parent indices and packed placements from ``trace_start[t]``. ``best_by_step[t]``:
+    the best score of layer t's children. ``scalars``: see the ``S_*`` slots. The rest is scratch
+    reused from layer to layer (children, merge table, picks)."""
+
+    boards: np.ndarray
+    scores: np.ndarray
+    clears: np.ndarray
+    heights: np.ndarray
+    cells: np.ndarray
+    anc: np.ndarray
+    trace_parent: np.ndarray
+    trace_code: np.ndarray
+    trace_start: np.ndarray
+    best_by_step: np.ndarray
+    scalars: np.ndarray
+    kids: "Children"
+    merge_slot: np.ndarray
+    merge_stamp: np.ndarray
+    counters: np.ndarray
+
+
+class Children(NamedTuple):
+    """The children of one layer: per parent, its packed placements (``codes[i, :counts[i]]``) and
+    the first child's index (``starts``); per child its board, score, clears, quality, occupied
+    height, cells after the clear, parent, packed placement, rows cleared, and whether it survived
+    the hard rules."""
+
+    codes: np.ndarray
+    counts: np.ndarray
+    starts: np.ndarray
+    boards: np.ndarray
+    score: np.ndarray
+    clears: np.ndarray
+    quality: np.ndarray
+    height: np.ndarray
+    cells: np.ndarray
+    parent: np.ndarray
+    code: np.ndarray
+    lines: np.ndarray
+    alive: np.ndarray
+
+
+class Parents(NamedTuple):
+    """What valuing children reads of their parents (the layer's first ``n`` nodes)."""
+
+    boards: np.ndarray
+    scores: np.ndarray
+    clears: np.ndarray
+    heights: np.ndarray
+    cells: np.ndarray
+
+
+#: slots of `BeamState.scalars`
+S_NODES, S_TRACE, S_BEST_SCORE, S_BEST_PIECE, S_BEST_PARENT, S_BEST_CODE, S_EXPANDED, S_LAYERS = range(8)
+N_SCALARS = 8
+
+
+# ------------------------------------------------------------------------------------------------
+# Small helpers
 
 
 @njit(cache=True, inline="always")
@@ -63,132 +195,33 @@ def occupied_height(board):
     return 0
 
 
-@njit(cache=True, parallel=True)
-def expand_placements(boards, n, shape, ss, R, codes, counts, chunks, lowest_only):
-    """``codes[i, :counts[i]]``: the packed placements of the piece on ``boards[i]``, i < n; with
-    ``lowest_only``, only the lowest placement of each (state, centre column)."""
-    rows = boards.shape[1] + 4
-    chunks = min(n, chunks)
-    for c in prange(chunks):
-        sc = new_scratch(rows, 1)
-        out = np.zeros((codes.shape[1], 3), np.int64)
-        for i in range(c * n // chunks, (c + 1) * n // chunks):
-            m = placements_into(boards[i], R, shape, ss, sc, out)
-            kept = 0
-            for k in range(m):
-                # placements come ordered by state, then y, then x: a later one of the same state
-                # and column is lower
-                if lowest_only:
-                    lower = False
-                    for k2 in range(k + 1, m):
-                        if out[k2, 2] != out[k, 2]:
-                            break
-                        if out[k2, 0] == out[k, 0]:
-                            lower = True
-                            break
-                    if lower:
-                        continue
-                codes[i, kept] = pack(out[k, 0], out[k, 1], out[k, 2])
-                kept += 1
-            counts[i] = kept
-
-
-@njit(cache=True, parallel=True)
-def make_children(boards, n, scores, clears, heights, cells_count, codes, counts, starts, shape, number, R, spec,
-                  min_height, min_cells, sky_rows, sky_max, top_row_free, out_boards, out_score, out_clears, out_quality,
-                  out_height, out_cells, out_parent, out_code, out_alive, out_full):
-    """Lock every placement on a copy of its parent, apply the hard rules, value the survivors."""
-    height = boards.shape[1]
-    width = R.width
-    for i in prange(n):
-        pvals = np.zeros(spec.weights.shape[0])
-        board_values(boards[i], width, spec, pvals)
-        locked = np.empty(height, np.uint16)
-        for k in range(counts[i]):
-            j = starts[i] + k
-            x, y, s = unpack(codes[i, k])
-            child = out_boards[j]
-            lock = lock_copy(boards[i], R, shape, s, x, y, number, locked, child)
-            f = lock.lines
-            out_parent[j] = i
-            out_code[j] = codes[i, k]
-            out_full[j] = f
-            alive = True
-            if lock.end == TOP_TOUCHED:
-                alive = False
-            elif top_row_free and locked[0] != 0:
-                alive = False
-            elif f > 0 and (heights[i] < min_height[f] or cells_count[i] < min_cells[f]):
-                alive = False
-            h = occupied_height(child)
-            if alive and sky_rows > 0 and h >= sky_rows:
-                thin = True
-                for r in range(height - h, height - h + sky_rows):
-                    if popcount(np.int64(child[r])) > sky_max:
-                        thin = False
-                        break
-                if thin:
-                    alive = False
-            out_alive[j] = alive
-            if not alive:
-                continue
-            points = lock.points
-            out_score[j] = scores[i] + points
-            out_clears[j] = clears[i] + (1 if f > 0 else 0)
-            out_height[j] = h
-            out_cells[j] = lock.cells - f * width
-            p = Placement(boards[i], locked, child, R.cells[shape, s], x, y, f, points, width)
-            out_quality[j] = evaluate(p, pvals, spec)
+@njit(cache=True, inline="always")
+def board_hash(board):
+    """The 64-bit FNV-1a mix of a board's rows, shifted right once (a non-negative int64)."""
+    h = FNV_OFFSET
+    for r in board:
+        h = (h ^ np.uint64(r)) * FNV_PRIME
+    return np.int64(h >> np.uint64(1))
 
 
 @njit(cache=True)
-def board_hashes(boards, idx):
-    """A 64-bit mix of each board's rows (FNV-style), for merging equal boards and breaking ties."""
-    out = np.empty(idx.shape[0], np.int64)
-    for m in range(idx.shape[0]):
-        h = np.uint64(14695981039346656037)
-        for r in boards[idx[m]]:
-            h = (h ^ np.uint64(r)) * np.uint64(1099511628211)
-        out[m] = np.int64(h >> np.uint64(1))
+def descending(values):
+    """int64 keys whose ascending order is the descending order of the floats ``values`` (their
+    bits, the negative ones' magnitude bits flipped, then all bits flipped; -0.0 counts as 0.0)."""
+    bits = (values + 0.0).view(np.int64)
+    out = np.empty(values.shape[0], np.int64)
+    for m in range(values.shape[0]):
+        b = bits[m]
+        if b < 0:
+            b ^= np.int64(0x7FFFFFFFFFFFFFFF)
+        out[m] = ~b
     return out
 
 
 @njit(cache=True)
-def merge_equal_boards(boards, idx, hashes, scores, clears):
-    """Of children with equal boards keep one: the higher score, then fewer clears, then the first.
-    Returns positions into ``idx`` of the kept children, in generation order."""
-    order = np.argsort(hashes, kind="mergesort")
-    keep = np.ones(idx.shape[0], np.bool_)
-    i = 0
-    m = order.shape[0]
-    while i < m:
-        j = i
-        while j + 1 < m and hashes[order[j + 1]] == hashes[order[i]]:
-            j += 1
-        if j > i:  # a group with equal hashes: compare boards exactly
-            for a in range(i, j + 1):
-                pa = order[a]
-                if not keep[pa]:
-                    continue
-                for b in range(a + 1, j + 1):
-                    pb = order[b]
-                    if not keep[pb]:
-                        continue
-                    if (boards[idx[pa]] == boards[idx[pb]]).all():
-                        sa, sb = scores[idx[pa]], scores[idx[pb]]
-                        ca, cb = clears[idx[pa]], clears[idx[pb]]
-                        if sb > sa or (sb == sa and (cb < ca or (cb == ca and pb < pa))):
-                            keep[pa] = False
-                            break
-                        keep[pb] = False
-        i = j + 1
-    return np.flatnonzero(keep)
-
-
-@njit(cache=True)
 def board_words(boards, idx):
-    """Each board as five int64 words of four rows, top word first, the word's top row in its low
-    16 bits: ``out[w, m]`` for board ``idx[m]`` (the 1,395,326 solver's order of tied boards compares
+    """Each board as int64 words of four rows, top word first, the word's top row in its low 16
+    bits: ``out[w, m]`` for board ``idx[m]`` (the 1,395,326 solver's order of tied boards compares
     these, larger first). Boards of other heights are padded with empty rows at the bottom."""
     n_words = (boards.shape[1] + 3) // 4
     out = np.zeros((n_words, idx.shape[0]), np.int64)
@@ -199,22 +232,401 @@ def board_words(boards, idx):
     return out
 
 
+# ------------------------------------------------------------------------------------------------
+# Tie orders: how nodes tied on a ranking key are ordered (smaller key rows first)
+
+TIE_ORDERS = FunctionTable("beam.tie_break")
+tie_keys = TIE_ORDERS.call
+
+
+@TIE_ORDERS.register("hash")
 @njit(cache=True)
-def pick(order, want, anc, quota, heights, height_max, taken, counters, hcount, rank, keep_ties):
-    """Walk ``order`` (best first) and take up to ``want`` nodes not yet ``taken``, at most
-    ``quota[g]`` sharing an ancestor g + 1 generations up and ``height_max`` per occupied height.
-    With ``keep_ties``, the walk then goes on, taking the nodes within the quotas whose row of
-    ``rank`` (the ranking key) equals the last pick's, up to the first one within the quotas that
-    differs."""
-    out = np.empty(order.shape[0] if keep_ties else min(want, order.shape[0]), np.int64)
+def hash_tie_keys(boards, idx, hashes):
+    """One key row: the board's hash (`board_hash`), smaller first."""
+    return hashes.reshape((1, hashes.shape[0]))
+
+
+@TIE_ORDERS.register("board")
+@njit(cache=True)
+def board_tie_keys(boards, idx, hashes):
+    """One key row per word of four rows (`board_words`), the top word first, larger first."""
+    return -board_words(boards, idx)
+
+
+# ------------------------------------------------------------------------------------------------
+# Expansion: placements and children
+
+
+@njit(cache=True)
+def node_placements(board, rules, shape, ss, lowest_only, sc, found, codes):
+    """The packed placements of the piece on ``board`` into ``codes`` (all of them, or with
+    ``lowest_only`` the lowest of each state and column); returns how many."""
+    if lowest_only:
+        m = lowest_placements_into(board, rules, shape, ss, sc, found)
+    else:
+        m = placements_into(board, rules, shape, ss, sc, found)
+    for k in range(m):
+        codes[k] = pack(found[k, 0], found[k, 1], found[k, 2])
+    return m
+
+
+@njit(cache=True)
+def place_nodes(lo, hi, boards, rules, shape, ss, lowest_only, codes, counts):
+    """`node_placements` of nodes lo .. hi-1 (one scratch for the run)."""
+    sc = new_scratch(rows_for(rules.height), 1)
+    found = np.empty((capacity(rules.height, rules.width), 3), np.int64)
+    for i in range(lo, hi):
+        counts[i] = node_placements(boards[i], rules, shape, ss, lowest_only, sc, found, codes[i])
+
+
+@njit(cache=True, parallel=True)
+def place_nodes_parallel(n, chunks, boards, rules, shape, ss, lowest_only, codes, counts):
+    """`place_nodes` over numba's threads, the parents cut into ``chunks`` runs."""
+    chunks = min(n, chunks)
+    for c in prange(chunks):
+        place_nodes(c * n // chunks, (c + 1) * n // chunks, boards, rules, shape, ss, lowest_only, codes, counts)
+
+
+@njit(cache=True, inline="always")
+def reaches_top_row(cells, y):
+    """Whether a piece with offsets ``cells`` centred in row ``y`` has a cell in row 0."""
+    for k in range(4):
+        if y + cells[k, 1] == 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def sky_thin(board, h, sky_rows, sky_max):
+    """Whether the top ``sky_rows`` occupied rows of ``board`` (occupied height ``h``) each hold
+    at most ``sky_max`` cells."""
+    height = board.shape[0]
+    if sky_rows <= 0 or h < sky_rows:
+        return False
+    for r in range(height - h, height - h + sky_rows):
+        if popcount(np.int64(board[r])) > sky_max:
+            return False
+    return True
+
+
+@njit(cache=True)
+def lock_nodes(lo, hi, st, kids, shape, number, rules, cfg, ruled):
+    """Lock every placement of nodes lo .. hi-1 on a copy of its parent (``st``: the `Parents`)
+    and apply the hard rules (`Children` at ``kids.starts[i] + k``; the quality comes later, for the
+    children kept after the merge: `value_kept`)."""
+    width = rules.width
+    for i in range(lo, hi):
+        parent = st.boards[i]
+        for k in range(kids.counts[i]):
+            j = kids.starts[i] + k
+            code = kids.codes[i, k]
+            x, y, s = unpack(code)
+            child = kids.boards[j]
+            copy_rows(child, parent)
+            lock = lock_piece(child, rules, shape, s, x, y, number)
+            f = lock.lines
+            kids.parent[j] = i
+            kids.code[j] = code
+            kids.lines[j] = f
+            alive = lock.end != TOP_TOUCHED
+            if alive and cfg.top_row_free and (parent[0] != 0 or reaches_top_row(rules.cells[shape, s], y)):
+                alive = False
+            if alive and f > 0 and ruled and (st.heights[i] < cfg.min_height[f] or st.cells[i] < cfg.min_cells[f]):
+                alive = False
+            h = occupied_height(child)
+            if alive and sky_thin(child, h, cfg.sky_rows, cfg.sky_max_cells):
+                alive = False
+            kids.alive[j] = alive
+            if not alive:
+                continue
+            kids.score[j] = st.scores[i] + lock.points
+            kids.clears[j] = st.clears[i] + (1 if f > 0 else 0)
+            kids.height[j] = h
+            kids.cells[j] = lock.cells - f * width
+
+
+@njit(cache=True, parallel=True)
+def lock_nodes_parallel(n, st, kids, shape, number, rules, cfg, ruled):
+    """`lock_nodes` over numba's threads (``st``: the `Parents`), in ``cfg.chunks`` runs."""
+    chunks = min(n, cfg.chunks)
+    for c in prange(chunks):
+        lock_nodes(c * n // chunks, (c + 1) * n // chunks, st, kids, shape, number, rules, cfg, ruled)
+
+
+@njit(cache=True)
+def value_kept(lo, hi, kept, boards, scores, kids, shape, rules, spec):
+    """The evaluator's value of the kept children ``kept[lo:hi]`` (into ``kids.quality``): each is
+    locked again on its parent (``boards``, ``scores``: the parents') for the board before the clear,
+    which placement features read. Kept children of one parent are consecutive: its values (for
+    delta features) are computed once."""
+    width = rules.width
+    pvals = np.zeros(spec.weights.shape[0])
+    locked = np.empty(rules.height, np.uint16)
+    last = -1
+    for m in range(lo, hi):
+        j = kept[m]
+        i = kids.parent[j]
+        parent = boards[i]
+        if i != last:
+            board_values(parent, width, spec, pvals)
+            last = i
+        x, y, s = unpack(kids.code[j])
+        copy_rows(locked, parent)
+        cells = rules.cells[shape, s]
+        place(locked, cells, x, y)
+        p = Placement(parent, locked, kids.boards[j], cells, x, y, kids.lines[j], kids.score[j] - scores[i], width)
+        kids.quality[j] = evaluate(p, pvals, spec)
+
+
+@njit(cache=True, parallel=True)
+def value_kept_parallel(kept, boards, scores, kids, shape, rules, spec, chunks):
+    """`value_kept` over numba's threads, in ``chunks`` runs."""
+    n = kept.shape[0]
+    chunks = min(n, chunks)
+    for c in prange(chunks):
+        value_kept(c * n // chunks, (c + 1) * n // chunks, kept, boards, scores, kids, shape, rules, spec)
+
+
+@njit(cache=True)
+def grow_children(kids, nodes, per_node, total, height):
+    """``kids`` with room for ``nodes`` parents of ``per_node`` placements and ``total`` children
+    (the same arrays when they are big enough)."""
+    codes, counts, starts = kids.codes, kids.counts, kids.starts
+    if codes.shape[0] < nodes:
+        rows = nodes + nodes // GROWTH_DIVISOR
+        codes = np.zeros((rows, per_node), np.int16)
+        counts = np.zeros(rows, np.int64)
+        starts = np.zeros(rows, np.int64)
+    if kids.boards.shape[0] >= total:
+        return Children(codes, counts, starts, kids.boards, kids.score, kids.clears, kids.quality, kids.height,
+                        kids.cells, kids.parent, kids.code, kids.lines, kids.alive)
+    m = max(total, 2 * kids.boards.shape[0])
+    return Children(codes, counts, starts, np.zeros((m, height), np.uint16), np.zeros(m, np.int64),
+                    np.zeros(m, np.int64), np.zeros(m, np.float64), np.zeros(m, np.int64), np.zeros(m, np.int64),
+                    np.zeros(m, np.int64), np.zeros(m, np.int16), np.zeros(m, np.int64), np.zeros(m, np.bool_))
+
+
+# ------------------------------------------------------------------------------------------------
+# Merging equal boards
+
+
+@njit(cache=True, inline="always")
+def table_hash(board):
+    """A fast hash of a board for the merge table (rows times distinct odd constants, summed, then
+    mixed: the products are independent, unlike `board_hash`'s chain of multiplications)."""
+    h = np.uint64(0)
+    for y in range(board.shape[0]):
+        h += np.uint64(board[y]) * (np.uint64(2 * y + 1) * GOLDEN)
+    h ^= h >> np.uint64(29)
+    h *= MIX
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
+def same_board(a, b):
+    for y in range(a.shape[0]):
+        if a[y] != b[y]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def merge_equal_boards(kids, total, slot, stamp, layer):
+    """Of the surviving children with equal boards keep one: the higher score, then fewer clears,
+    then the first generated. Returns the kept children's indices in generation order and their
+    board hashes (`board_hash`). ``slot``/``stamp`` are an open-addressing table reused across
+    layers (an entry is live when its stamp is ``layer``); its size is a power of two above twice
+    the children."""
+    size = slot.shape[0]
+    mask = np.uint64(size - 1)
+    winner = np.empty(total, np.int64)
+    keys = np.empty(total, np.uint64)
+    n = 0
+    for j in range(total):
+        if not kids.alive[j]:
+            continue
+        h = table_hash(kids.boards[j])
+        pos = np.int64(h & mask)
+        while True:
+            if stamp[pos] != layer:
+                stamp[pos] = layer
+                slot[pos] = n
+                winner[n] = j
+                keys[n] = h
+                n += 1
+                break
+            g = slot[pos]
+            w = winner[g]
+            if keys[g] == h and same_board(kids.boards[w], kids.boards[j]):
+                sw, sj = kids.score[w], kids.score[j]
+                if sj > sw or (sj == sw and kids.clears[j] < kids.clears[w]):
+                    winner[g] = j
+                break
+            pos = (pos + 1) & (size - 1)
+    kept = np.zeros(total, np.bool_)
+    for g in range(n):
+        kept[winner[g]] = True
+    out = np.empty(n, np.int64)
+    hashes = np.empty(n, np.int64)
+    m = 0
+    for j in range(total):  # the kept children in generation order
+        if kept[j]:
+            out[m] = j
+            hashes[m] = board_hash(kids.boards[j])
+            m += 1
+    return out, hashes
+
+
+# ------------------------------------------------------------------------------------------------
+# Ranking and picking
+
+
+@njit(cache=True)
+def radix_argsort(key):
+    """The stable argsort of int64 ``key``: a least-significant-digit radix sort over the bytes that
+    vary among the keys (linear in the number of keys)."""
+    n = key.shape[0]
+    u = np.empty(n, np.uint64)
+    for m in range(n):
+        u[m] = np.uint64(key[m]) ^ SIGN_BIT
+    order = np.arange(n)
+    if n < 2:
+        return order
+    varying = np.uint64(0)
+    for m in range(1, n):
+        varying |= u[m] ^ u[0]
+    u2 = np.empty(n, np.uint64)
+    order2 = np.empty(n, np.int64)
+    count = np.empty(RADIX + 1, np.int64)
+    for byte in range(8):
+        shift = np.uint64(8 * byte)
+        if (varying >> shift) & np.uint64(RADIX - 1) == 0:
+            continue
+        count[:] = 0
+        for m in range(n):
+            count[((u[m] >> shift) & np.uint64(RADIX - 1)) + 1] += 1
+        for d in range(RADIX):
+            count[d + 1] += count[d]
+        for m in range(n):
+            d = (u[m] >> shift) & np.uint64(RADIX - 1)
+            at = count[d]
+            count[d] = at + 1
+            u2[at] = u[m]
+            order2[at] = order[m]
+        u, u2 = u2, u
+        order, order2 = order2, order
+    return order
+
+
+@njit(cache=True)
+def dense_ranks(key):
+    """Each key's rank among the distinct keys (0 = the smallest; equal keys, equal ranks)."""
+    order = radix_argsort(key)
+    out = np.empty(key.shape[0], np.int64)
+    rank = -1
+    for k in range(order.shape[0]):
+        m = order[k]
+        if k == 0 or key[m] != key[order[k - 1]]:
+            rank += 1
+        out[m] = rank
+    return out
+
+
+@njit(cache=True, inline="always")
+def bits_for(v):
+    """Bits needed to hold the non-negative ``v``."""
+    b = 0
+    while v >> b:
+        b += 1
+    return b
+
+
+@njit(cache=True)
+def pack_rows(rows):
+    """One int64 per candidate ordering the candidates as ``rows`` do (lexicographically, each row
+    ascending; equal exactly when every row is equal): each row offset by its least value, the
+    widest replaced by its dense ranks until all fit in 62 bits."""
+    r, n = rows.shape
+    parts = np.empty((r, n), np.int64)
+    bits = np.empty(r, np.int64)
+    for i in range(r):
+        lo, hi = rows[i, 0], rows[i, 0]
+        for m in range(n):
+            lo = min(lo, rows[i, m])
+            hi = max(hi, rows[i, m])
+        if hi - lo < 0 or hi - lo >= PACK_LIMIT:  # overflowing or too wide: its dense ranks
+            parts[i] = dense_ranks(rows[i])
+            bits[i] = bits_for(n)
+        else:
+            for m in range(n):
+                parts[i, m] = rows[i, m] - lo
+            bits[i] = bits_for(hi - lo)
+    while bits.sum() > PACK_BITS:
+        w = np.argmax(bits)
+        parts[w] = dense_ranks(parts[w])
+        bits[w] = bits_for(n)
+    head = np.zeros(n, np.int64)
+    for i in range(r):
+        for m in range(n):
+            head[m] = (head[m] << bits[i]) | parts[i, m]
+    return head
+
+
+@njit(cache=True, inline="always")
+def tie_less(ties, a, b):
+    """Whether candidate ``a`` comes before ``b`` by the tie rows, then the index."""
+    for r in range(ties.shape[0]):
+        if ties[r, a] != ties[r, b]:
+            return ties[r, a] < ties[r, b]
+    return a < b
+
+
+@njit(cache=True)
+def ranking_order(rows, ties):
+    """The candidates in ranking order: by the rank ``rows`` (lexicographically, ascending), then
+    the tie order's ``ties`` rows, then generation order. Returns (order, head), ``head`` equal for
+    two candidates exactly when their rank rows are."""
+    head = pack_rows(rows)
+    order = radix_argsort(head)
+    n = order.shape[0]
+    start = 0
+    for k in range(1, n + 1):
+        if k < n and head[order[k]] == head[order[start]]:
+            continue
+        for i in range(start + 1, k):  # a run of equal rank keys: order it by the ties
+            v = order[i]
+            j = i - 1
+            while j >= start and tie_less(ties, v, order[j]):
+                order[j + 1] = order[j]
+                j -= 1
+            order[j + 1] = v
+        start = k
+    return order, head
+
+
+class Picks(NamedTuple):
+    """One ranking's picking rule: ``want`` picks, at most ``quota[g]`` sharing an ancestor g + 1
+    generations up and ``height_max`` per occupied height."""
+
+    want: int
+    quota: np.ndarray
+    height_max: int
+
+
+@njit(cache=True)
+def pick(order, head, rule, anc, heights, taken, counters, hcount, out, keep_ties):
+    """Walk ``order`` taking nodes not yet ``taken`` within the quotas into ``out`` up to
+    ``rule.want`` picks; with ``keep_ties`` then go on taking the nodes within the quotas whose
+    ranking key (``head``) equals the last pick's, up to the first one within the quotas that
+    differs. Returns how many were taken."""
     counters[:] = 0
     hcount[:] = 0
-    gens = quota.shape[0]
+    gens = anc.shape[1]
     n = 0
-    if want == 0:
-        return out[:0]
+    if rule.want == 0:
+        return 0
     for idx in order:
-        if n >= want and not keep_ties:
+        if n >= rule.want and not keep_ties:
             break
         if taken[idx]:
             continue
@@ -223,20 +635,13 @@ def pick(order, want, anc, quota, heights, height_max, taken, counters, hcount, 
             a = anc[idx, g]
             if a < 0:
                 break
-            if counters[g, a] >= quota[g]:
+            if counters[g, a] >= rule.quota[g]:
                 ok = False
                 break
-        if not ok or hcount[heights[idx]] >= height_max:
+        if not ok or hcount[heights[idx]] >= rule.height_max:
             continue
-        if n >= want:  # keep_ties: only a tie with the last pick
-            last = out[n - 1]
-            tied = True
-            for k in range(rank.shape[1]):
-                if rank[idx, k] != rank[last, k]:
-                    tied = False
-                    break
-            if not tied:
-                break
+        if n >= rule.want and head[idx] != head[out[n - 1]]:  # keep_ties: only a tie with the last pick
+            break
         for g in range(gens):
             a = anc[idx, g]
             if a < 0:
@@ -246,34 +651,311 @@ def pick(order, want, anc, quota, heights, height_max, taken, counters, hcount, 
         taken[idx] = True
         out[n] = idx
         n += 1
-    return out[:n]
+    return n
 
 
-def pick_in_order(keys, want, depth, anc, quota, heights, height_max, taken, counters, hcount, rank, keep_ties):
-    """`pick` over the order ``np.lexsort(keys)`` (last key most significant, smallest first).
-
-    Only a prefix of that order is usually walked, so it is sorted alone: the nodes whose most
-    significant key is within the ``depth`` x ``want`` smallest (whole tie groups included) come
-    first in the full order too. If the quotas leave picks unmade within the prefix, the full order
-    is used. The result is the same as walking the full order (ties kept beyond ``want`` share the
-    last pick's most significant key, so they lie within the prefix)."""
-    primary = keys[-1]
-    n = len(primary)
-    k = depth * want + 64
-    if n > k:
-        bound = np.partition(primary, k)[k]
-        prefix = np.flatnonzero(primary <= bound)
-        if len(prefix) < n:
-            saved = taken.copy()
-            order = prefix[np.lexsort(tuple(key[prefix] for key in keys))]
-            got = pick(order, want, anc, quota, heights, height_max, taken, counters, hcount, rank, keep_ties)
-            if len(got) >= want:
-                return got
-            taken[:] = saved
-    return pick(np.lexsort(keys), want, anc, quota, heights, height_max, taken, counters, hcount, rank, keep_ties)
+@njit(cache=True)
+def rank_rows(score_first, per_clear, sc, clears, qk):
+    """A ranking's rows, most significant first, each ascending: score per clear (``per_clear``),
+    then score and quality (``score_first``) or quality and score; descending values negated
+    (``qk``: keys ordering the quality descending, its `descending` keys or their dense ranks)."""
+    n = sc.shape[0]
+    r = 3 if per_clear else 2
+    rows = np.empty((r, n), np.int64)
+    i = 0
+    if per_clear:
+        for m in range(n):
+            rows[0, m] = -(sc[m] * PER_CLEAR_SCALE // max(clears[m], 1))
+        i = 1
+    first, second = (i, i + 1) if score_first else (i + 1, i)
+    for m in range(n):
+        rows[first, m] = -sc[m]
+        rows[second, m] = qk[m]
+    return rows
 
 
-_NO_RANK = np.zeros((0, 0), np.float64)  # `pick`'s ranking keys when ties are not kept (never read)
+# ------------------------------------------------------------------------------------------------
+# One layer
+
+
+@njit(cache=True)
+def expand_layer(st, shape, t, rules, cfg):
+    """Children of the layer ``st`` for piece ``t``: placements, then locks and hard rules.
+    Returns (children, how many)."""
+    n = st.scalars[S_NODES]
+    ss = spawn_state(t, rules)
+    kids = st.kids
+    per_node = kids.codes.shape[1]
+    kids = grow_children(kids, n, per_node, 0, rules.height)
+    if cfg.chunks > 1:
+        place_nodes_parallel(n, cfg.chunks, st.boards, rules, shape, ss, cfg.lowest_only, kids.codes, kids.counts)
+    else:
+        place_nodes(0, n, st.boards, rules, shape, ss, cfg.lowest_only, kids.codes, kids.counts)
+    total = 0
+    for i in range(n):
+        kids.starts[i] = total
+        total += kids.counts[i]
+    kids = grow_children(kids, n, per_node, total, rules.height)
+    ruled = t < cfg.endgame_start
+    parents = Parents(st.boards, st.scores, st.clears, st.heights, st.cells)
+    if cfg.chunks > 1:
+        lock_nodes_parallel(n, parents, kids, shape, t + 1, rules, cfg, ruled)
+    else:
+        lock_nodes(0, n, parents, kids, shape, t + 1, rules, cfg, ruled)
+    return kids, total
+
+
+@njit(cache=True)
+def best_child(kept, hashes, kids):
+    """The best of the kept children: the highest score, then the higher quality, then the lower
+    board hash. Returns its position in ``kept``."""
+    b = 0
+    for m in range(1, kept.shape[0]):
+        j, jb = kept[m], kept[b]
+        if kids.score[j] > kids.score[jb] or (kids.score[j] == kids.score[jb] and (
+                kids.quality[j] > kids.quality[jb] or (kids.quality[j] == kids.quality[jb] and hashes[m] < hashes[b]))):
+            b = m
+    return b
+
+
+@njit(cache=True)
+def layer_best(kids, total):
+    """(best score, tallest occupied height) of the surviving children; the score is -1 when none
+    survives. Merging equal boards changes neither (a group's boards share their height and its
+    winner has its best score)."""
+    top = -1
+    tallest = 0
+    for j in range(total):
+        if kids.alive[j]:
+            top = max(top, kids.score[j])
+            tallest = max(tallest, kids.height[j])
+    return top, tallest
+
+
+@njit(cache=True)
+def drop_far_below(kids, total, top, cfg):
+    """Mark dead the surviving children more than ``score_gap`` points below ``top`` (before the
+    merge: a group of equal boards keeps its best score, so its winner is never among them)."""
+    for j in range(total):
+        if kids.alive[j] and kids.score[j] + cfg.score_gap < top:
+            kids.alive[j] = False
+
+
+@njit(cache=True)
+def near_the_tallest(kept, hashes, kids, tallest, cfg):
+    """The kept children whose stack is at most ``height_gap`` rows lower than ``tallest``."""
+    near = np.empty(kept.shape[0], np.bool_)
+    for m in range(kept.shape[0]):
+        near[m] = kids.height[kept[m]] + cfg.height_gap >= tallest
+    return kept[near], hashes[near]
+
+
+@njit(cache=True)
+def cut(cand, hashes, kids, st, cfg):
+    """The picks among the candidates (children indices ``cand``), score picks first, as positions
+    into ``cand``."""
+    n = cand.shape[0]
+    sc = kids.score[cand]
+    clears = kids.clears[cand]
+    qk = dense_ranks(descending(kids.quality[cand]))  # both rankings read the quality's order only
+    heights = kids.height[cand]
+    anc = ancestors(cand, kids, st)
+    ties = tie_keys(cfg.tie_order, kids.boards, cand, hashes)
+    taken = np.zeros(n, np.bool_)
+    hcount = np.zeros(st.boards.shape[1] + 1, np.int64)
+    out = np.empty(n, np.int64)
+    order, head = ranking_order(rank_rows(True, cfg.per_clear, sc, clears, qk), ties)
+    rule = Picks(cfg.n_score, cfg.score_quota, cfg.score_height_max)
+    n_score = pick(order, head, rule, anc, heights, taken, st.counters, hcount, out, cfg.keep_ties)
+    order, head = ranking_order(rank_rows(not cfg.quality_first, False, sc, clears, qk), ties)
+    rule = Picks(cfg.n_quality, cfg.quality_quota, cfg.quality_height_max)
+    n_quality = pick(order, head, rule, anc, heights, taken, st.counters, hcount, out[n_score:], cfg.keep_ties)
+    return out[:n_score + n_quality]
+
+
+@njit(cache=True)
+def ancestors(cand, kids, st):
+    """The ancestors of each candidate: its parent, then the parent's ancestors (one generation
+    fewer than the layer keeps)."""
+    gens = st.anc.shape[1]
+    out = np.empty((cand.shape[0], gens), np.int64)
+    for m in range(cand.shape[0]):
+        p = kids.parent[cand[m]]
+        out[m, 0] = p
+        for g in range(1, gens):
+            out[m, g] = st.anc[p, g - 1]
+    return out
+
+
+@njit(cache=True)
+def grown(a, n):
+    """``a`` with room for ``n`` rows along its first axis (a larger copy when it has less)."""
+    if a.shape[0] >= n:
+        return a
+    shape = (max(n, 2 * a.shape[0]),) + a.shape[1:]
+    out = np.zeros(shape, a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(cache=True)
+def next_layer(st, kids, chosen, t, top, width):
+    """The state after layer ``t``: the chosen children become the nodes, their parents and
+    placements are traced."""
+    n = chosen.shape[0]
+    cap = n + width // GROWTH_DIVISOR if n > st.boards.shape[0] else st.boards.shape[0]
+    gens = st.anc.shape[1]
+    boards = st.boards if cap == st.boards.shape[0] else np.zeros((cap, st.boards.shape[1]), np.uint16)
+    scores, clears = grown(st.scores, cap), grown(st.clears, cap)
+    heights, cells = grown(st.heights, cap), grown(st.cells, cap)
+    anc = np.empty((cap, gens), np.int64)
+    counters = st.counters if st.counters.shape[1] >= cap else np.zeros((gens, cap), np.int64)
+    at = st.scalars[S_TRACE]
+    trace_parent, trace_code = grown(st.trace_parent, at + n), grown(st.trace_code, at + n)
+    for m in range(n):
+        j = chosen[m]
+        p = kids.parent[j]
+        anc[m, 0] = p
+        for g in range(1, gens):
+            anc[m, g] = st.anc[p, g - 1]
+        boards[m] = kids.boards[j]
+        scores[m] = kids.score[j]
+        clears[m] = kids.clears[j]
+        heights[m] = kids.height[j]
+        cells[m] = kids.cells[j]
+        trace_parent[at + m] = p
+        trace_code[at + m] = kids.code[j]
+    st.trace_start[t] = at
+    st.trace_start[t + 1] = at + n
+    st.scalars[S_TRACE] = at + n
+    st.scalars[S_NODES] = n
+    st.scalars[S_LAYERS] = t + 1
+    st.best_by_step[t] = top
+    return BeamState(boards, scores, clears, heights, cells, anc, trace_parent, trace_code, st.trace_start,
+                     st.best_by_step, st.scalars, kids, st.merge_slot, st.merge_stamp, counters)
+
+
+@njit(cache=True)
+def merge_table(st, total):
+    """The merge table, grown to a power of two at least twice ``total``."""
+    size = st.merge_slot.shape[0]
+    if size >= 2 * total:
+        return st.merge_slot, st.merge_stamp
+    while size < 2 * total:
+        size *= 2
+    return np.zeros(size, np.int64), np.full(size, -1, np.int64)
+
+
+@njit(cache=True)
+def run_layers(sequence, t0, t1, rules, spec, cfg, threshold, st):
+    """Play layers t0 .. t1-1 from ``st``; returns (state, layers done, stop code: `GOING`,
+    `STUCK` or `ABORTED`)."""
+    for t in range(t0, t1):
+        shape = sequence[t]
+        n = st.scalars[S_NODES]
+        kids, total = expand_layer(st, shape, t, rules, cfg)
+        st.scalars[S_EXPANDED] += n
+        top, tallest = layer_best(kids, total)
+        if top < 0:
+            return st, t, STUCK
+        drop_far_below(kids, total, top, cfg)
+        slot, stamp = merge_table(st, total)
+        st = BeamState(st.boards, st.scores, st.clears, st.heights, st.cells, st.anc, st.trace_parent,
+                       st.trace_code, st.trace_start, st.best_by_step, st.scalars, kids, slot, stamp, st.counters)
+        kept, hashes = merge_equal_boards(kids, total, slot, stamp, t)
+        if cfg.chunks > 1:
+            value_kept_parallel(kept, st.boards, st.scores, kids, shape, rules, spec, cfg.chunks)
+        else:
+            value_kept(0, kept.shape[0], kept, st.boards, st.scores, kids, shape, rules, spec)
+        b = best_child(kept, hashes, kids)  # among every kept child, before the height filter
+        if top >= st.scalars[S_BEST_SCORE]:  # a later piece wins ties on score
+            jb = kept[b]
+            st.scalars[S_BEST_SCORE] = top
+            st.scalars[S_BEST_PIECE] = t
+            st.scalars[S_BEST_PARENT] = kids.parent[jb]
+            st.scalars[S_BEST_CODE] = kids.code[jb]
+        cand, hashes = near_the_tallest(kept, hashes, kids, tallest, cfg)
+        if cand.shape[0] > cfg.width:
+            chosen = cand[cut(cand, hashes, kids, st, cfg)]
+        else:
+            chosen = cand
+        st = next_layer(st, kids, chosen, t, top, cfg.width)
+        if top < threshold[t]:
+            return st, t + 1, ABORTED
+    return st, t1, GOING
+
+
+@njit(cache=True)
+def trace_back(st):
+    """The placements (x, y, state) of the path to the best child, from the first piece."""
+    piece = st.scalars[S_BEST_PIECE]
+    out = np.zeros((piece + 1, 3), np.int64)
+    if piece < 0:
+        return out
+    x, y, s = unpack(st.scalars[S_BEST_CODE])
+    out[piece, 0], out[piece, 1], out[piece, 2] = x, y, s
+    i = st.scalars[S_BEST_PARENT]
+    for t in range(piece - 1, -1, -1):
+        j = st.trace_start[t] + i
+        x, y, s = unpack(st.trace_code[j])
+        out[t, 0], out[t, 1], out[t, 2] = x, y, s
+        i = st.trace_parent[j]
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The policy
+
+
+def settings(cfg, rules, pieces: int, threads: int) -> BeamSettings:
+    """The kernels' view of a `BeamConfig` for a search of ``pieces`` pieces."""
+    width = cfg.width
+    gens = max(len(cfg.ancestor_quotas_score), len(cfg.ancestor_quotas_quality), 1)
+    n_quality = int(width * (1.0 - cfg.score_share))
+    n_score = width - n_quality
+    return BeamSettings(
+        width=width, lowest_only=cfg.placements == "lowest", n_score=n_score, n_quality=n_quality,
+        score_quota=_quota(cfg.ancestor_quotas_score, n_score, gens),
+        quality_quota=_quota(cfg.ancestor_quotas_quality, n_quality, gens),
+        score_height_max=max(1, int(n_score * cfg.height_quota_score)),
+        quality_height_max=max(1, int(n_quality * cfg.height_quota_quality)),
+        per_clear=cfg.score_ranking == "score_per_clear", quality_first=cfg.quality_ranking == "quality",
+        score_gap=cfg.score_gap, height_gap=cfg.height_gap,
+        min_height=np.array([0] + list(cfg.clear_min_height), np.int64),
+        min_cells=np.array([0] + list(cfg.clear_min_cells), np.int64),
+        endgame_start=max(pieces - cfg.endgame_pieces, 0), sky_rows=cfg.sky_rows, sky_max_cells=cfg.sky_max_cells,
+        top_row_free=cfg.top_row_free, tie_order=TIE_ORDERS.token(cfg.tie_break), keep_ties=cfg.keep_ties,
+        chunks=THREAD_CHUNKS * threads if threads > 1 else 1)
+
+
+def _quota(shares, picks: int, gens: int) -> np.ndarray:
+    out = np.full(gens, np.iinfo(np.int64).max, np.int64)
+    for g, share in enumerate(shares):
+        out[g] = max(1, int(picks * share))
+    return out
+
+
+def initial_state(rules, pieces: int, width: int, gens: int) -> BeamState:
+    """The root layer (the empty board) and empty buffers sized for ``width``."""
+    cap = width + width // GROWTH_DIVISOR + 1
+    H = rules.height
+    per_node = capacity(rules.height, rules.width)
+    scalars = np.zeros(N_SCALARS, np.int64)
+    scalars[S_NODES] = 1
+    scalars[S_BEST_SCORE] = -1
+    scalars[S_BEST_PIECE] = -1
+    kids = Children(np.zeros((cap, per_node), np.int16), np.zeros(cap, np.int64), np.zeros(cap, np.int64),
+                    *(np.zeros((0, H), np.uint16), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                      np.zeros(0, np.float64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                      np.zeros(0, np.int16), np.zeros(0, np.int64), np.zeros(0, np.bool_)))
+    return BeamState(
+        boards=np.zeros((cap, H), np.uint16), scores=np.zeros(cap, np.int64), clears=np.zeros(cap, np.int64),
+        heights=np.zeros(cap, np.int64), cells=np.zeros(cap, np.int64), anc=np.full((cap, gens), -1, np.int64),
+        trace_parent=np.zeros(cap * min(pieces, TRACE_LAYERS), np.int32),
+        trace_code=np.zeros(cap * min(pieces, TRACE_LAYERS), np.int16),
+        trace_start=np.zeros(pieces + 1, np.int64), best_by_step=np.zeros(pieces, np.int64), scalars=scalars,
+        kids=kids, merge_slot=np.zeros(1024, np.int64), merge_stamp=np.full(1024, -1, np.int64),
+        counters=np.zeros((gens, cap), np.int64))
 
 
 @register(BeamConfig)
@@ -281,158 +963,38 @@ class Beam(Policy):
     name = "beam"
 
     def search(self, threshold, progress):
-        cfg = self.config.beam
-        rules, R, n_pieces = self.rules, self.rules.kernel, self.pieces
+        cfg, rules, n_pieces = self.config.beam, self.rules, self.pieces
+        kernel_cfg = settings(cfg, rules, n_pieces, get_num_threads())
+        gens = kernel_cfg.score_quota.shape[0]
+        st = initial_state(rules, n_pieces, cfg.width, gens)
         spec = self.evaluator.spec
-        H, W = rules.height, cfg.width
-        cap = capacity(rules.height, rules.width)
-        gens = max(len(cfg.ancestor_quotas_score), len(cfg.ancestor_quotas_quality), 1)
-        n_quality = int(W * (1.0 - cfg.score_share))
-        n_score = W - n_quality
-        quotas = {
-            "score": (n_score, self._quota(cfg.ancestor_quotas_score, n_score, gens),
-                      max(1, int(n_score * cfg.height_quota_score))),
-            "quality": (n_quality, self._quota(cfg.ancestor_quotas_quality, n_quality, gens),
-                        max(1, int(n_quality * cfg.height_quota_quality))),
-        }
-        min_height = np.array([0] + list(cfg.clear_min_height), np.int64)
-        min_cells = np.array([0] + list(cfg.clear_min_cells), np.int64)
-        endgame = max(n_pieces - cfg.endgame_pieces, 0)  # the first piece played with the clear rules off
-        no_rule = np.zeros_like(min_height)
-        chunks = 4 * _threads()
-
-        # the layer: root = the empty board
-        boards = np.zeros((1, H), np.uint16)
-        scores = np.zeros(1, np.int64)
-        clears = np.zeros(1, np.int64)
-        heights = np.zeros(1, np.int64)
-        cells = np.zeros(1, np.int64)
-        anc = np.full((1, gens), -1, np.int64)
-        codes_buf = np.zeros((W, cap), np.int16)
-        counts = np.zeros(W, np.int64)
-        counters = np.zeros((gens, W), np.int64)
-        hcount = np.zeros(H + 1, np.int64)
-        trace_parent: list[np.ndarray] = []
-        trace_code: list[np.ndarray] = []
-        best_by_step = np.zeros(n_pieces, np.int64)
-        best = (-1, -1, -1, 0)  # (score, piece, parent index, placement code) of the best child so far
-        nodes = 0
-        stop = "done"
+        t, stop = 0, GOING
+        step = 1
         abort_piece = abort_threshold = None
-        for t in range(n_pieces):
-            shape = int(self.sequence[t])
-            n = boards.shape[0]
-            expand_placements(boards, n, shape, spawn_state(t, R), R, codes_buf, counts, chunks,
-                              cfg.placements == "lowest")
-            starts = np.zeros(n, np.int64)
-            np.cumsum(counts[: n - 1], out=starts[1:])
-            total = int(counts[:n].sum())
-            nodes += n
-            ch_boards = np.empty((total, H), np.uint16)
-            ch_score, ch_clears = np.empty(total, np.int64), np.empty(total, np.int64)
-            ch_quality = np.empty(total, np.float64)
-            ch_height, ch_cells = np.empty(total, np.int64), np.empty(total, np.int64)
-            ch_parent, ch_code = np.empty(total, np.int64), np.empty(total, np.int16)
-            ch_alive, ch_full = np.empty(total, np.bool_), np.empty(total, np.int64)
-            ruled = t < endgame
-            make_children(boards, n, scores, clears, heights, cells, codes_buf, counts, starts, shape, t + 1, R,
-                          spec, min_height if ruled else no_rule, min_cells if ruled else no_rule,
-                          cfg.sky_rows, cfg.sky_max_cells, cfg.top_row_free,
-                          ch_boards, ch_score,
-                          ch_clears, ch_quality, ch_height, ch_cells, ch_parent, ch_code, ch_alive, ch_full)
-            idx = np.flatnonzero(ch_alive)
-            if len(idx) == 0:
-                stop = "stuck"
+        stop_name = "done"
+        while t < n_pieces:
+            started = time.perf_counter()
+            st, t_new, stop = run_layers(self.sequence, t, min(n_pieces, t + step), rules.kernel, spec, kernel_cfg,
+                                         threshold, st)
+            elapsed = time.perf_counter() - started
+            step = max(1, min(1000, int(step * CHUNK_SECONDS / max(elapsed, 1e-3)))) if t_new > t else step
+            t = t_new
+            if progress:
+                progress(t, n_pieces, int(st.scalars[S_BEST_SCORE]))
+            if stop == STUCK:
+                stop_name = "stuck"
                 break
-            hashes = board_hashes(ch_boards, idx)
-            kept = merge_equal_boards(ch_boards, idx, hashes, ch_score, ch_clears)
-            idx, hashes = idx[kept], hashes[kept]
-            sc = ch_score[idx]
-            top = int(sc.max())
-            best_by_step[t] = top
-            if top >= best[0]:  # a later piece wins ties on score: the layer's best child is the best so far
-                best = self._best_child(t, top, idx, hashes, ch_score, ch_quality, ch_parent, ch_code)
-            hs = ch_height[idx]
-            near = (sc + cfg.score_gap >= top) & (hs + cfg.height_gap >= hs.max())
-            idx, hashes, sc, hs = idx[near], hashes[near], sc[near], hs[near]
-            par = ch_parent[idx]
-            child_anc = np.empty((len(idx), gens), np.int64)
-            child_anc[:, 0] = par
-            child_anc[:, 1:] = anc[par, :-1]
-            if len(idx) > W:
-                q = ch_quality[idx]
-                taken = np.zeros(len(idx), np.bool_)
-                if cfg.tie_break == "hash":
-                    tie = (hashes,)
-                else:  # larger words first, the top word most significant
-                    tie = tuple(-board_words(ch_boards, idx)[::-1])
-                if cfg.score_ranking == "score_per_clear":
-                    rank = (sc * 10_000 // np.maximum(ch_clears[idx], 1), sc, q)
-                else:
-                    rank = (sc, q)
-                first = self._pick(rank, tie, quotas["score"], 32, child_anc, hs, taken, counters, hcount, cfg)
-                rank = (q, sc) if cfg.quality_ranking == "quality" else (sc, q)
-                second = self._pick(rank, tie, quotas["quality"], 10, child_anc, hs, taken, counters, hcount, cfg)
-                sel = np.concatenate((first, second))
-                child_anc = child_anc[sel]
-                idx, sc, hs = idx[sel], sc[sel], hs[sel]
-            anc = child_anc
-            boards = ch_boards[idx]
-            if len(idx) > len(counts):  # ties kept beyond the width (keep_ties)
-                grown = len(idx) + W // 8
-                codes_buf = np.zeros((grown, cap), np.int16)
-                counts = np.zeros(grown, np.int64)
-                counters = np.zeros((gens, grown), np.int64)
-            scores, clears, heights, cells = sc, ch_clears[idx], hs, ch_cells[idx]
-            trace_parent.append(ch_parent[idx].astype(np.int32))
-            trace_code.append(ch_code[idx])
-            halt = self.layer_stop(t, top, best[0], threshold, progress)
-            if halt:
-                stop, abort_piece, abort_threshold = halt
+            if stop == ABORTED:
+                stop_name, abort_piece, abort_threshold = "aborted", t, float(threshold[t - 1])
                 break
-        placed = best[1] + 1
-        placements = np.zeros((placed, 3), np.int64)
-        if placed:
-            placements[best[1]] = unpack(best[3])
-        i = best[2]
-        for t in range(best[1] - 1, -1, -1):
-            placements[t] = unpack(int(trace_code[t][i]))
-            i = int(trace_parent[t][i])
+            if self.interrupted and t < n_pieces:
+                stop_name = "interrupted"
+                break
+        placements = trace_back(st)
+        placed = len(placements)
         by_step, kinds = path_scores(placements, self.sequence, rules)
-        last = len(trace_parent)
+        layers = int(st.scalars[S_LAYERS])
         return SolveResult(
             score=int(by_step[-1]) if placed else 0, pieces=placed, score_by_step=by_step,
-            best_by_step=best_by_step[:last], clear_kinds=kinds, placements=placements, stop=stop,
-            abort_piece=abort_piece, abort_threshold=abort_threshold, nodes=nodes)
-
-    @staticmethod
-    def _best_child(t, top, idx, hashes, score, quality, parent, code):
-        """The best of layer ``t``'s children ``idx`` (after merging, before the distance filters and
-        the cut, so it need not be kept): the score ``top``, then the higher quality, then the lower
-        board hash. Returned as (score, piece, parent index, placement code)."""
-        at_top = np.flatnonzero(score[idx] == top)
-        i = idx[at_top[np.lexsort((hashes[at_top], -quality[idx[at_top]]))[0]]]
-        return top, t, int(parent[i]), int(code[i])
-
-    @staticmethod
-    def _pick(rank, tie, quotas, depth, anc, heights, taken, counters, hcount, cfg):
-        """The picks of one ranking: ``rank`` is its key, most significant first, larger first;
-        ``tie`` orders nodes tied on it (smaller first, last most significant)."""
-        want, quota, hmax = quotas
-        keys = tie + tuple(-key for key in reversed(rank))
-        matrix = np.column_stack([key.astype(np.float64) for key in rank]) if cfg.keep_ties else _NO_RANK
-        return pick_in_order(keys, want, depth, anc, quota, heights, hmax, taken, counters, hcount, matrix,
-                             cfg.keep_ties)
-
-    @staticmethod
-    def _quota(shares, picks, gens):
-        out = np.full(gens, np.iinfo(np.int64).max, np.int64)
-        for g, share in enumerate(shares):
-            out[g] = max(1, int(picks * share))
-        return out
-
-
-def _threads() -> int:
-    import numba
-
-    return numba.get_num_threads()
+            best_by_step=st.best_by_step[:layers].copy(), clear_kinds=kinds, placements=placements, stop=stop_name,
+            abort_piece=abort_piece, abort_threshold=abort_threshold, nodes=int(st.scalars[S_EXPANDED]))

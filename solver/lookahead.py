@@ -31,8 +31,6 @@ from .registry import register
 
 #: what a path that dies within the depth loses: any surviving path is worth more
 DEAD = 1e12
-#: `Choice.x` when no placement of the piece survives
-NO_PLACEMENT = -1
 #: pieces per kernel call at depth 1 (progress and Ctrl-C between calls); divided by depth squared
 CHUNK_PIECES = 2000
 MIN_CHUNK = 10
@@ -91,10 +89,12 @@ def lookahead_work(depth, rules, n_features):
 
 
 class Choice(NamedTuple):
-    """What `lookahead_choice` found: the first placement (``x``, ``y``, ``s``) of the best path
-    (``x`` = `NO_PLACEMENT` when none survives), the ``nodes`` searched, and the best path's
-    ``worth`` (below -`DEAD` / 2 when every searched path dies within the depth)."""
+    """What `lookahead_choice` found: whether a placement survives (``found``), the first placement
+    (``x``, ``y``, ``s``) of the best path, the ``nodes`` searched, and the best path's ``worth``
+    (below -`DEAD` / 2 when every searched path dies within the depth). (A flag, not a sentinel x:
+    a centre may lie left of the board, x = -1, under the classic matrices.)"""
 
+    found: bool
     x: int
     y: int
     s: int
@@ -255,11 +255,11 @@ def lookahead_choice(board, t, sequence, rules, spec, settings, work):
     work.boards[0] = board
     _expand(0, t, sequence, rules, spec, settings, work)
     if work.nkept[0] == 0:
-        return Choice(NO_PLACEMENT, 0, 0, 0, -np.inf)
+        return Choice(False, 0, 0, 0, 0, -np.inf)
     best, nodes, worth = _best_path(depth, t, sequence, rules, spec, settings, work)
     k = work.order[0, best]
     found = work.found[0]
-    return Choice(found[k, 0], found[k, 1], found[k, 2], nodes, worth)
+    return Choice(True, found[k, 0], found[k, 1], found[k, 2], nodes, worth)
 
 
 @njit(cache=True)
@@ -275,7 +275,7 @@ def lookahead_run(sequence, t0, t1, board, rules, spec, settings, threshold, sco
             return t, score, BLOCKED, nodes
         c = lookahead_choice(board, t, sequence, rules, spec, settings, work)
         nodes += c.nodes
-        if c.x == NO_PLACEMENT:
+        if not c.found:
             return t, score, STUCK, nodes
         score = commit(board, rules, shape, c.x, c.y, c.s, t, score, path)
         if score < threshold[t]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from engine import BOARD_DTYPE, Rules, encode, replay
+from engine import Rules, encode, replay
 from engine.lock import GOING_ON, lock_piece, spawn_state
 from engine.movegen import route_into, scratch
 
@@ -15,23 +16,43 @@ class RecordMismatch(RuntimeError):
     """The replayer's verdict on a written record disagrees with the solver's own result."""
 
 
+#: `path_routes`' verdict on a path: every route found, or the first piece (0-based) that breaks it
+ROUTES_FOUND, UNREACHABLE, ENDED_EARLY = 0, 1, 2
+
+
+@njit(cache=True)
+def path_routes(rules, sequence, placements, sc, steps, lengths):
+    """A shortest route for each placement, replaying the path from the empty board: piece t's
+    steps into ``steps[t, :lengths[t]]``. Returns (`ROUTES_FOUND`, -1), or (`UNREACHABLE`, t) when
+    placement t has no route, or (`ENDED_EARLY`, t) when the game ends at piece t before the path
+    does."""
+    board = np.zeros(rules.height, np.uint16)
+    n = placements.shape[0]
+    for t in range(n):
+        shape = sequence[t]
+        x, y, s = placements[t, 0], placements[t, 1], placements[t, 2]
+        lengths[t] = route_into(board, rules, shape, spawn_state(t, rules), x, y, s, sc, steps[t])
+        if lengths[t] < 0:
+            return UNREACHABLE, t
+        lock = lock_piece(board, rules, shape, s, x, y, t + 1)
+        if lock.end != GOING_ON and t + 1 < n:
+            return ENDED_EARLY, t
+    return ROUTES_FOUND, -1
+
+
 def routes_along(rules: Rules, sequence: np.ndarray, placements: np.ndarray) -> list[list[int]]:
     """A shortest route (step codes) for each placement, replaying the path from the empty board."""
-    sc = scratch(rules, routes=True)
-    steps = np.zeros(max(rules.max_steps, 1), np.int64)
-    board = np.zeros(rules.height, dtype=BOARD_DTYPE)
-    kr = rules.kernel
-    routes = []
-    for t, (x, y, s) in enumerate(placements):
-        shape = int(sequence[t])
-        n = route_into(board, kr, shape, spawn_state(t, kr), int(x), int(y), int(s), sc, steps)
-        if n < 0:
-            raise RecordMismatch(f"piece {t + 1}: placement ({x}, {y}, {s}) is not reachable")
-        routes.append(steps[:n].tolist())
-        lock = lock_piece(board, kr, shape, int(s), int(x), int(y), t + 1)
-        if lock.end != GOING_ON and t + 1 < len(placements):
-            raise RecordMismatch(f"piece {t + 1}: the game ends there, yet the path goes on")
-    return routes
+    placements = np.ascontiguousarray(placements, np.int64)
+    n = len(placements)
+    steps = np.zeros((n, max(rules.max_steps, 1)), np.int64)
+    lengths = np.zeros(n, np.int64)
+    verdict, t = path_routes(rules.kernel, np.ascontiguousarray(sequence, np.int64), placements,
+                             scratch(rules, routes=True), steps, lengths)
+    if verdict == UNREACHABLE:
+        raise RecordMismatch(f"piece {t + 1}: placement {tuple(int(v) for v in placements[t])} is not reachable")
+    if verdict == ENDED_EARLY:
+        raise RecordMismatch(f"piece {t + 1}: the game ends there, yet the path goes on")
+    return [steps[t, :lengths[t]].tolist() for t in range(n)]
 
 
 def attach_record(result: SolveResult, rules: Rules, sequence: np.ndarray, seed: int | None = None) -> SolveResult:

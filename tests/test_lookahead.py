@@ -14,7 +14,7 @@ from engine.movegen import capacity, placements, scratch
 from evaluators import load_evaluator
 from solver._base import value_scratch
 from solver.greedy import best_placement
-from solver.lookahead import (DEAD, NO_PLACEMENT, _keep_best, base_allowed, lookahead_choice, lookahead_settings,
+from solver.lookahead import (DEAD, _keep_best, base_allowed, lookahead_choice, lookahead_settings,
                               lookahead_work)
 
 #: a short board, where two pieces are enough to top out
@@ -75,7 +75,7 @@ def test_when_every_path_dies_the_best_dead_path_is_still_named(pd):
     worths = two_ply_worths(board, SHORT, [T, J], pd)
     assert len(worths) == 2 and all(w < -DEAD / 2 for w in worths.values())
     c = choose(board, SHORT, [T, J], pd, lookahead_settings(2, 1.0, False))
-    assert c.x != NO_PLACEMENT and c.worth == max(worths.values()) < -DEAD / 2
+    assert c.found and c.worth == max(worths.values()) < -DEAD / 2
     assert worths[(c.x, c.y, c.s)] == c.worth and c.nodes == 2
 
 
@@ -83,7 +83,7 @@ def test_a_blocked_spawn_has_no_placement(pd):
     board = np.zeros(SHORT.height, np.uint16)
     board[0] = board[1] = 0b0001110000  # around the spawn column 4
     c = choose(board, SHORT, [T, T], pd, lookahead_settings(2, 1.0, False))
-    assert (c.x, c.nodes, c.worth) == (NO_PLACEMENT, 0, -np.inf)
+    assert (c.found, c.nodes, c.worth) == (False, 0, -np.inf)
 
 
 def test_the_sequence_end_cuts_the_depth(pd):
