@@ -34,6 +34,23 @@ def popcount(v):
 
 
 @njit(cache=True, inline="always")
+def run_fill(seed, open_):
+    """The bits of ``open_`` reached from ``seed`` (a subset of it) by moving left or right through
+    ``open_`` (a Kogge-Stone occluded fill over 64-bit masks: the runs of ``open_`` that hold a seed
+    bit)."""
+    g = seed
+    p = open_
+    h = seed
+    q = open_
+    for k in (1, 2, 4, 8, 16, 32):
+        g |= p & (g << k)
+        p &= p << k
+        h |= q & (h >> k)
+        q &= q >> k
+    return g | h
+
+
+@njit(cache=True, inline="always")
 def copy_rows(dst, src):
     """``dst[y] = src[y]`` for every row (a loop: numba's ``dst[:] = src`` allocates a temporary
     copy of the source on every call)."""
@@ -51,6 +68,21 @@ def place(board, cells, cx, cy):
 
 
 @njit(cache=True, inline="always")
+def clear_rows(board, full):
+    """Remove the rows equal to ``full`` in place: the rows above them move down and empty rows
+    enter at the top."""
+    height = board.shape[0]
+    dst = height - 1
+    for y in range(height - 1, -1, -1):
+        if np.int64(board[y]) != full:
+            board[dst] = board[y]
+            dst -= 1
+    while dst >= 0:
+        board[dst] = 0
+        dst -= 1
+
+
+@njit(cache=True, inline="always")
 def count_and_clear(board, full):
     """Count, then clear, in place.
 
@@ -62,22 +94,13 @@ def count_and_clear(board, full):
     cells = 0
     full_rows = 0
     occupied_rows = 0
-    for y in range(height):
+    for y in range(height):  # branch-free, so that the loop vectorises
         r = np.int64(board[y])
-        if r != 0:
-            occupied_rows += 1
-            cells += popcount(r)
-            if r == full:
-                full_rows += 1
+        occupied_rows += r != 0
+        cells += popcount(r)
+        full_rows += r == full
     if full_rows:
-        dst = height - 1
-        for y in range(height - 1, -1, -1):
-            if np.int64(board[y]) != full:
-                board[dst] = board[y]
-                dst -= 1
-        while dst >= 0:
-            board[dst] = 0
-            dst -= 1
+        clear_rows(board, full)
     return cells, full_rows, occupied_rows
 
 

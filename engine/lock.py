@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 from numba import njit
 
-from .board import copy_rows, count_and_clear, is_valid, place
+from .board import clear_rows, copy_rows, count_and_clear, is_valid, place
 
 END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit", "sequence_end")
 #: `LockResult.end` of a lock after which the game goes on
@@ -66,15 +67,55 @@ def lock_points(rules, lines, cells, number):
 
 
 @njit(cache=True, inline="always")
-def settle(board, rules, number):
-    """The rule of a lock, on ``board`` where piece ``number`` (1-based) has just been placed:
-    count, judge, score (`lock_points`), then clear the full rows in place. Returns the
-    `LockResult`."""
-    cells, full, occupied = count_and_clear(board, rules.full_row)
+def judge(rules, number, cells, full, occupied):
+    """The rule of a lock of piece ``number`` (1-based) that left ``cells`` occupied cells, ``full``
+    full rows and ``occupied`` rows holding a cell (counted after the piece was placed, before the
+    clear): game over, then the score (`lock_points`). Returns the `LockResult`."""
     if rules.top_out_all_rows and occupied == rules.height:
         return LockResult(TOP_TOUCHED, full, 0, cells, occupied)
     end = PIECE_LIMIT if number == rules.piece_limit else GOING_ON
     return LockResult(end, full, lock_points(rules, full, cells, number), cells, occupied)
+
+
+@njit(cache=True, inline="always")
+def settle(board, rules, number):
+    """The lock of piece ``number`` (1-based), just placed on ``board``: count the board, `judge`,
+    then clear the full rows in place. Returns the `LockResult`."""
+    cells, full, occupied = count_and_clear(board, rules.full_row)
+    return judge(rules, number, cells, full, occupied)
+
+
+@njit(cache=True, inline="always")
+def lock_counted(board, rules, shape, state, x, y, number, cells, occupied):
+    """`lock_piece` on a board whose counts are known (``cells`` occupied cells, ``occupied`` rows
+    holding one): only the rows the piece touches are counted again (a search locking many
+    children of one parent on copies of it counts the parent once). Same `LockResult`, same board."""
+    piece = rules.cells[shape, state]
+    height = board.shape[0]
+    full_row = rules.full_row
+    full = 0
+    for k in range(4):
+        r = y + piece[k, 1]
+        if r < 0:
+            continue
+        before = board[r]
+        board[r] |= np.uint16(1 << (x + piece[k, 0]))
+        cells += 1
+        if before == 0:
+            occupied += 1
+    for k in range(4):  # each touched row once: the first cell of the piece in it
+        r = y + piece[k, 1]
+        if r < 0 or r >= height:
+            continue
+        first = True
+        for k2 in range(k):
+            if y + piece[k2, 1] == r:
+                first = False
+        if first and np.int64(board[r]) == full_row:
+            full += 1
+    if full:
+        clear_rows(board, full_row)
+    return judge(rules, number, cells, full, occupied)
 
 
 @njit(cache=True, inline="always")

@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .board import popcount
+from .board import popcount, run_fill
 
 STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
 STEP_LETTERS = "LRDC"
@@ -328,14 +328,85 @@ def drop_placements_into(board, rules, shape, sc, out):
 
 
 @njit(cache=True)
+def sweep(sc, sx, sy, ss, max_steps, states):
+    """Every position reachable from the spawn (sx, sy, ss) with no step limit, into ``visited``,
+    row by row from the top: a piece never moves up, so a row's positions are those reached by one
+    step down from the row above, closed under moves left and right (`run_fill`) and rotations.
+    Returns True when every one of them is provably within ``max_steps`` steps, so that the set is
+    exactly the limited one: the open-sky rows (`sky_row`) have exact distances, and below them a
+    row's positions are at most its count further than the row above's farthest (a shortest path
+    enters the row by one step down and then visits each of its positions at most once). False
+    means the bound exceeds the limit: use the layered `search`. ``fit`` and ``free`` filled."""
+    fit, free, visited, m = sc.fit, sc.free, sc.visited, sc.front
+    rows = fit.shape[1]
+    for y in range(sy):  # a piece never moves up
+        for c in range(states):
+            visited[c, y] = 0
+    if fit[ss, sy] & (np.int64(1) << (sx + XOFF)) == 0:
+        for y in range(sy, rows):
+            for c in range(states):
+                visited[c, y] = 0
+        return True
+    sky = sky_row(fit, free, sx, sy, states)
+    y = sy
+    if sky >= sy:  # open sky: everything within the walls, at a known distance
+        far = 0
+        for c in range(states):
+            f = free[c]
+            lowest = popcount((f & -f) - 1)
+            highest = lowest
+            while f >> (highest + 1):
+                highest += 1
+            far = max(far, sx + XOFF - lowest, highest - sx - XOFF)
+        bound = (sky - sy) + far + states - 1
+        for y in range(sy, sky + 1):
+            for c in range(states):
+                visited[c, y] = free[c]
+        y = sky + 1
+    else:
+        for c in range(states):
+            m[c, sy] = (np.int64(1) << (sx + XOFF)) if c == ss else np.int64(0)
+        bound = -1  # the spawn row's own count is added below
+    for y in range(y, rows):
+        if y > sy or sky >= sy:
+            for c in range(states):
+                m[c, y] = visited[c, y - 1] & fit[c, y]
+        count = 0
+        changed = True
+        while changed:
+            changed = False
+            for c in range(states):
+                m[c, y] = run_fill(m[c, y], fit[c, y])
+            for c in range(states):
+                turned = m[(c + states - 1) % states, y] & fit[c, y] & ~m[c, y]
+                if turned:
+                    m[c, y] |= turned
+                    changed = True
+        for c in range(states):
+            visited[c, y] = m[c, y]
+            count += popcount(m[c, y])
+        if count == 0:
+            for yy in range(y + 1, rows):
+                for c in range(states):
+                    visited[c, yy] = 0
+            break
+        bound += count
+    return bound <= max_steps
+
+
+@njit(cache=True)
 def reach(board, rules, shape, spawn_state, sc):
     """Fill ``sc`` with where ``shape`` spawning in ``spawn_state`` can go within the step limit, on
     its distinct states (`Rules.periods`; class c's cells are state c's); returns the number of
-    classes, or 0 when the spawn is blocked."""
+    classes, or 0 when the spawn is blocked. The unlimited `sweep` answers when its bound proves the
+    limit cannot bind (almost always); else the layered `search` does."""
     states = rules.periods[shape]
     fit_masks(board, rules.cells[shape], rules.width, sc.fit, sc.free, states, sc.ext, sc.lowest, sc.shift)
-    if search(sc, rules.spawn_x, rules.spawn_y, spawn_state % states, rules.step_limit, False, states) < 0:
+    ss = spawn_state % states
+    if sc.fit[ss, rules.spawn_y] & (np.int64(1) << (rules.spawn_x + XOFF)) == 0:
         return 0
+    if not sweep(sc, rules.spawn_x, rules.spawn_y, ss, rules.step_limit, states):
+        search(sc, rules.spawn_x, rules.spawn_y, ss, rules.step_limit, False, states)
     return states
 
 

@@ -27,7 +27,6 @@ problem raises `EvaluatorError` with one line ``"<file or origin>: <dotted key>:
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -38,6 +37,7 @@ import yaml
 from numba import njit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
 
+from engine.files import YamlError, load_yaml
 from engine.validation import format_validation_error, show
 
 from . import registry
@@ -54,7 +54,9 @@ class EvaluatorSpec(NamedTuple):
     """An evaluator as the kernels read it, one slot per registered feature (`registry.names`):
     ``kind`` (the registry and tie-break the kernels are compiled for), ``weights``, ``active`` (the
     feature is used), ``delta`` (minus the parent's value), the step tables ``table_x`` /
-    ``table_y`` (n x K) and their lengths ``table_len`` (0: no table)."""
+    ``table_y`` (n x K) and their lengths ``table_len`` (0: no table); ``reads_parent``: some
+    delta feature reads the parent's values (`board_values`; without one they are all zero, and a
+    caller may skip computing them)."""
 
     kind: Kind
     weights: np.ndarray
@@ -63,6 +65,7 @@ class EvaluatorSpec(NamedTuple):
     table_x: np.ndarray
     table_y: np.ndarray
     table_len: np.ndarray
+    reads_parent: bool
 
 
 @dataclass(frozen=True)
@@ -163,11 +166,11 @@ class EvaluatorFile(BaseModel):
     features: dict[str, TermFile]
     tie_break: Optional[str] = None
 
-    @field_validator("name")
+    @field_validator("name", mode="before")
     @classmethod
     def _name(cls, v):
-        if v is not None and not v:
-            raise ValueError("expected a non-empty string")
+        if v is not None and (not isinstance(v, str) or not v):
+            raise ValueError(f"expected a non-empty string, got {show(v)}")
         return v
 
     @field_validator("features", mode="before")
@@ -251,7 +254,7 @@ class Evaluator:
                     ty[i, j] = v
         for a in (w, active, delta, tx, ty, tlen):
             a.setflags(write=False)
-        return EvaluatorSpec(registry.kind(self.tie_break), w, active, delta, tx, ty, tlen)
+        return EvaluatorSpec(registry.kind(self.tie_break), w, active, delta, tx, ty, tlen, bool(delta.any()))
 
     def value(self, parent, locked, cleared, cells, x, y, lines, points, width) -> float:
         """The value of one placement (see `registry.evaluate`); computes the parent's values too."""
@@ -343,31 +346,12 @@ def load_file(path: str | Path) -> Evaluator:
     return from_dict(data, origin=shown, default_name=path.stem)
 
 
-class _Loader(yaml.SafeLoader):
-    """Safe loader that also reads YAML 1.2 floats such as ``1e9`` and ``-1e-3`` as numbers."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
 def _read_yaml(path: Path, shown: str):
+    """The YAML document in ``path`` (one `EvaluatorError` line naming ``shown`` when it cannot be read)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EvaluatorError(f"{shown}: file not found") from None
-    except OSError as e:
-        raise EvaluatorError(f"{shown}: cannot read: {e.strerror or e}") from None
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).split("\n")[0]
-        raise EvaluatorError(f"{shown}: invalid YAML: {where}{problem}") from None
+        return load_yaml(path)
+    except YamlError as e:
+        raise EvaluatorError(f"{shown}: {e.problem}") from None
 
 
 def preset_names() -> list[str]:

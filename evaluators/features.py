@@ -27,7 +27,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from engine.board import popcount
+from engine.board import popcount, run_fill
 
 from .registry import board_feature, board_features, placement_feature, tie_break
 
@@ -52,31 +52,6 @@ def stack_int64(typingctx, n):
         return cgutils.alloca_once(builder, ir.IntType(64), size=n.literal_value)
 
     return types.CPointer(types.int64)(n), codegen
-
-
-@njit(cache=True)
-def hfill(seed, empty):
-    """The cells of ``empty`` reached from ``seed`` (a subset of it) by moving left or right
-    through ``empty`` (Kogge-Stone occluded fill, rows of at most 16 bits)."""
-    g = seed
-    p = empty
-    g |= p & (g << 1)
-    p &= p << 1
-    g |= p & (g << 2)
-    p &= p << 2
-    g |= p & (g << 4)
-    p &= p << 4
-    g |= p & (g << 8)
-    h = seed
-    p = empty
-    h |= p & (h >> 1)
-    p &= p >> 1
-    h |= p & (h >> 2)
-    p &= p >> 2
-    h |= p & (h >> 4)
-    p &= p >> 4
-    h |= p & (h >> 8)
-    return g | h
 
 
 @njit(cache=True)
@@ -106,7 +81,7 @@ def count_open_holes(board, width, top):
     for y in range(top + 1, height):
         e = full & ~np.int64(board[y])
         seed = e & above
-        above = seed if seed == e else hfill(seed, e)
+        above = seed if seed == e else run_fill(seed, e)
         reach[y] = above
     # Then up and down sweeps, each spreading to the cells next to a reached one in the row below
     # (above), until one changes nothing.
@@ -117,7 +92,7 @@ def count_open_holes(board, width, top):
             e = full & ~np.int64(board[y])
             new = e & reach[y + 1] & ~reach[y]
             if new != 0:
-                reach[y] = hfill(reach[y] | new, e)
+                reach[y] = run_fill(reach[y] | new, e)
                 changed = True
         if not changed:
             break
@@ -126,7 +101,7 @@ def count_open_holes(board, width, top):
             e = full & ~np.int64(board[y])
             new = e & reach[y - 1] & ~reach[y]
             if new != 0:
-                reach[y] = hfill(reach[y] | new, e)
+                reach[y] = run_fill(reach[y] | new, e)
                 changed = True
     cover = 0
     n = 0

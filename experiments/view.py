@@ -33,7 +33,7 @@ import numpy as np
 from engine import PRESETS, ReplayResult, Rules, get_rules, replay
 from engine.rules import SHAPE_NAMES
 
-from ._io import write_text
+from engine.files import write_text
 
 #: shape colours (I, L, J, T, O, S, Z), as in most Tetris games
 COLOURS = ("#31c7ef", "#ef7921", "#5a65ad", "#ad4d9c", "#f7d308", "#42b642", "#ef2029")

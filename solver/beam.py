@@ -41,7 +41,7 @@ from numba import get_num_threads, njit, prange
 
 from engine.board import copy_rows, place, popcount
 from engine.dispatch import FunctionTable
-from engine.lock import TOP_TOUCHED, lock_piece, spawn_state
+from engine.lock import TOP_TOUCHED, lock_counted, spawn_state
 from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
 
@@ -317,13 +317,16 @@ def lock_nodes(lo, hi, st, kids, shape, number, rules, cfg, ruled):
     width = rules.width
     for i in range(lo, hi):
         parent = st.boards[i]
+        occupied = 0  # the parent's counts, for every child's lock
+        for r in range(parent.shape[0]):
+            occupied += parent[r] != 0
         for k in range(kids.counts[i]):
             j = kids.starts[i] + k
             code = kids.codes[i, k]
             x, y, s = unpack(code)
             child = kids.boards[j]
             copy_rows(child, parent)
-            lock = lock_piece(child, rules, shape, s, x, y, number)
+            lock = lock_counted(child, rules, shape, s, x, y, number, st.cells[i], occupied)
             f = lock.lines
             kids.parent[j] = i
             kids.code[j] = code
@@ -360,21 +363,22 @@ def value_kept(lo, hi, kept, boards, scores, kids, shape, rules, spec):
     which placement features read. Kept children of one parent are consecutive: its values (for
     delta features) are computed once."""
     width = rules.width
-    pvals = np.zeros(spec.weights.shape[0])
+    pvals = np.zeros(spec.weights.shape[0])  # zeros when no delta feature reads the parent
     locked = np.empty(rules.height, np.uint16)
     last = -1
     for m in range(lo, hi):
         j = kept[m]
         i = kids.parent[j]
         parent = boards[i]
-        if i != last:
+        if spec.reads_parent and i != last:
             board_values(parent, width, spec, pvals)
             last = i
         x, y, s = unpack(kids.code[j])
-        copy_rows(locked, parent)
         cells = rules.cells[shape, s]
+        child = kids.boards[j]
+        copy_rows(locked, parent)
         place(locked, cells, x, y)
-        p = Placement(parent, locked, kids.boards[j], cells, x, y, kids.lines[j], kids.score[j] - scores[i], width)
+        p = Placement(parent, locked, child, cells, x, y, kids.lines[j], kids.score[j] - scores[i], width)
         kids.quality[j] = evaluate(p, pvals, spec)
 
 
@@ -521,7 +525,12 @@ def radix_argsort(key):
 @njit(cache=True)
 def dense_ranks(key):
     """Each key's rank among the distinct keys (0 = the smallest; equal keys, equal ranks)."""
-    order = radix_argsort(key)
+    return ranks_in(radix_argsort(key), key)
+
+
+@njit(cache=True)
+def ranks_in(order, key):
+    """The dense ranks of ``key`` given its ascending ``order``."""
     out = np.empty(key.shape[0], np.int64)
     rank = -1
     for k in range(order.shape[0]):
@@ -573,12 +582,33 @@ def pack_rows(rows):
 
 
 @njit(cache=True, inline="always")
-def tie_less(ties, a, b):
-    """Whether candidate ``a`` comes before ``b`` by the tie rows, then the index."""
+def comes_before(key, ties, a, b):
+    """Whether candidate ``a`` comes before ``b`` by ``key``, then the tie rows, then the index."""
+    if key[a] != key[b]:
+        return key[a] < key[b]
     for r in range(ties.shape[0]):
         if ties[r, a] != ties[r, b]:
             return ties[r, a] < ties[r, b]
     return a < b
+
+
+@njit(cache=True)
+def order_runs(order, group, key, ties):
+    """Within each run of ``order`` whose candidates share ``group``, put them in the order of
+    `comes_before` (an insertion sort: runs are short)."""
+    n = order.shape[0]
+    start = 0
+    for k in range(1, n + 1):
+        if k < n and group[order[k]] == group[order[start]]:
+            continue
+        for i in range(start + 1, k):
+            v = order[i]
+            j = i - 1
+            while j >= start and comes_before(key, ties, v, order[j]):
+                order[j + 1] = order[j]
+                j -= 1
+            order[j + 1] = v
+        start = k
 
 
 @njit(cache=True)
@@ -588,19 +618,21 @@ def ranking_order(rows, ties):
     two candidates exactly when their rank rows are."""
     head = pack_rows(rows)
     order = radix_argsort(head)
-    n = order.shape[0]
-    start = 0
-    for k in range(1, n + 1):
-        if k < n and head[order[k]] == head[order[start]]:
-            continue
-        for i in range(start + 1, k):  # a run of equal rank keys: order it by the ties
-            v = order[i]
-            j = i - 1
-            while j >= start and tie_less(ties, v, order[j]):
-                order[j + 1] = order[j]
-                j -= 1
-            order[j + 1] = v
-        start = k
+    order_runs(order, head, head, ties)
+    return order, head
+
+
+@njit(cache=True)
+def quality_order(q_order, q_rank, sc, ties):
+    """The quality ranking (quality, then score, both descending, then the ties) from the
+    candidates already in order of quality (``q_order``, stable, and its dense ranks ``q_rank``):
+    only runs of equal quality are reordered. Returns (order, head) as `ranking_order`."""
+    rows = np.empty((2, sc.shape[0]), np.int64)
+    rows[0] = q_rank
+    rows[1] = -sc
+    head = pack_rows(rows)
+    order = q_order.copy()
+    order_runs(order, q_rank, head, ties)
     return order, head
 
 
@@ -757,17 +789,22 @@ def cut(cand, hashes, kids, st, cfg):
     n = cand.shape[0]
     sc = kids.score[cand]
     clears = kids.clears[cand]
-    qk = dense_ranks(descending(kids.quality[cand]))  # both rankings read the quality's order only
+    qkey = descending(kids.quality[cand])
+    q_order = radix_argsort(qkey)
+    q_rank = ranks_in(q_order, qkey)  # both rankings read the quality's order only
     heights = kids.height[cand]
     anc = ancestors(cand, kids, st)
     ties = tie_keys(cfg.tie_order, kids.boards, cand, hashes)
     taken = np.zeros(n, np.bool_)
     hcount = np.zeros(st.boards.shape[1] + 1, np.int64)
     out = np.empty(n, np.int64)
-    order, head = ranking_order(rank_rows(True, cfg.per_clear, sc, clears, qk), ties)
+    order, head = ranking_order(rank_rows(True, cfg.per_clear, sc, clears, q_rank), ties)
     rule = Picks(cfg.n_score, cfg.score_quota, cfg.score_height_max)
     n_score = pick(order, head, rule, anc, heights, taken, st.counters, hcount, out, cfg.keep_ties)
-    order, head = ranking_order(rank_rows(not cfg.quality_first, False, sc, clears, qk), ties)
+    if cfg.quality_first:
+        order, head = quality_order(q_order, q_rank, sc, ties)
+    else:
+        order, head = ranking_order(rank_rows(True, False, sc, clears, q_rank), ties)
     rule = Picks(cfg.n_quality, cfg.quality_quota, cfg.quality_height_max)
     n_quality = pick(order, head, rule, anc, heights, taken, st.counters, hcount, out[n_score:], cfg.keep_ties)
     return out[:n_score + n_quality]

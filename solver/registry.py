@@ -22,7 +22,8 @@ it) and ``choose_kernel`` (that numba kernel). A section several policies read (
 the seeded games are played) is registered with `register_section`.
 
 Each registration assembles `SolverConfig` again, in place (`solver.config.assemble`), so a
-configuration may name a policy as soon as its module is imported. `discover` imports every
+configuration may name a policy as soon as its module is imported (during `discover`, once at its
+end). `discover` imports every
 public module of a package: a policy module is found by being there.
 """
 
@@ -36,6 +37,9 @@ from numba.core.dispatcher import Dispatcher
 from pydantic import BaseModel
 
 from . import config
+
+#: while `discover` imports a package, registrations leave assembling `SolverConfig` to its end
+_deferred = 0
 
 #: the package whose policies are the project's own (the configuration reference documents them)
 HOME = __name__.rsplit(".", 1)[0]
@@ -125,10 +129,18 @@ def unregister(name: str) -> None:
 
 def discover(package: str) -> None:
     """Import every public module of ``package`` (names not starting with ``_``; subpackages
-    included, each discovering its own), so that the policies they define register themselves."""
-    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"{package}.{module.name}")
+    included, each discovering its own), so that the policies they define register themselves.
+    `SolverConfig` is assembled once, when the last of them is in (a pydantic model build costs
+    more than the rest of a registration)."""
+    global _deferred
+    _deferred += 1
+    try:
+        for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            if not module.name.startswith("_"):
+                importlib.import_module(f"{package}.{module.name}")
+    finally:
+        _deferred -= 1
+    _assemble()
 
 
 def _entry(cls, settings) -> Entry:
@@ -225,5 +237,7 @@ def config_model(shipped_only: bool = True) -> type[config.SolverKeys]:
 
 
 def _assemble() -> None:
+    if _deferred:
+        return
     policies = {e.name: e.known_pieces for e in entries()}
     config.assemble(config.registered_fields(policies, sections()))
