@@ -6,10 +6,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import course_reference as ref
 from engine import COURSE, GameState
 from engine.board import from_strings
-from engine.movegen import Scratch, placements
+from engine.movegen import capacity, lowest_placements_into, placements, scratch
 from engine.rules import SHAPE_NAMES
 
-SCRATCH = Scratch(COURSE.height)
+SCRATCH = scratch(COURSE)
 
 
 def ref_set(board):
@@ -32,9 +32,14 @@ def reference_drops(board, letter):
 
 
 def check(board, shape):
-    got = [engine_cells(shape, p) for p in placements(board, COURSE, shape, 0, SCRATCH)]
+    found = placements(board, COURSE, shape, 0, SCRATCH)
+    got = [engine_cells(shape, p) for p in found]
     assert len(set(got)) == len(got), "a placement is listed twice"
     assert set(got) == reference_drops(ref_set(board), SHAPE_NAMES[shape])
+    # a dropped piece has one placement per (state, column): the lowest ones are all of them
+    out = np.zeros((capacity(COURSE.height, COURSE.width), 3), np.int64)
+    n = lowest_placements_into(np.ascontiguousarray(board, np.uint16), COURSE.kernel, shape, 0, SCRATCH, out)
+    assert out[:n].tolist() == found.tolist()
 
 
 def test_matrices_match_the_rules_page():

@@ -5,12 +5,14 @@ import pickle
 import numpy as np
 import pytest
 import yaml
+from numba import njit
 
 import evaluators as E
-from engine import GEEK, expand, final_board
+from engine import GEEK, final_board, lock_copy, placements, scratch
 from engine.board import count_and_clear, from_strings, place
+from evaluators import Placement, board_values, evaluate, feature_vector, registry
 from evaluators.evaluator import FeatureTerm
-from evaluators.features import index, known_names
+from evaluators.registry import index, known_names
 
 I_VERTICAL = GEEK.cells[0, 0]   # (0,0) (0,-1) (0,-2) (0,1)
 KNOWN = ", ".join(known_names())
@@ -33,6 +35,33 @@ def lock(parent, cells, x, y):
     cleared = locked.copy()
     c, f, _ = count_and_clear(cleared, GEEK.full_row)
     return locked, cleared, f, int(GEEK.scores[f]) * c
+
+
+@njit(cache=True)
+def _evaluate(p, pv, spec):
+    return evaluate(p, pv, spec)
+
+
+@njit(cache=True)
+def _board_values(board, width, spec, out):
+    board_values(board, width, spec, out)
+
+
+@njit(cache=True)
+def _feature_vector(p, spec, out):
+    feature_vector(p, spec, out)
+
+
+def children(parent, rules, shape, state, number):
+    """Every child of ``parent`` for piece ``number`` (1-based): (placement, locked, cleared,
+    `LockResult`), in `placements` order, locked by the engine's one lock rule (`lock_copy`)."""
+    out = []
+    for p in placements(parent, rules, shape, state, scratch(rules)):
+        x, y, s = (int(v) for v in p)
+        locked = np.zeros_like(parent)
+        cleared = np.zeros_like(parent)
+        out.append(((x, y, s), locked, cleared, lock_copy(parent, rules.kernel, shape, s, x, y, number, locked, cleared)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,7 +94,7 @@ def test_preset_weights():
     assert {n: t.weight for n, t in chys.weights.items()} == {
         "occupied_cells": 600, "interior_row_transitions": -458, "covered_empty_cells": -1080}
     # The alias fills the holes slot.
-    w = chys.spec[0]
+    w = chys.spec.weights
     assert w[index("holes")] == -1080 and w[index("occupied_cells")] == 600
     el = E.load_evaluator("el_tetris")
     assert el.weights["landing_height"].weight == -4.500158825082766
@@ -182,9 +211,10 @@ def test_evaluate_is_the_documented_dot_product(replays_dir):
     # boards: evaluate == sum of weight x table(value - parent value).
     rng = np.random.default_rng(7)
     features = {}
-    for name in E.FEATURES:
+    names = registry.names()
+    for name in names:
         term = {"weight": float(rng.normal())}
-        if name not in E.PLACEMENT_FEATURES and rng.random() < 0.5:
+        if not registry.is_placement(name) and rng.random() < 0.5:
             term["delta"] = True
         if rng.random() < 0.3:
             thresholds = np.sort(rng.choice(np.arange(-10, 40), size=3, replace=False))
@@ -193,35 +223,32 @@ def test_evaluate_is_the_documented_dot_product(replays_dir):
     ev = E.from_dict({"name": "all", "features": features})
     text = (replays_dir / "geek-1395326.txt").read_text()
     seq = GEEK.sequence(2000)
-    n = len(E.FEATURES)
+    n = len(names)
     checked = 0
     for k in (100, 700, 1500):
         parent = final_board(text, pieces=k)
         shape, state = int(seq[k]), k % 4
-        kids = expand(parent[None], GEEK, shape, state)
-        points = kids.points(GEEK)
         pv = np.zeros(n)
-        E.parent_values(parent, 10, ev.spec, pv)
+        _board_values(parent, 10, ev.spec, pv)
         full_parent = np.zeros(n)
-        E.feature_vector(parent, parent, parent, I_VERTICAL, 0, 0, 0, 0, 10, full_parent)
-        for j in range(len(kids)):
-            x, y, s = (int(v) for v in kids.placement[j])
+        _feature_vector(Placement(parent, parent, parent, I_VERTICAL, 0, 0, 0, 0, 10), ev.spec, full_parent)
+        kids = children(parent, GEEK, shape, state, k + 1)
+        assert kids
+        for (x, y, s), locked, cleared, lock in kids:
             cells = GEEK.cells[shape, s]
-            locked = parent.copy()
-            place(locked, cells, x, y)
+            p = Placement(parent, locked, cleared, cells, x, y, lock.lines, lock.points, 10)
             fv = np.zeros(n)
-            E.feature_vector(parent, locked, kids.boards[j], cells, x, y, int(kids.full_rows[j]),
-                             int(points[j]), 10, fv)
+            _feature_vector(p, ev.spec, fv)
             expected = 0.0
-            for i, name in enumerate(E.FEATURES):
+            for i, name in enumerate(names):  # the documented sum, in slot order
                 term = ev.weights[name]
                 v = fv[i] - (full_parent[i] if term.delta else 0.0)
                 if term.table is not None:
                     v = next((out for t, out in reversed(term.table) if t <= v), 0.0)
                 expected += term.weight * v
-            got = E.evaluate(parent, pv, locked, kids.boards[j], cells, x, y, int(kids.full_rows[j]),
-                             int(points[j]), 10, ev.spec)
-            assert got == pytest.approx(expected, rel=1e-12, abs=1e-9)
+            assert _evaluate(p, pv, ev.spec) == pytest.approx(expected, rel=1e-12, abs=1e-9)
+            assert ev.value(parent, locked, cleared, cells, x, y, lock.lines, lock.points, 10) == \
+                pytest.approx(expected, rel=1e-12, abs=1e-9)
             checked += 1
     assert checked > 30
 
@@ -229,9 +256,10 @@ def test_evaluate_is_the_documented_dot_product(replays_dir):
 def test_parent_values_only_for_active_delta_features():
     ev = E.from_dict({"features": {"holes": {"weight": 1, "delta": True}, "wells": 1,
                                    "landing_height": 1}})
-    pv = np.full(len(E.FEATURES), 99.0)
-    E.parent_values(BOARD_B, 10, ev.spec, pv)
-    expected = np.zeros(len(E.FEATURES))
+    n = len(registry.names())
+    pv = np.full(n, 99.0)
+    _board_values(BOARD_B, 10, ev.spec, pv)
+    expected = np.zeros(n)
     expected[index("holes")] = 6
     assert (pv == expected).all()
 
@@ -260,25 +288,25 @@ def test_yaml_numbers_without_a_dot(tmp_path):
 
 ERRORS = [
     ("features: {holse: 1}", f"features.holse: unknown feature (known: {KNOWN})"),
-    ("features: {holes: {delta: true}}", "features.holes.weight: missing (every feature needs a weight)"),
+    ("features: {holes: {delta: true}}", "features.holes.weight: missing key"),
     ("features: {holes: heavy}", "features.holes: weight must be a finite number, got 'heavy'"),
     ("features: {holes: true}", "features.holes: weight must be a finite number, got true"),
     ("features: {holes: {weight: false}}", "features.holes.weight: weight must be a finite number, got false"),
     ("features: {holes: {weight: .nan}}", "features.holes.weight: weight must be a finite number, got nan"),
-    ("features: {holes: {weight: 1, colour: red}}", "features.holes.colour: unknown option (known: weight, delta, table)"),
+    ("features: {holes: {weight: 1, colour: red}}", "features.holes.colour: unknown key (known: weight, delta, table)"),
     ("features: {holes: {weight: 1, delta: 1}}", "features.holes.delta: expected true or false, got 1"),
     ("features: {holes: {weight: 1, table: 3}}", "features.holes.table: expected a list of [threshold, value] pairs, got 3"),
     ("features: {holes: {weight: 1, table: []}}", "features.holes.table: empty table (leave the key out for no table)"),
     ("features: {holes: {weight: 1, table: [[1, 2], [3]]}}", "features.holes.table.1: expected a [threshold, value] pair, got [3]"),
     ("features: {holes: {weight: 1, table: [[1, x]]}}", "features.holes.table.0: value must be a finite number, got 'x'"),
-    ("features: {holes: {weight: 1, table: [[2, 1], [2, 3]]}}", "features.holes.table.1: thresholds must increase (2 after 2)"),
+    ("features: {holes: {weight: 1, table: [[2, 1], [2, 3]]}}", "features.holes.table: thresholds must increase (2.0 after 2.0, pair 1)"),
     ("features: {lines_cleared: {weight: 1, delta: true}}",
      "features.lines_cleared.delta: a placement feature has no parent value; delta applies to board features only"),
     ("features: {holes: 1, covered_empty_cells: 2}",
      "features.covered_empty_cells: same feature as holes (covered_empty_cells is an alias); give it once"),
     ("features: {holes: 1}\ntie_break: random", "tie_break: unknown tie-break 'random' (known: null, pd_priority)"),
     ("features: {holes: 1}\nweights: {}", "weights: unknown key (known: name, description, features, tie_break)"),
-    ("name: x", "features: missing (give at least one feature)"),
+    ("name: x", "features: missing key"),
     ("features: {}", "features: no feature given"),
     ("features: [holes]", "features: expected a mapping feature -> weight, got ['holes']"),
     ("name: [1]\nfeatures: {holes: 1}", "name: expected a non-empty string, got [1]"),
@@ -360,7 +388,7 @@ def test_with_weights():
     tuned = pd.with_weights({"holes": -100, "wells": 0.5})
     assert tuned.weights["holes"].weight == -100 and tuned.weights["wells"].weight == 0.5
     assert pd.weights["holes"].weight == -79                  # the original is unchanged
-    assert tuned.spec[0][index("holes")] == -100
+    assert tuned.spec.weights[index("holes")] == -100
     assert (tuned.name, tuned.tie_break, list(tuned.weights)) == (pd.name, pd.tie_break, list(pd.weights))
     # Delta and table are kept; an alias reaches the feature listed under its other name.
     v1 = E.load_evaluator("lecture_v1").with_weights({"covered_holes": 3})
@@ -378,8 +406,12 @@ def test_with_weights():
 
 def test_spec_arrays():
     ev = E.load_evaluator("lecture_v2")
-    w, active, delta, tx, ty, tlen = ev.spec
-    n = len(E.FEATURES)
+    spec = ev.spec
+    kind, w, active, delta, tx, ty, tlen = (spec.kind, spec.weights, spec.active, spec.delta, spec.table_x,
+                                            spec.table_y, spec.table_len)
+    assert kind == registry.kind(None) and kind.digest == registry.digest()
+    assert E.load_evaluator("pierre_dellacherie").spec.kind == registry.kind("pd_priority")
+    n = len(registry.names())
     assert (w.shape, active.shape, delta.shape, tlen.shape) == ((n,), (n,), (n,), (n,))
     assert tx.shape == ty.shape == (n, 4)
     assert (w.dtype, active.dtype, delta.dtype, tx.dtype, tlen.dtype) == (np.float64, np.bool_, np.bool_, np.float64, np.int64)

@@ -1,16 +1,19 @@
 """The feature kernels (evaluators/features.py) on hand-drawn boards, and against slow per-cell
-reference computations on random boards."""
+reference computations on random boards. Features are reached by name through the registry
+(`evaluators.registry`): ``measure`` for a board feature, the kernel itself on a `Placement` for a
+placement feature, the generated ``feature_vector`` for all of them at once."""
 
 from collections import deque
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from numba import njit
 
 from engine.board import count_and_clear, from_strings, place
 from engine.rules import CLASSIC, GEEK
+from evaluators import Placement, RegistryError, feature_vector, load_evaluator, registry
 from evaluators import features as F
-from evaluators.kernel import board_feature, feature_vector
 
 I_VERTICAL = GEEK.cells[0, 0]    # (0,0) (0,-1) (0,-2) (0,1)
 I_FLAT = GEEK.cells[0, 1]        # (0,0) (1,0) (2,0) (-1,0)
@@ -34,6 +37,41 @@ def board_from(text, width=10, height=20):
 
 
 B = board_from(BOARD_B)
+
+#: the built-in board features (a test may register more for a while: these are the ones with hand values)
+BUILTIN = ("row_transitions", "interior_row_transitions", "column_transitions", "occupied_cells",
+           "occupied_rows", "buried_cells", "wells", "rows_with_holes", "holes", "open_holes", "covered_holes",
+           "aggregate_height", "max_height", "bumpiness", "platforms", "steps_up_1", "steps_up_2",
+           "steps_up_3plus", "steps_down_1", "steps_down_2", "steps_down_3plus")
+PLACEMENT = ("landing_height", "eroded_cells", "lines_cleared", "points_gained")
+
+
+def measure(name, board, width=10):
+    return registry.measure(name, board, width)
+
+
+def board_features():
+    """The registered board features, in slot order."""
+    return [n for n in registry.names() if not registry.is_placement(n)]
+
+
+def placement(parent, locked, board, cells, x, y, lines=0, points=0, width=10):
+    u16 = lambda b: np.ascontiguousarray(b, np.uint16)  # noqa: E731
+    return Placement(u16(parent), u16(locked), u16(board), np.ascontiguousarray(cells, np.int64), x, y, lines,
+                     points, width)
+
+
+@njit(cache=True)
+def _vector(p, spec, out):
+    feature_vector(p, spec, out)
+
+
+def vector(p):
+    """`feature_vector` of ``p`` under the registry as it is now, as {name: value}."""
+    spec = load_evaluator({"features": {"holes": 1}}).spec
+    out = np.zeros(len(registry.names()))
+    _vector(p, spec, out)
+    return dict(zip(registry.names(), out.tolist()))
 
 # By hand, per column x (top row -> column height 20 - y_top; holes; buried cells):
 #   x:       0   1   2   3   4   5   6   7   8   9
@@ -72,20 +110,23 @@ EXPECTED_B = {
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_B))
 def test_board_b(name):
-    assert F.FUNCTIONS[name](B, 10) == EXPECTED_B[name]
+    assert measure(name, B) == EXPECTED_B[name]
 
 
 def test_every_board_feature_has_a_hand_value():
-    assert set(EXPECTED_B) == set(F.BOARD_FEATURES)
+    assert set(EXPECTED_B) == set(BUILTIN)
+    assert set(BUILTIN) <= set(board_features())
+    assert set(PLACEMENT) <= set(registry.names())
+    assert all(registry.is_placement(n) for n in PLACEMENT) and not any(registry.is_placement(n) for n in BUILTIN)
 
 
 def test_empty_board():
     empty = np.zeros(20, np.uint16)
-    expected = dict.fromkeys(F.BOARD_FEATURES, 0)
+    expected = dict.fromkeys(BUILTIN, 0)
     expected.update(row_transitions=40,        # 20 empty rows, 2 each (the two walls)
                     column_transitions=10,     # each empty column meets the floor once
                     platforms=9)               # all 9 neighbouring pairs at height 0
-    assert {n: F.FUNCTIONS[n](empty, 10) for n in F.BOARD_FEATURES} == expected
+    assert {n: measure(n, empty) for n in BUILTIN} == expected
 
 
 def test_flood_fill_goes_back_up():
@@ -97,14 +138,14 @@ def test_flood_fill_goes_back_up():
         #....#
         ######
     """, width=6, height=6)
-    assert F.holes(board, 6) == 5
-    assert F.open_holes(board, 6) == 5
-    assert F.covered_holes(board, 6) == 0
+    assert measure("holes", board, 6) == 5
+    assert measure("open_holes", board, 6) == 5
+    assert measure("covered_holes", board, 6) == 0
     # Closing the top of column 1 closes the whole pocket: five covered holes, plus (1,3), (1,4)
     # now holes too.
     closed = board.copy()
     closed[2] |= 1 << 1
-    assert (F.holes(closed, 6), F.open_holes(closed, 6), F.covered_holes(closed, 6)) == (7, 0, 7)
+    assert tuple(measure(n, closed, 6) for n in ("holes", "open_holes", "covered_holes")) == (7, 0, 7)
 
 
 def test_full_rows_count_for_transitions_and_wells():
@@ -112,13 +153,13 @@ def test_full_rows_count_for_transitions_and_wells():
     # empty cell at (9,18) under a full row is a hole, a well cell (wall right, (8,18) left) and
     # leaves the cell above it buried.
     board = from_strings("##########\n#########.\n##########", 10, 20)
-    assert F.interior_row_transitions(board, 10) == 1          # row 18: the pair (8, 9)
-    assert F.row_transitions(board, 10) == 17 * 2 + 0 + 2 + 0  # row 18: (8,9) and (9,wall)
-    assert F.holes(board, 10) == 1
-    assert F.covered_holes(board, 10) == 1
-    assert F.wells(board, 10) == 1
-    assert F.buried_cells(board, 10) == 1
-    assert F.column_transitions(board, 10) == 9 + 3           # column 9: sky->#, #->., .->#
+    assert measure("interior_row_transitions", board) == 1          # row 18: the pair (8, 9)
+    assert measure("row_transitions", board) == 17 * 2 + 0 + 2 + 0  # row 18: (8,9) and (9,wall)
+    assert measure("holes", board) == 1
+    assert measure("covered_holes", board) == 1
+    assert measure("wells", board) == 1
+    assert measure("buried_cells", board) == 1
+    assert measure("column_transitions", board) == 9 + 3           # column 9: sky->#, #->., .->#
 
 
 def test_classic_board_12_wide():
@@ -129,24 +170,28 @@ def test_classic_board_12_wide():
     board = from_strings("#..........#\n##.#....####\n####.#######", CLASSIC.width, CLASSIC.height)
     w = CLASSIC.width
     # heights 3 2 1 2 0 1 1 1 2 2 2 3
-    assert F.aggregate_height(board, w) == 20
-    assert F.max_height(board, w) == 3
-    assert F.bumpiness(board, w) == 8                          # 1+1+1+2+1+0+0+1+0+0+1
-    assert F.platforms(board, w) == 4                          # (5,6) (6,7) (8,9) (9,10)
-    assert F.holes(board, w) == 0
-    assert F.wells(board, w) == 2                              # (2,24) and (4,25), runs of 1
-    assert F.row_transitions(board, w) == 23 * 2 + 2 + 4 + 2   # 23 empty rows, then y23..y25
-    assert F.interior_row_transitions(board, w) == 2 + 4 + 2
-    assert F.column_transitions(board, w) == 12                # no holes: one per column
-    assert F.occupied_cells(board, w) == 2 + 7 + 11
-    assert F.occupied_rows(board, w) == 3
+    assert measure("aggregate_height", board, w) == 20
+    assert measure("max_height", board, w) == 3
+    assert measure("bumpiness", board, w) == 8                          # 1+1+1+2+1+0+0+1+0+0+1
+    assert measure("platforms", board, w) == 4                          # (5,6) (6,7) (8,9) (9,10)
+    assert measure("holes", board, w) == 0
+    assert measure("wells", board, w) == 2                              # (2,24) and (4,25), runs of 1
+    assert measure("row_transitions", board, w) == 23 * 2 + 2 + 4 + 2   # 23 empty rows, then y23..y25
+    assert measure("interior_row_transitions", board, w) == 2 + 4 + 2
+    assert measure("column_transitions", board, w) == 12                # no holes: one per column
+    assert measure("occupied_cells", board, w) == 2 + 7 + 11
+    assert measure("occupied_rows", board, w) == 3
 
 
 def test_landing_height():
-    h = 20
-    assert F.landing_height(I_FLAT, 19, h) == 1.0        # row 19: ((20-19) + (20-19)) / 2
-    assert F.landing_height(I_VERTICAL, 18, h) == 2.5    # rows 16..19: (4 + 1) / 2
-    assert F.landing_height(I_VERTICAL, 10, h) == 10.5   # rows 8..11: (12 + 9) / 2
+    empty = np.zeros(20, np.uint16)
+
+    def landing(cells, y):
+        return F.landing_height(placement(empty, empty, empty, cells, 4, y))
+
+    assert landing(I_FLAT, 19) == 1.0        # row 19: ((20-19) + (20-19)) / 2
+    assert landing(I_VERTICAL, 18) == 2.5    # rows 16..19: (4 + 1) / 2
+    assert landing(I_VERTICAL, 10) == 10.5   # rows 8..11: (12 + 9) / 2
 
 
 def test_eroded_cells():
@@ -157,35 +202,49 @@ def test_eroded_cells():
     cleared = locked.copy()
     _, lines, _ = count_and_clear(cleared, GEEK.full_row)
     assert lines == 2
-    assert F.eroded_cells(locked, I_VERTICAL, 18, lines, 10) == 4
+    assert F.eroded_cells(placement(parent, locked, cleared, I_VERTICAL, 9, 18, lines)) == 4
     # No clear, no erosion.
-    assert F.eroded_cells(parent, I_VERTICAL, 18, 0, 10) == 0
+    assert F.eroded_cells(placement(parent, parent, parent, I_VERTICAL, 9, 18, 0)) == 0
 
 
-def test_feature_vector_order():
-    # Placement features first from the placement; board features from `cleared`, each equal to
-    # its own kernel.
-    out = np.zeros(len(F.FEATURES))
-    feature_vector(B, B, B, I_FLAT, 4, 13, 3, 77, 10, out)
-    assert out[F.index("landing_height")] == 7.0
-    assert out[F.index("lines_cleared")] == 3
-    assert out[F.index("points_gained")] == 77
-    assert out[F.index("eroded_cells")] == 0                 # no full row in B
-    for name in F.BOARD_FEATURES:
-        assert out[F.index(name)] == EXPECTED_B[name], name
+def test_feature_vector_by_name():
+    # Placement features from the placement; board features from ``board`` (the board after the
+    # clear), each equal to its own kernel. Slots are looked up by name, never by position.
+    got = vector(placement(B, B, B, I_FLAT, 4, 13, 3, 77))
+    assert got["landing_height"] == 7.0
+    assert got["lines_cleared"] == 3
+    assert got["points_gained"] == 77
+    assert got["eroded_cells"] == 0                 # no full row in B
+    for name in BUILTIN:
+        assert got[name] == EXPECTED_B[name], name
+    # board features read ``board`` only: a different parent and locked board change nothing
+    other = vector(placement(np.zeros(20, np.uint16), np.zeros(20, np.uint16), B, I_FLAT, 4, 13, 3, 77))
+    assert {n: other[n] for n in BUILTIN} == {n: got[n] for n in BUILTIN}
 
 
 def test_registry():
-    assert len(set(F.FEATURES)) == len(F.FEATURES)
-    assert set(F.FUNCTIONS) == set(F.FEATURES)
-    assert F.ALIASES == {"covered_empty_cells": "holes"}
-    assert F.index("covered_empty_cells") == F.index("holes")
-    described = F.describe()
-    assert list(described)[: len(F.FEATURES)] == list(F.FEATURES)
-    assert "covered_empty_cells" in described
-    assert all(text and "\n" not in text for text in described.values())
-    with pytest.raises(ValueError):
-        F.index("holse")
+    names = registry.names()
+    assert len(set(names)) == len(names)
+    assert set(BUILTIN) | set(PLACEMENT) <= set(names)
+    assert registry.aliases() == {"covered_empty_cells": "holes"}
+    assert registry.canonical("covered_empty_cells") == "holes"
+    assert registry.index("covered_empty_cells") == registry.index("holes")
+    assert [registry.index(n) for n in names] == list(range(len(names)))
+    assert registry.known_names() == sorted(set(names) | {"covered_empty_cells"})
+    # the docs' table: one row per feature in slot order (kind, one-line description), then the alias
+    rows = registry.table().splitlines()
+    assert rows[:2] == ["| feature | kind | what it measures |", "|---|---|---|"]
+    assert [r.split("`")[1] for r in rows[2:2 + len(names)]] == list(names)
+    assert rows[2 + len(names):] == ["| `covered_empty_cells` | alias | the same kernel and weight slot as `holes` |"]
+    for row, name in zip(rows[2:], names):
+        kind, doc = row.split(" | ")[1:3]
+        assert kind == ("placement" if registry.is_placement(name) else "board")
+        assert doc and "\n" not in doc
+    assert registry.get("lines_cleared").doc == "Rows cleared by the lock, 0..4."
+    with pytest.raises(RegistryError, match="unknown feature 'holse'"):
+        registry.index("holse")
+    with pytest.raises(RegistryError, match="landing_height is a placement feature"):
+        registry.measure("landing_height", B, 10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,7 +357,9 @@ def boards(draw):
 def test_bit_parallel_features_match_per_cell_reference(case):
     board, width = case
     expected = ref_features(grid_of(board, width))
-    got = {name: F.FUNCTIONS[name](board, width) for name in F.BOARD_FEATURES}
+    got = {name: measure(name, board, width) for name in BUILTIN}
     assert got == expected
-    # The kernel's dispatch by slot agrees with the named kernels.
-    assert {name: board_feature(F.index(name), board, width) for name in F.BOARD_FEATURES} == expected
+    # The generated kernel, which reaches every feature by its slot, agrees with the named kernels.
+    cells = GEEK.cells[0, 0]
+    by_slot = vector(placement(board, board, board, cells, 0, 0, 0, 0, width))
+    assert {name: by_slot[name] for name in BUILTIN} == expected

@@ -168,21 +168,25 @@ def test_solve_cli_config_errors(tmp_path, text, override, message):
 
 def test_lowest_placements_keep_the_lowest_of_each_state_and_column():
     from engine import final_board, placements
-    from engine.batch import capacity
-    from solver.beam import expand_placements, unpack
+    from engine.movegen import capacity, scratch
+    from solver.beam import node_placements, unpack
 
-    boards = np.stack([final_board("N,N,D19,N,C1,D17,N,R3,D18", GEEK), np.zeros(20, np.uint16)])
-    codes = np.zeros((2, capacity(GEEK)), np.int16)
-    counts = np.zeros(2, np.int64)
+    boards = [final_board("N,N,D19,N,C1,D17,N,R3,D18", GEEK), np.zeros(20, np.uint16)]
+    sc = scratch(GEEK)
+    found = np.zeros((capacity(GEEK.height, GEEK.width), 3), np.int64)
+    codes = np.zeros(capacity(GEEK.height, GEEK.width), np.int16)
     for shape in range(7):
-        expand_placements(boards, 2, shape, 1, GEEK.kernel, codes, counts, 2, True)
-        for i in range(2):
-            got = {unpack(int(c)) for c in codes[i, :counts[i]]}
-            full = placements(boards[i], GEEK, shape, 1)
+        for board in boards:
+            full = [tuple(p) for p in placements(board, GEEK, shape, 1).tolist()]
+            n = node_placements(board, GEEK.kernel, shape, 1, False, sc, found, codes)
+            assert [unpack(int(c)) for c in codes[:n]] == full         # all placements, packed
             lowest = {}
             for x, y, s in full:
                 lowest[(s, x)] = max(lowest.get((s, x), -1), y)
-            assert got == {(x, y, s) for (s, x), y in lowest.items()}
+            n = node_placements(board, GEEK.kernel, shape, 1, True, sc, found, codes)
+            got = [unpack(int(c)) for c in codes[:n]]
+            assert got == [(x, y, s) for x, y, s in full if y == lowest[(s, x)]]
+            assert len(got) == len(lowest)
 
 
 def test_board_words_read_four_rows_per_word_top_first():
@@ -198,17 +202,21 @@ def test_board_words_read_four_rows_per_word_top_first():
 
 
 def test_pick_keeps_the_ties_of_the_last_pick_within_the_quotas():
-    from solver.beam import pick
+    from solver.beam import Picks, pack_rows, pick
 
     # seven nodes, best first, by ranking key (rank) and parent (anc); nodes 1-4 and 6 tie on the key
     order = np.arange(7)
-    rank = np.array([[9.0, 1], [5, 1], [5, 1], [5, 1], [5, 1], [5, 0], [5, 1]])
+    rank = np.array([[9, 1], [5, 1], [5, 1], [5, 1], [5, 1], [5, 0], [5, 1]], np.int64)
+    head = pack_rows(np.ascontiguousarray(rank.T))  # one key per node, equal exactly when the rows are
+    assert [head[i] == head[1] for i in range(7)] == [False, True, True, True, True, False, True]
     anc = np.array([[0], [1], [0], [0], [1], [1], [0]])
     heights = np.zeros(7, np.int64)
 
     def run(want, keep_ties, quota=10):
-        return list(pick(order, want, anc, np.array([quota]), heights, 10, np.zeros(7, np.bool_),
-                         np.zeros((1, 2), np.int64), np.zeros(21, np.int64), rank, keep_ties))
+        out = np.full(7, -1, np.int64)
+        n = pick(order, head, Picks(want, np.array([quota]), 10), anc, heights, np.zeros(7, np.bool_),
+                 np.zeros((1, 2), np.int64), np.zeros(21, np.int64), out, keep_ties)
+        return list(out[:n])
 
     assert run(2, False) == [0, 1]
     assert run(2, True) == [0, 1, 2, 3, 4]  # node 5 differs and is within the quotas: the walk ends there

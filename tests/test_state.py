@@ -1,8 +1,8 @@
-"""The game-state API and the batch expansion."""
+"""The game-state API, and children built by `lock_copy` against `GameState.apply`."""
 
 import numpy as np
 
-from engine import CLASSIC, GEEK, GameState, expand, from_strings, placements, replay, encode
+from engine import CLASSIC, END_NAMES, GEEK, GameState, encode, from_strings, lock_copy, placements, replay, scratch
 
 
 def state_on(board_text, shapes, piece=0, rules=GEEK):
@@ -71,25 +71,63 @@ def test_state_is_immutable_and_game_replays():
     assert r.end == ("top_touched" if g.end == "top_touched" else "record_end")
 
 
-def test_expand_matches_apply():
+def children(boards, rules, shape, state, number):
+    """Every child of every board for piece ``number`` (1-based) of ``shape`` spawning in
+    ``state``: (parent index, placement, locked, cleared, `LockResult`), parents in order, each
+    parent's children in `placements` order (what `engine.batch.expand` used to build)."""
+    sc = scratch(rules)
+    out = []
+    for i, parent in enumerate(boards):
+        for p in placements(parent, rules, shape, state, sc):
+            x, y, s = (int(v) for v in p)
+            before = parent.copy()
+            locked = np.zeros_like(parent)
+            cleared = np.zeros_like(parent)
+            lock = lock_copy(parent, rules.kernel, shape, s, x, y, number, locked, cleared)
+            assert (parent == before).all(), "lock_copy changed its parent"
+            out.append((i, p, locked, cleared, lock))
+    return out
+
+
+def test_children_match_apply():
     rng = np.random.default_rng(1)
-    boards = np.zeros((6, 20), np.uint16)
+    boards = np.zeros((7, 20), np.uint16)
     for i in range(6):
         for y in range(12 + i, 20):
             boards[i, y] = rng.integers(0, 1023)
-    ch = expand(boards, GEEK, 3, 1)
+    # board 6: rows 2..19 hold nine cells each; every T rests across rows 0 and 1 and touches the top
+    boards[6] = from_strings("\n".join(["#########."] * 18))
+    kids = children(boards, GEEK, 3, 1, 2)
+    assert [i for i, *_ in kids] == sorted(i for i, *_ in kids)
+    seen = {"going_on": 0, "cleared": 0, "top_touched": 0}
     k = 0
-    for i in range(6):
+    for i in range(7):
         g = GameState(GEEK, np.array([3, 3, 3], np.int8), boards[i], piece=1)
         ps = placements(boards[i], GEEK, 3, 1)
-        assert (ch.parent[k:k + len(ps)] == i).all()
+        assert [tuple(p) for _, p, *_ in kids[k:k + len(ps)]] == [tuple(p) for p in ps]
         for p in ps:
+            parent, placement, locked, cleared, lock = kids[k]
+            assert parent == i and (placement == p).all()
             t = g.apply(p, check=False)
-            assert (ch.placement[k] == p).all()
-            assert (ch.boards[k] == t.state.board).all()
-            assert ch.points(GEEK)[k] == t.points or ch.top_touched(GEEK)[k]
+            piece = boards[i].copy()
+            for dx, dy in GEEK.cells[3, p[2]]:
+                if p[1] + dy >= 0:
+                    piece[p[1] + dy] |= 1 << (p[0] + dx)
+            assert (locked == piece).all()                      # the board before the clear
+            assert (cleared == t.state.board).all()             # the board after it
+            assert lock.points == t.points and lock.over == t.over
+            assert (END_NAMES[lock.end] if lock.over else None) == (t.state.end if t.over else None)
+            assert lock.cells == sum(bin(int(r)).count("1") for r in piece)
+            assert lock.occupied_rows == int((piece != 0).sum())
+            if lock.over:
+                assert t.lines == 0 and lock.points == 0
+                seen["top_touched"] += 1
+            else:
+                assert lock.lines == t.lines == int((piece == GEEK.full_row).sum())
+                seen["cleared" if lock.lines else "going_on"] += 1
             k += 1
-    assert k == len(ch)
+    assert k == len(kids)
+    assert all(seen.values()), seen                             # every kind of lock was compared
 
 
 def test_classic_rules_play():
