@@ -9,13 +9,27 @@ the score. With ``--threads 1`` the CPU figure is the per-core cost, the one to 
 single-threaded solver; it is also the figure to trust on a busy machine, where wall time mostly
 measures the other processes. Then greedy and lookahead with each evaluator preset that makes sense
 for them (one run each).
+
+Side by side with another solver (the yardstick is the 1,395,326 beam's C++, built single-threaded):
+
+    python benchmarks/bench_solver.py --versus /path/to/main [--widths 100 1000] [--runs 3] [--core 0]
+
+runs whole processes alternately on one pinned core: ours (``python -m experiments.solve
+configs/solver.yaml beam.width=W threads=1``, imports and JIT cache loads included) and the other
+(``PATH --total_keep=W`` by default, see ``--versus-args``, in a scratch folder holding the ``out/``
+it writes to), after one warm-up run of each. It prints the CPU (user + system) of each process,
+the medians and their ratio, ours / theirs: below 1 means ours is cheaper per core.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,6 +73,42 @@ def bench_simple(pieces):
                   f"{time.perf_counter() - start:6.1f} s", flush=True)
 
 
+def process_cpu(argv, cwd, core):
+    """Run ``argv`` to its end on CPU ``core`` (pinned); the CPU seconds (user + system) of the
+    process and of the children it waited for. Output is discarded; a failure is an error."""
+    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pin)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"error: {shlex.join(argv)} exited with {proc.returncode}: "
+                         f"{err.decode(errors='replace').strip().splitlines()[-1:] or ''}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def bench_versus(other, template, widths, runs, core):
+    """Ours and ``other`` side by side, alternating, on one pinned core (see the module docstring)."""
+    print(f"side by side on CPU {core}: ours = python -m experiments.solve configs/solver.yaml, "
+          f"theirs = {other} {template}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-versus-") as scratch:
+        os.makedirs(os.path.join(scratch, "out"), exist_ok=True)
+        for w in widths:
+            ours_argv = [sys.executable, "-m", "experiments.solve", str(ROOT / "configs" / "solver.yaml"),
+                         f"beam.width={w}", "threads=1", "--quiet", "--out", os.path.join(scratch, "ours")]
+            theirs_argv = [other, *shlex.split(template.format(width=w))]
+            process_cpu(ours_argv, ROOT, core)  # warm-up: the JIT cache, the page cache
+            process_cpu(theirs_argv, scratch, core)
+            ours, theirs = [], []
+            for _ in range(runs):
+                ours.append(process_cpu(ours_argv, ROOT, core))
+                theirs.append(process_cpu(theirs_argv, scratch, core))
+            a, b = statistics.median(ours), statistics.median(theirs)
+            show = lambda xs: ", ".join(f"{x:.2f}" for x in xs)
+            print(f"W = {w:>5,}: ours {a:7.2f} s CPU ({show(ours)}), theirs {b:7.2f} s CPU ({show(theirs)}), "
+                  f"ratio ours/theirs {a / b:.3f} (medians of {runs})", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", type=int, nargs="+", default=[100, 1000])
@@ -66,7 +116,14 @@ def main():
     parser.add_argument("--pieces", type=int, default=None, help="default: the whole sequence")
     parser.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
     parser.add_argument("--skip-simple", action="store_true", help="only the beam")
+    parser.add_argument("--versus", metavar="PATH", help="side by side with this solver binary (see above)")
+    parser.add_argument("--versus-args", default="--total_keep={width}",
+                        help="its arguments; {width} is the beam width (default: %(default)s)")
+    parser.add_argument("--core", type=int, default=0, help="the CPU both run on with --versus (default: 0)")
     args = parser.parse_args()
+    if args.versus:
+        bench_versus(os.path.abspath(args.versus), args.versus_args, args.widths, args.runs, args.core)
+        return
     bench_beam(args.widths, args.runs, args.pieces, args.threads)
     if not args.skip_simple:
         bench_simple(args.pieces)

@@ -18,7 +18,7 @@ Terms used across the engine:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -93,13 +93,21 @@ class PieceSource:
             return np.random.Generator(np.random.PCG64(seed)).integers(0, 7, size=n).astype(np.int8)
         if self.kind != "lcg":
             raise ValueError(f"unknown piece source kind {self.kind!r} (expected 'lcg' or 'uniform')")
-        bounds = np.cumsum(self.weights)
-        out = np.empty(n, dtype=np.int8)
-        v = seed
-        for i in range(n):
-            v = (v * self.multiplier + self.increment) % self.modulus
-            out[i] = np.searchsorted(bounds, v % int(bounds[-1]), side="right")
-        return out
+        return _lcg_sequence(n, seed, self.multiplier, self.increment, self.modulus, self.weights).copy()
+
+
+@lru_cache(maxsize=8)
+def _lcg_sequence(n: int, seed: int, multiplier: int, increment: int, modulus: int, weights: tuple[int, ...]):
+    """`PieceSource.sequence` of an ``lcg`` source (kept: a run asks for the same one several times)."""
+    draws = []
+    v = seed
+    for _ in range(n):
+        v = (v * multiplier + increment) % modulus
+        draws.append(v)
+    bounds = np.cumsum(weights)
+    out = np.searchsorted(bounds, np.asarray(draws, np.int64) % int(bounds[-1]), side="right").astype(np.int8)
+    out.setflags(write=False)
+    return out
 
 
 class KernelRules(NamedTuple):

@@ -2,8 +2,8 @@
 
 `GameState` is a small immutable value (the board array is never changed in place): `apply`
 returns a new state, so keeping a state for later is a plain reference and copies are cheap.
-The batch forms over many boards, for searches that move whole layers at once, are in
-`engine.batch`.
+Searches that move whole layers at once keep their boards in arrays of their own (the beam's
+layer loop, `solver.beam`), locking each child with `engine.lock`.
 """
 
 from __future__ import annotations

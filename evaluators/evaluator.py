@@ -51,21 +51,44 @@ class EvaluatorError(ValueError):
 
 
 class EvaluatorSpec(NamedTuple):
-    """An evaluator as the kernels read it, one slot per registered feature (`registry.names`):
-    ``kind`` (the registry and tie-break the kernels are compiled for), ``weights``, ``active`` (the
-    feature is used), ``delta`` (minus the parent's value), the step tables ``table_x`` /
-    ``table_y`` (n x K) and their lengths ``table_len`` (0: no table); ``reads_parent``: some
-    delta feature reads the parent's values (`board_values`; without one they are all zero, and a
-    caller may skip computing them)."""
+    """An evaluator as the kernels read it, one column per registered feature (`registry.names`):
+    ``kind`` (the registry and tie-break the kernels are compiled for); ``terms``, one read-only
+    float64 array whose rows are named in `registry` (``WEIGHT``, ``ACTIVE`` (1: the feature is
+    used), ``DELTA`` (1: minus the parent's value), ``TABLE_LEN`` (0: no step table), then the
+    tables' K thresholds and K values from row ``TABLE``); ``reads_parent``: some delta feature reads
+    the parent's values (`board_values`; without one they are all zero, and a caller may skip
+    computing them). One array rather than six: a kernel call passes a spec by value, field by
+    field. The properties below read it from Python."""
 
     kind: Kind
-    weights: np.ndarray
-    active: np.ndarray
-    delta: np.ndarray
-    table_x: np.ndarray
-    table_y: np.ndarray
-    table_len: np.ndarray
+    terms: np.ndarray
     reads_parent: bool
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.terms[registry.WEIGHT]
+
+    @property
+    def active(self) -> np.ndarray:
+        return self.terms[registry.ACTIVE] != 0
+
+    @property
+    def delta(self) -> np.ndarray:
+        return self.terms[registry.DELTA] != 0
+
+    @property
+    def table_len(self) -> np.ndarray:
+        return self.terms[registry.TABLE_LEN].astype(np.int64)
+
+    @property
+    def table_x(self) -> np.ndarray:
+        k = (self.terms.shape[0] - registry.TABLE) // 2
+        return self.terms[registry.TABLE:registry.TABLE + k].T
+
+    @property
+    def table_y(self) -> np.ndarray:
+        k = (self.terms.shape[0] - registry.TABLE) // 2
+        return self.terms[registry.TABLE + k:].T
 
 
 @dataclass(frozen=True)
@@ -210,7 +233,7 @@ class EvaluatorFile(BaseModel):
 @njit(cache=True)
 def value_of(p, spec):
     """`evaluate` of one placement, the parent's values computed here (for Python callers)."""
-    pv = np.zeros(spec.weights.shape[0])
+    pv = np.zeros(spec.terms.shape[1])
     board_values(p.parent, p.width, spec, pv)
     return evaluate(p, pv, spec)
 
@@ -234,27 +257,20 @@ class Evaluator:
     def spec(self) -> EvaluatorSpec:
         """The kernels' `EvaluatorSpec` under the feature registry as it is now."""
         names = registry.names()
-        n = len(names)
         k = max([1] + [len(t.table) for t in self.weights.values() if t.table is not None])
-        w = np.zeros(n, np.float64)
-        active = np.zeros(n, np.bool_)
-        delta = np.zeros(n, np.bool_)
-        tx = np.zeros((n, k), np.float64)
-        ty = np.zeros((n, k), np.float64)
-        tlen = np.zeros(n, np.int64)
+        terms = np.zeros((registry.TABLE + 2 * k, len(names)), np.float64)
         for name, term in self.weights.items():
             i = names.index(registry.canonical(name))
-            w[i] = term.weight
-            active[i] = True
-            delta[i] = term.delta
+            terms[registry.WEIGHT, i] = term.weight
+            terms[registry.ACTIVE, i] = 1.0
+            terms[registry.DELTA, i] = 1.0 if term.delta else 0.0
             if term.table is not None:
-                tlen[i] = len(term.table)
+                terms[registry.TABLE_LEN, i] = len(term.table)
                 for j, (t, v) in enumerate(term.table):
-                    tx[i, j] = t
-                    ty[i, j] = v
-        for a in (w, active, delta, tx, ty, tlen):
-            a.setflags(write=False)
-        return EvaluatorSpec(registry.kind(self.tie_break), w, active, delta, tx, ty, tlen, bool(delta.any()))
+                    terms[registry.TABLE + j, i] = t
+                    terms[registry.TABLE + k + j, i] = v
+        terms.setflags(write=False)
+        return EvaluatorSpec(registry.kind(self.tie_break), terms, bool(terms[registry.DELTA].any()))
 
     def value(self, parent, locked, cleared, cells, x, y, lines, points, width) -> float:
         """The value of one placement (see `registry.evaluate`); computes the parent's values too."""

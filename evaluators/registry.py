@@ -372,21 +372,28 @@ def priority(spec, x, state, spawn_x, spawn_state):
     raise TypeError("priority is a numba kernel")
 
 
+#: the rows of an evaluator spec's ``terms`` (`evaluators.EvaluatorSpec`); from ``TABLE`` on, the step
+#: tables' K thresholds, then their K values
+WEIGHT, ACTIVE, DELTA, TABLE_LEN, TABLE = 0, 1, 2, 3, 4
+
+
 @njit(cache=True, inline="always")
 def term(i, value, parent_values, spec):
     """Feature ``i``'s term: weight x table(value - parent value if delta, else value)."""
+    terms = spec.terms
     v = np.float64(value)
-    if spec.delta[i]:
+    if terms[DELTA, i] != 0.0:
         v -= parent_values[i]
-    n = spec.table_len[i]
+    n = np.int64(terms[TABLE_LEN, i])
     if n > 0:
+        k = (terms.shape[0] - TABLE) // 2
         stepped = 0.0
         j = 0
-        while j < n and spec.table_x[i, j] <= v:
-            stepped = spec.table_y[i, j]
+        while j < n and terms[TABLE + j, i] <= v:
+            stepped = terms[TABLE + k + j, i]
             j += 1
         v = stepped
-    return spec.weights[i] * v
+    return terms[WEIGHT, i] * v
 
 
 def _spec_kind(spec) -> KindType:
@@ -405,28 +412,28 @@ def _groups(features: tuple[Feature, ...]) -> list[tuple[Feature, list[tuple[int
 def _source(features: tuple[Feature, ...], what: str) -> tuple[str, dict]:
     """Python source of one generated kernel (``evaluate``, ``board_values`` or ``feature_vector``)
     for ``features``, and its globals."""
-    env = {"term": term, "top_row": top_row, "np": np}
+    env = {"term": term, "top_row": top_row, "np": np, "ACTIVE": ACTIVE, "DELTA": DELTA}
     kernels: dict[int, str] = {}
     for f in features:
         kernels.setdefault(id(f.kernel), f"k{len(kernels)}")
         env[kernels[id(f.kernel)]] = f.kernel
     body: list[str] = []
     if what == "evaluate":
-        body += ["    active = spec.active", "    total = 0.0", "    board = p.board", "    width = p.width",
+        body += ["    active = spec.terms[ACTIVE]", "    total = 0.0", "    board = p.board", "    width = p.width",
                  "    top = top_row(board)"]
         for first, members in _groups(features):
             k = kernels[id(first.kernel)]
             if first.kind == PLACEMENT:
                 for slot, _ in members:
-                    body.append(f"    if active[{slot}]:")
+                    body.append(f"    if active[{slot}] != 0.0:")
                     body.append(f"        total += term({slot}, {k}(p), parent_values, spec)")
                 continue
-            cond = " or ".join(f"active[{slot}]" for slot, _ in members)
+            cond = " or ".join(f"active[{slot}] != 0.0" for slot, _ in members)
             body.append(f"    if {cond}:")
             body.append(f"        v = {k}(board, width, top)")
             for slot, f in members:
                 value = "v" if f.output is None else f"v[{f.output}]"
-                body.append(f"        if active[{slot}]:")
+                body.append(f"        if active[{slot}] != 0.0:")
                 body.append(f"            total += term({slot}, {value}, parent_values, spec)")
         body.append("    return total")
         head = "def generated(p, parent_values, spec):"
@@ -438,7 +445,8 @@ def _source(features: tuple[Feature, ...], what: str) -> tuple[str, dict]:
             if first.kind == PLACEMENT:
                 continue
             k = kernels[id(first.kernel)]
-            cond = " or ".join(f"(spec.active[{slot}] and spec.delta[{slot}])" for slot, _ in members)
+            cond = " or ".join(f"(spec.terms[ACTIVE, {slot}] != 0.0 and spec.terms[DELTA, {slot}] != 0.0)"
+                               for slot, _ in members)
             body.append(f"    if {cond}:")
             body.append(f"        v = {k}(board, width, top)")
             for slot, f in members:

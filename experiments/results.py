@@ -10,6 +10,7 @@ Each entry runs ``python -m experiments.solve`` with the listed config and overr
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -77,12 +78,21 @@ def table() -> str:
     return "\n".join(rows)
 
 
-def main(names: list[str]) -> int:
-    if names == ["--table"]:
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.results",
+                                     description="Regenerate results/ or print its score table.")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"runs to make (known: {', '.join(RUNS)})")
+    parser.add_argument("--table", action="store_true", help="print the README's score table from results/")
+    parser.add_argument("--backsearch", action="store_true", help="only the backsearch depth table")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in RUNS]
+    if unknown:
+        parser.error(f"unknown run {unknown[0]!r} (known: {', '.join(RUNS)})")
+    if args.table:
         print(table())
         return 0
-    names = names or [n for n in RUNS if n not in ("beam-w9041", "beam-full", "profile-dp-k100000")]
-    if names == ["--backsearch"]:
+    names = args.names or [n for n in RUNS if n not in ("beam-w9041", "beam-full", "profile-dp-k100000")]
+    if args.backsearch:
         names = [f"backsearch-d{depth}" for depth in BACKSEARCH_DEPTHS]
     for name in names:
         config, overrides = RUNS[name]

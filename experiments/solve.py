@@ -21,7 +21,6 @@ import time
 from functools import reduce
 from pathlib import Path
 
-from tqdm import tqdm
 
 from engine import replay_line, upload_line
 from engine.files import write_json, write_text
@@ -99,20 +98,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = args.out or Path("solves") / f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-    bar = tqdm(total=None, unit="piece", desc=config.policy, disable=args.quiet, dynamic_ncols=True)
+    bar = None
+    if not args.quiet:  # (tqdm is imported only to be shown)
+        from tqdm import tqdm
+
+        bar = tqdm(total=None, unit="piece", desc=config.policy, dynamic_ncols=True)
 
     def progress(done: int, total: int, best: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-        bar.set_postfix_str(f"score {best:,}", refresh=False)
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+            bar.set_postfix_str(f"score {best:,}", refresh=False)
 
     try:  # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
         result = solve(config, progress=progress, evaluator=evaluator, interruptible=True)
     except KeyboardInterrupt:
-        bar.close()
+        if bar is not None:
+            bar.close()
         print("interrupted: nothing written", file=sys.stderr)
         return 130
-    bar.close()
+    if bar is not None:
+        bar.close()
     if not result.pieces:
         print("error: the policy placed no piece; nothing written", file=sys.stderr)
         return 1

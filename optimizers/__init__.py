@@ -13,7 +13,16 @@ evaluation, and the tuners (DEAP's GA, pyswarms' PSO, random search) behind one 
 `experiments.run` is the command line.
 """
 
-from .config import RunConfig
-from .space import Param, Space
-
 __all__ = ["Param", "RunConfig", "Space"]
+
+#: where each public name lives, imported on first use: the solve and replay commands use
+#: `optimizers.paths` alone and need not load DEAP and pyswarms through `config`
+_LAZY = {"RunConfig": ".config", "Param": ".space", "Space": ".space"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

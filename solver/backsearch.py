@@ -277,7 +277,7 @@ def backsearch_run(sequence, budget, rules, pspec, sspec, settings, threshold, s
     path then ends at the failed piece)."""
     st = state.slots
     depth = max(settings.points.depth, settings.survival.depth)
-    work = lookahead_work(depth, rules, max(pspec.weights.shape[0], sspec.weights.shape[0]))
+    work = lookahead_work(depth, rules, max(pspec.terms.shape[1], sspec.terms.shape[1]))
     board = np.zeros(rules.height, np.uint16)
     if settings.base.base_rows == 0 and st[BASE_DONE] == 0:
         _end_base(st, 0)

@@ -363,7 +363,7 @@ def value_kept(lo, hi, kept, boards, scores, kids, shape, rules, spec):
     which placement features read. Kept children of one parent are consecutive: its values (for
     delta features) are computed once."""
     width = rules.width
-    pvals = np.zeros(spec.weights.shape[0])  # zeros when no delta feature reads the parent
+    pvals = np.zeros(spec.terms.shape[1])  # zeros when no delta feature reads the parent
     locked = np.empty(rules.height, np.uint16)
     last = -1
     for m in range(lo, hi):

@@ -45,7 +45,7 @@ def greedy_run(sequence, t0, t1, board, rules, spec, threshold, score, path):
     """Play pieces t0 .. t1-1 greedily from ``board`` (updated in place), recording into ``path``;
     returns (pieces done, score, stop code: `GOING`, `STUCK`, `BLOCKED` or `ABORTED`)."""
     sc = new_scratch(rows_for(rules.height), 1)
-    vs = value_scratch(spec.weights.shape[0], rules.height)
+    vs = value_scratch(spec.terms.shape[1], rules.height)
     found = np.zeros((capacity(rules.height, rules.width), 3), np.int64)
     for t in range(t0, t1):
         shape = sequence[t]

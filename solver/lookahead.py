@@ -267,7 +267,7 @@ def lookahead_run(sequence, t0, t1, board, rules, spec, settings, threshold, sco
     """Play pieces t0 .. t1-1 of ``sequence`` (the game's pieces) by `lookahead_choice` from
     ``board`` (updated in place), recording into ``path``; returns (pieces done, score, stop code:
     `GOING`, `STUCK`, `BLOCKED` or `ABORTED`, nodes searched)."""
-    work = lookahead_work(settings.depth, rules, spec.weights.shape[0])
+    work = lookahead_work(settings.depth, rules, spec.terms.shape[1])
     nodes = 0
     for t in range(t0, t1):
         shape = sequence[t]

@@ -578,7 +578,7 @@ def base_scratch(rules, spec):
     """A `BaseScratch` for ``rules``' boards and the evaluator ``spec``."""
     return BaseScratch(new_scratch(rows_for(rules.height), 1),
                        np.zeros((capacity(rules.height, rules.width), 3), np.int64),
-                       value_scratch(spec.weights.shape[0], rules.height), np.zeros(rules.width, np.int64))
+                       value_scratch(spec.terms.shape[1], rules.height), np.zeros(rules.width, np.int64))
 
 
 @njit(cache=True)

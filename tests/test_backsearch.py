@@ -26,6 +26,7 @@ def config(**backsearch):
     return SolverConfig(policy="backsearch", pieces=150, backsearch=section)
 
 
+@pytest.mark.slow
 def test_death_backs_up_and_replays_survival_first():
     r = solve(config())
     info = r.extra["backsearch"]
@@ -56,6 +57,7 @@ def test_without_backsearch_the_tower_dies():
     assert tower.pieces < 150 and tower.stop in ("stuck", "spawn_blocked")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_backups", [0, 2])
 def test_further_backups_when_the_replay_dies_too(max_backups):
     # the survival evaluator is the same tower: its replay dies too and backs up further

@@ -84,6 +84,7 @@ def letters(n, seed):
     return [rng.choice("IOTSZJLiotszjl0") for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_long_game_ends_with_x():
     judge = Judge()
     status, err = judge.play(letters(400, 1), "X")

@@ -42,6 +42,7 @@ def csv_rows(path):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_fitness_figure_draws_the_generations(tiny_runs):
     run = figures.load_run(tiny_runs[0])
     fig = figures.fitness_by_generation(run)

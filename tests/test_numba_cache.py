@@ -4,7 +4,7 @@ from engine._numba_cache import CACHE_DIR, source_digest
 
 
 def test_digest_follows_every_kernel_source(tmp_path):
-    for name in ("engine/board.py", "evaluators/kernel.py", "solver/beam.py", "solver/online/mcts.py"):
+    for name in ("engine/board.py", "evaluators/registry.py", "solver/beam.py", "solver/online/mcts.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x = 1\n")
     before = source_digest(tmp_path)

@@ -95,6 +95,7 @@ def test_games_end_when_the_stack_tops_out():
     assert g["ends"] == ["spawn_blocked"] and g["pieces"][0] < 5000
 
 
+@pytest.mark.slow
 def test_mcts_takes_the_four_row_clear_and_is_reproducible():
     rows = ["###########."] * 4
     board = from_strings(rows, width=12, height=26)

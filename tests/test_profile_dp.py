@@ -184,6 +184,7 @@ def small(**kw):
                         profile_dp=dp, **kw)
 
 
+@pytest.mark.slow
 def test_traced_back_record_replays_to_the_dp_score():
     r = solve(small())
     info = r.extra["profile_dp"]

@@ -175,3 +175,29 @@ def test_replay_cli(tmp_path, replays_dir):
     binary = tmp_path / "bin.txt"
     binary.write_bytes(b"\xff\xfe\x00")
     assert run(str(binary)).returncode == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.just("N"), st.just(" N"), st.just("N1"), st.just("D"), st.just("L0"),
+                          st.builds(lambda letter, zeros, k: f"{letter}{'0' * zeros}{k}",
+                                    st.sampled_from("LRDCX"), st.integers(0, 2), st.integers(1, 1200))),
+                min_size=1, max_size=40))
+def test_the_plain_fast_path_reads_records_as_the_rule_loop_does(ops):
+    """`parse` reads a plain record without its per-operation loop; whatever the record, the result
+    (arrays, or the error) is the loop's."""
+    import engine.record as R
+
+    text = ",".join(ops)
+    fast = R._parse_plain(text)
+    try:
+        slow, error = R._parse_checked(text), None
+    except RecordError as e:
+        slow, error = None, str(e)
+    if fast is not None:
+        assert error is None
+        assert fast.kinds.tolist() == slow.kinds.tolist() and fast.counts.tolist() == slow.counts.tolist()
+    try:
+        got = parse(text)
+        assert error is None and got.kinds.tolist() == slow.kinds.tolist()
+    except RecordError as e:
+        assert str(e) == error

@@ -102,6 +102,7 @@ def test_beam_endgame_lifts_the_clear_rules_in_the_last_pieces():
     assert free.best_by_step[:20].any() and free.score == replay(free.record).score > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ties", [{}, {"tie_break": "board", "keep_ties": True}])
 def test_beam_same_record_whatever_the_threads(ties):
     cfg = small("beam", pieces=300, beam={"width": 40, **ties})
@@ -117,6 +118,7 @@ def run_solve(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "experiments.solve", *args], capture_output=True, text=True, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_solve_cli_writes_verified_files(tmp_path):
     cfg = tmp_path / "s.yaml"
     cfg.write_text("policy: beam\nevaluator: chys_quality\nbeam:\n  width: 10\n")

@@ -74,7 +74,7 @@ def test_state_is_immutable_and_game_replays():
 def children(boards, rules, shape, state, number):
     """Every child of every board for piece ``number`` (1-based) of ``shape`` spawning in
     ``state``: (parent index, placement, locked, cleared, `LockResult`), parents in order, each
-    parent's children in `placements` order (what `engine.batch.expand` used to build)."""
+    parent's children in `placements` order (the order the beam expands them in)."""
     sc = scratch(rules)
     out = []
     for i, parent in enumerate(boards):

@@ -84,6 +84,7 @@ def falling_columns(text):
     return cols
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_player_in_tmux():
     session = f"tui-{uuid.uuid4().hex[:8]}"

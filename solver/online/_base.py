@@ -51,7 +51,7 @@ class OnlinePolicy:
         self.rules = rules
         self.evaluator = evaluator
         self.spec = evaluator.spec
-        self.ws = workspace(rules.height, rules.width, self.spec.weights.shape[0])
+        self.ws = workspace(rules.height, rules.width, self.spec.terms.shape[1])
         self.bundle = self.new_bundle()
 
     @property
