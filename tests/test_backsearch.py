@@ -51,6 +51,7 @@ def test_death_backs_up_and_replays_survival_first():
     assert solve(config()).record == r.record  # deterministic
 
 
+@pytest.mark.slow
 def test_without_backsearch_the_tower_dies():
     tower = solve(SolverConfig(policy="lookahead", pieces=150, evaluator=TOWER,
                                lookahead={"depth": 2, "keep_fraction": 0.3}))
@@ -71,6 +72,7 @@ def test_further_backups_when_the_replay_dies_too(max_backups):
     assert replay(r.record).score == r.score
 
 
+@pytest.mark.slow
 def test_base_rows_each_keep_exactly_one_gap():
     r = solve(SolverConfig(policy="backsearch", pieces=80, evaluator="backsearch_points",
                            backsearch={"base_rows": 4, "depth": 2, "survival_depth": 2}))

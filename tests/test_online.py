@@ -110,6 +110,7 @@ def test_mcts_takes_the_four_row_clear_and_is_reproducible():
     assert list(g1.scores) == list(g2.scores) and g1.capped == 1
 
 
+@pytest.mark.slow
 def test_mcts_reaching_the_piece_limit_is_an_end_not_a_death():
     # a game of 12 pieces, searched from its 11th: rollouts and tree paths reach the last piece
     rules = replace(CLASSIC, piece_limit=12)

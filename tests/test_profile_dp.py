@@ -201,6 +201,7 @@ def test_traced_back_record_replays_to_the_dp_score():
     assert r.score_by_step[info["base_pieces"] - 1] == 0
 
 
+@pytest.mark.slow
 def test_key_score_keeps_the_best_scores():
     r = solve(small(profile_dp={"key": "score", "states": 100}))
     assert r.score == r.best_by_step[-1] > 0  # ranked by score, the best child is always kept
