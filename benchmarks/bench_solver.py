@@ -82,8 +82,8 @@ def process_cpu(argv, cwd, core):
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"error: {shlex.join(argv)} exited with {proc.returncode}: "
-                         f"{err.decode(errors='replace').strip().splitlines()[-1:] or ''}")
+        last = (err.decode(errors="replace").strip().splitlines() or ["(no error output)"])[-1]
+        raise SystemExit(f"error: {shlex.join(argv)} exited with {proc.returncode}: {last}")
     return usage.ru_utime + usage.ru_stime
 
 

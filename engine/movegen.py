@@ -410,6 +410,20 @@ def reach(board, rules, shape, spawn_state, sc):
     return states
 
 
+@njit(cache=True, inline="always")
+def emit_row(out, n, m, y, c):
+    """Write the positions of row ``y``, state ``c`` whose bits are set in ``m`` as rows (x, y, c) of
+    ``out`` from row ``n``, x ascending; return the next free row."""
+    while m:
+        low = m & -m
+        out[n, 0] = popcount(low - 1) - XOFF
+        out[n, 1] = y
+        out[n, 2] = c
+        n += 1
+        m ^= low
+    return n
+
+
 @njit(cache=True)
 def placements_into(board, rules, shape, spawn_state, sc, out):
     """Write every placement of ``shape`` spawning in ``spawn_state`` on ``board`` as a row
@@ -422,13 +436,7 @@ def placements_into(board, rules, shape, spawn_state, sc, out):
     for c in range(reach(board, rules, shape, spawn_state, sc)):
         for y in range(fit.shape[1]):
             m = resting_mask(visited, fit, c, y)
-            while m:
-                low = m & -m
-                out[n, 0] = popcount(low - 1) - XOFF
-                out[n, 1] = y
-                out[n, 2] = c
-                n += 1
-                m ^= low
+            n = emit_row(out, n, m, y, c)
     return n
 
 
@@ -456,13 +464,7 @@ def lowest_placements_into(board, rules, shape, spawn_state, sc, out):
         for i in range(k - 1, -1, -1):  # emitted top down, as placements_into orders them
             y = found[0, i]
             m = found[1, i]
-            while m:
-                low = m & -m
-                out[n, 0] = popcount(low - 1) - XOFF
-                out[n, 1] = y
-                out[n, 2] = c
-                n += 1
-                m ^= low
+            n = emit_row(out, n, m, y, c)
     return n
 
 

@@ -95,7 +95,7 @@ def _parse_checked(record: str) -> Record:
             continue
         if not digits or int(digits) < 1:
             raise RecordError(f"{where}: {letter} needs a number of at least 1")
-        kinds[i] = STEP_LETTERS.index(letter)
+        kinds[i] = OPERATION_CODES[letter]
         counts[i] = int(digits)
         piece_total += counts[i]
         if piece_total > MAX_STEPS_PER_PIECE:

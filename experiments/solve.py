@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import contextmanager
 from functools import reduce
 from pathlib import Path
 
@@ -79,6 +80,28 @@ def write_solution(out: Path, result, config: SolverConfig) -> None:
     write_json(out / "summary.json", {**result.summary(), "config": config.model_dump(mode="json")})
 
 
+@contextmanager
+def progress_bar(desc: str, shown: bool):
+    """A `solver.Progress` drawing a tqdm bar (pieces, best score), closed on leaving; None when not
+    ``shown`` (tqdm is then not even imported)."""
+    if not shown:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=None, unit="piece", desc=desc, dynamic_ncols=True)
+
+    def progress(done: int, total: int, best: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+        bar.set_postfix_str(f"score {best:,}", refresh=False)
+
+    try:
+        yield progress
+    finally:
+        bar.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.solve", description=__doc__.splitlines()[0])
     parser.add_argument("config", help="solver YAML or a run's best.yaml")
@@ -98,27 +121,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = args.out or Path("solves") / f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-    bar = None
-    if not args.quiet:  # (tqdm is imported only to be shown)
-        from tqdm import tqdm
-
-        bar = tqdm(total=None, unit="piece", desc=config.policy, dynamic_ncols=True)
-
-    def progress(done: int, total: int, best: int) -> None:
-        if bar is not None:
-            bar.total = total
-            bar.update(done - bar.n)
-            bar.set_postfix_str(f"score {best:,}", refresh=False)
-
     try:  # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
-        result = solve(config, progress=progress, evaluator=evaluator, interruptible=True)
+        with progress_bar(config.policy, shown=not args.quiet) as progress:
+            result = solve(config, progress=progress, evaluator=evaluator, interruptible=True)
     except KeyboardInterrupt:
-        if bar is not None:
-            bar.close()
         print("interrupted: nothing written", file=sys.stderr)
         return 130
-    if bar is not None:
-        bar.close()
     if not result.pieces:
         print("error: the policy placed no piece; nothing written", file=sys.stderr)
         return 1
