@@ -11,7 +11,7 @@ is a table of functions of one signature, and the choice travels into kernels as
     order = TIE_ORDERS.token("hash")          # validated: an unknown name is a ValueError
     ...inside a kernel:  tie_keys(order, boards, idx, out)
 
-The token's numba type names the table and the entry, and `FunctionTable.call` is a numba overload
+The token is a `Static`: its numba type holds the table and the entry, and `FunctionTable.call` is a numba overload
 that picks the entry when the calling kernel is compiled: no run-time branch, no code restating the
 names, and numba's cache keys the compiled kernel on the token's type, so each choice is compiled
 (and cached on disk) once. Adding a variant is one decorated function.
@@ -28,48 +28,66 @@ from numba.extending import NativeValue, models, overload, register_model, typeo
 _TABLES: dict[str, "FunctionTable"] = {}
 
 
-class TokenType(types.Type):
-    """numba type of a `Token`: the table and the entry are in its name."""
+class Static:
+    """A value a kernel is compiled for, passed as an argument: its numba type (`StaticType`) holds
+    the value, so an overload reads it when the calling kernel is compiled, and numba's cache keys
+    the compiled kernel on it. At run time it is an empty argument. A subclass lists its fields in
+    ``__slots__``; they are its identity (equality, hashing, pickling, the type's name)."""
 
-    def __init__(self, table: str, name: str):
-        self.table = table
-        self.entry = name
-        super().__init__(name=f"Token({table}: {name})")
+    __slots__ = ()
+
+    def __init__(self, *values):
+        for name, value in zip(self.__slots__, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def fields(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def label(self) -> str:
+        """The fields as the numba type's name shows them (distinct values, distinct labels)."""
+        return ", ".join(map(str, self.fields()))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.fields() == self.fields()
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.fields()))
+
+    def __repr__(self):
+        return f"{type(self).__name__}{self.fields()!r}"
+
+    def __reduce__(self):
+        return type(self), self.fields()
 
 
-class Token:
+class StaticType(types.Type):
+    """numba type of a `Static`: the value is in its name and in ``value``."""
+
+    def __init__(self, value: Static):
+        self.value = value
+        super().__init__(name=f"{type(value).__name__}({value.label()})")
+
+
+@typeof_impl.register(Static)
+def _typeof_static(val, c):
+    return StaticType(val)
+
+
+register_model(StaticType)(models.OpaqueModel)
+
+
+@unbox(StaticType)
+def _unbox_static(typ, obj, c):
+    return NativeValue(c.context.get_dummy_value())
+
+
+class Token(Static):
     """The choice of entry ``name`` of the table ``table``, as a kernel argument."""
 
     __slots__ = ("table", "name")
-
-    def __init__(self, table: str, name: str):
-        self.table = table
-        self.name = name
-
-    def __eq__(self, other):
-        return isinstance(other, Token) and (self.table, self.name) == (other.table, other.name)
-
-    def __hash__(self):
-        return hash((self.table, self.name))
-
-    def __repr__(self):
-        return f"Token({self.table!r}, {self.name!r})"
-
-    def __reduce__(self):
-        return Token, (self.table, self.name)
-
-
-@typeof_impl.register(Token)
-def _typeof_token(val, c):
-    return TokenType(val.table, val.name)
-
-
-register_model(TokenType)(models.OpaqueModel)
-
-
-@unbox(TokenType)
-def _unbox_token(typ, obj, c):
-    return NativeValue(c.context.get_dummy_value())
 
 
 class FunctionTable:
@@ -89,9 +107,10 @@ class FunctionTable:
 
         @overload(call)
         def _call(token, *args):
-            if not isinstance(token, TokenType) or token.table != table.name:
+            if not (isinstance(token, StaticType) and isinstance(token.value, Token)
+                    and token.value.table == table.name):
                 return None
-            fn = table.functions[token.entry]
+            fn = table.functions[token.value.name]
 
             def impl(token, *args):
                 return fn(*args)

@@ -106,14 +106,28 @@ def _parse_checked(record: str) -> Record:
     return Record(kinds, counts)
 
 
+#: byte -> operation code, for `_parse_plain` (only the five letters occur in a plain record)
+_CODE_OF_BYTE = np.zeros(256, np.int64)
+for _letter, _code in OPERATION_CODES.items():
+    _CODE_OF_BYTE[ord(_letter)] = _code
+
+
 def _parse_plain(record: str) -> Record | None:
     """`parse` of a record matching `PLAIN_RECORD` whose pieces' numbers add up to at most 100 (the
-    records the solvers write); None for any other, which `parse`'s loop reads and explains."""
+    records the solvers write), read by array operations over its bytes; None for any other, which
+    `parse`'s loop reads and explains."""
     if PLAIN_RECORD.fullmatch(record) is None:
         return None
-    ops = record.split(",")
-    kinds = np.fromiter((OPERATION_CODES[op[0]] for op in ops), np.int64, len(ops))
-    counts = np.fromiter((int(op[1:]) if len(op) > 1 else 0 for op in ops), np.int64, len(ops))
+    b = np.frombuffer(record.encode("ascii"), np.uint8)
+    commas = np.flatnonzero(b == ord(","))
+    starts = np.concatenate(([0], commas + 1))
+    ends = np.concatenate((commas, [b.size]))
+    kinds = _CODE_OF_BYTE[b[starts]]
+    # a number's digits, each times 10 ** (its place from the number's end); the pattern allows at
+    # most three significant digits after the leading zeros, so places above 2 hold zeros only
+    digit = np.where((b >= ord("0")) & (b <= ord("9")), b.astype(np.int64) - ord("0"), 0)
+    place = np.clip(np.repeat(ends, ends - starts + 1)[: b.size] - 1 - np.arange(b.size), 0, 3)  # commas: 0
+    counts = np.add.reduceat(digit * (10 ** place), starts)
     piece = np.cumsum(kinds == OP_N) - 1
     if np.bincount(piece, weights=counts).max(initial=0) > MAX_STEPS_PER_PIECE:
         return None

@@ -52,7 +52,8 @@ class EvaluatorError(ValueError):
 
 class EvaluatorSpec(NamedTuple):
     """An evaluator as the kernels read it, one column per registered feature (`registry.names`):
-    ``kind`` (the registry and tie-break the kernels are compiled for); ``terms``, one read-only
+    ``kind`` (the registry, tie-break and layout the kernels are compiled for: which features are
+    weighed, delta or not, through a table or not, see `registry.Kind`); ``terms``, one read-only
     float64 array whose rows are named in `registry` (``WEIGHT``, ``ACTIVE`` (1: the feature is
     used), ``DELTA`` (1: minus the parent's value), ``TABLE_LEN`` (0: no step table), then the
     tables' K thresholds and K values from row ``TABLE``); ``reads_parent``: some delta feature reads
@@ -270,7 +271,9 @@ class Evaluator:
                     terms[registry.TABLE + j, i] = t
                     terms[registry.TABLE + k + j, i] = v
         terms.setflags(write=False)
-        return EvaluatorSpec(registry.kind(self.tie_break), terms, bool(terms[registry.DELTA].any()))
+        layout = [registry.Term(int(i), bool(terms[registry.DELTA, i]), bool(terms[registry.TABLE_LEN, i]))
+                  for i in np.flatnonzero(terms[registry.ACTIVE])]
+        return EvaluatorSpec(registry.kind(self.tie_break, layout), terms, bool(terms[registry.DELTA].any()))
 
     def value(self, parent, locked, cleared, cells, x, y, lines, points, width) -> float:
         """The value of one placement (see `registry.evaluate`); computes the parent's values too."""

@@ -14,24 +14,29 @@ evaluator's weight vector (registration order, `names`), the evaluator kernels (
 the YAML validation (a name must be registered), and the docs' feature table (`table`).
 
 How the kernels follow the registry: an evaluator's `EvaluatorSpec` carries a `Kind` token whose
-numba type names a digest of the registry (names, kernels and their sources) and the tie-break. The
-kernels are numba overloads whose code is generated from the registry of that digest when a kernel
-calling them is compiled, so every policy kernel is compiled (and cached on disk) once per registry:
-registering a feature compiles afresh, and the same registry loads from the cache.
+numba type names a digest of the registry (names, kernels and their sources), the tie-break and the
+evaluator's layout (the features it weighs, each plain, delta or through a table). The kernels are
+numba overloads whose code is generated from the registry of that digest and that layout when a
+kernel calling them is compiled: `evaluate` calls the weighed features' kernels only, with no test
+per registered feature. So every policy kernel is compiled (and cached on disk) once per registry
+and evaluator layout: registering a feature or weighing another one compiles afresh, new weights
+(a tuner's candidates) do not, and a known layout loads from the cache.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 import numpy as np
-from numba import njit, types
-from numba.core import cgutils  # noqa: F401  (imported for numba's extension machinery)
+from numba import njit
 from numba.core.dispatcher import Dispatcher
-from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
+from numba.extending import overload
+
+from engine.dispatch import Static
 
 BOARD = "board"
 PLACEMENT = "placement"
@@ -265,61 +270,59 @@ def top_row(board):
 
 
 # ------------------------------------------------------------------------------------------------
-# The token that ties a spec to its registry
+# The token that ties a spec to its registry and its layout
 
 
-class KindType(types.Type):
-    """numba type of a `Kind`: its name holds the registry digest and the tie-break, so a kernel
-    compiled for one registry is never reused for another (numba's cache keys on argument types)."""
+class Term(NamedTuple):
+    """One feature an evaluator weighs, as its kernels are compiled for it: the feature's ``slot``
+    (`names` order), whether its value is taken minus the parent's (``delta``) and whether it
+    goes through a step table (``table``). The weight and the table's numbers are data."""
 
-    def __init__(self, digest: str, tie: str):
-        self.digest = digest
-        self.tie = tie
-        super().__init__(name=f"EvaluatorKind({digest}, {tie})")
+    slot: int
+    delta: bool
+    table: bool
+
+    def __str__(self):
+        return f"{self.slot}{'d' if self.delta else ''}{'t' if self.table else ''}"
 
 
-class Kind:
-    """Which registry (``digest``) an evaluator's slots follow, and its tie-break."""
+class Kind(Static):
+    """Which registry (``digest``) an evaluator's slots follow, its tie-break, and its ``layout``:
+    the `Term` of each feature it weighs, in slot order. The kernels are compiled for a kind (a
+    `Static`): an evaluator's structure (which features, delta or not, table or not) is code, its
+    weights and tables are data, so tuning weights never recompiles and a kernel computes only the
+    features its evaluator weighs."""
 
-    __slots__ = ("digest", "tie")
+    __slots__ = ("digest", "tie", "layout")
 
-    def __init__(self, digest: str, tie: str):
-        self.digest = digest
-        self.tie = tie
+    def __init__(self, digest: str, tie: str, layout: tuple[Term, ...] = ()):
+        super().__init__(digest, tie, tuple(Term(*t) for t in layout))
 
-    def __eq__(self, other):
-        return isinstance(other, Kind) and (self.digest, self.tie) == (other.digest, other.tie)
-
-    def __hash__(self):
-        return hash((self.digest, self.tie))
-
-    def __repr__(self):
-        return f"Kind({self.digest!r}, {self.tie!r})"
+    def label(self) -> str:
+        return f"{self.digest}, {self.tie}, {' '.join(map(str, self.layout))}"
 
     def __reduce__(self):
-        return Kind, (self.digest, self.tie)
-
-
-@typeof_impl.register(Kind)
-def _typeof_kind(val, c):
-    return KindType(val.digest, val.tie)
-
-
-register_model(KindType)(models.OpaqueModel)
-
-
-@unbox(KindType)
-def _unbox_kind(typ, obj, c):
-    return NativeValue(c.context.get_dummy_value())
+        return Kind, (self.digest, self.tie, tuple(tuple(t) for t in self.layout))
 
 
 def _source_digest(fn) -> str:
+    """A digest naming ``fn``'s source: its module, name and line in the file holding it, and that
+    file's text (hashed once per file: editing a feature's file gives every feature there a new
+    digest, which costs a recompile, never a stale kernel)."""
     py = fn.py_func
+    code = py.__code__
+    text = _file_digest(code.co_filename) or repr(code.co_code) + repr(code.co_consts)
+    return hashlib.sha1(f"{py.__module__}.{py.__qualname__}:{code.co_firstlineno}\n{text}".encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _file_digest(filename: str) -> str | None:
+    """The digest of a source file's bytes (None when it cannot be read: code made by ``exec``)."""
     try:
-        src = inspect.getsource(py)
-    except (OSError, TypeError):
-        src = repr(py.__code__.co_code)
-    return hashlib.sha1(f"{py.__module__}.{py.__qualname__}\n{src}".encode()).hexdigest()
+        with open(filename, "rb") as f:
+            return hashlib.sha1(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def digest() -> str:
@@ -335,12 +338,17 @@ def digest() -> str:
     return _digest
 
 
-def kind(tie: str | None) -> Kind:
-    """The `Kind` of an evaluator with tie-break ``tie`` (None: ``none``) under the current registry."""
+def kind(tie: str | None, layout: tuple[Term, ...] = ()) -> Kind:
+    """The `Kind` of an evaluator with tie-break ``tie`` (None: ``none``) weighing the features of
+    ``layout`` (`Term`s, in slot order), under the current registry."""
     tie = tie or "none"
     if tie not in _TIE_BREAKS:
         raise RegistryError(f"unknown tie-break {tie!r} (known: {', '.join(_TIE_BREAKS)})")
-    return Kind(digest(), tie)
+    layout = tuple(sorted(Term(*t) for t in layout))
+    slots = [t.slot for t in layout]
+    if len(set(slots)) != len(slots) or any(not 0 <= i < len(_FEATURES) for i in slots):
+        raise RegistryError(f"a layout names each registered feature's slot at most once, got {slots}")
+    return Kind(digest(), tie, layout)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -396,62 +404,64 @@ def term(i, value, parent_values, spec):
     return terms[WEIGHT, i] * v
 
 
-def _spec_kind(spec) -> KindType:
+def _spec_kind(spec) -> Kind:
+    """The `Kind` a spec's numba type carries."""
     fields = dict(zip(spec.fields, spec.types))
-    return fields["kind"]
+    return fields["kind"].value
 
 
-def _groups(features: tuple[Feature, ...]) -> list[tuple[Feature, list[tuple[int, Feature]]]]:
-    """Features in slot order grouped by kernel: (first feature, [(slot, feature), ...])."""
+def _groups(features: tuple[Feature, ...], slots=None) -> list[tuple[Feature, list[tuple[int, Feature]]]]:
+    """Features in slot order (only ``slots`` when given) grouped by kernel: (first feature,
+    [(slot, feature), ...])."""
     groups: dict[int, tuple[Feature, list]] = {}
     for slot, f in enumerate(features):
-        groups.setdefault(id(f.kernel), (f, []))[1].append((slot, f))
+        if slots is None or slot in slots:
+            groups.setdefault(id(f.kernel), (f, []))[1].append((slot, f))
     return list(groups.values())
 
 
-def _source(features: tuple[Feature, ...], what: str) -> tuple[str, dict]:
+def _value(f: Feature) -> str:
+    return "v" if f.output is None else f"v[{f.output}]"
+
+
+def _source(features: tuple[Feature, ...], what: str, layout: tuple[Term, ...] = ()) -> tuple[str, dict]:
     """Python source of one generated kernel (``evaluate``, ``board_values`` or ``feature_vector``)
-    for ``features``, and its globals."""
-    env = {"term": term, "top_row": top_row, "np": np, "ACTIVE": ACTIVE, "DELTA": DELTA}
+    for ``features`` and an evaluator's ``layout`` (the features ``evaluate`` weighs and
+    ``board_values`` computes for a parent), and its globals."""
+    env = {"term": term, "top_row": top_row, "np": np, "WEIGHT": WEIGHT}
     kernels: dict[int, str] = {}
     for f in features:
         kernels.setdefault(id(f.kernel), f"k{len(kernels)}")
         env[kernels[id(f.kernel)]] = f.kernel
+    terms = {t.slot: t for t in layout}
     body: list[str] = []
     if what == "evaluate":
-        body += ["    active = spec.terms[ACTIVE]", "    total = 0.0", "    board = p.board", "    width = p.width",
-                 "    top = top_row(board)"]
-        for first, members in _groups(features):
+        body += ["    w = spec.terms[WEIGHT]", "    total = 0.0"]
+        groups = _groups(features, terms)
+        if any(first.kind == BOARD for first, _ in groups):
+            body += ["    board = p.board", "    width = p.width", "    top = top_row(board)"]
+        for first, members in groups:
             k = kernels[id(first.kernel)]
-            if first.kind == PLACEMENT:
-                for slot, _ in members:
-                    body.append(f"    if active[{slot}] != 0.0:")
-                    body.append(f"        total += term({slot}, {k}(p), parent_values, spec)")
-                continue
-            cond = " or ".join(f"active[{slot}] != 0.0" for slot, _ in members)
-            body.append(f"    if {cond}:")
-            body.append(f"        v = {k}(board, width, top)")
+            if first.kind == BOARD:
+                body.append(f"    v = {k}(board, width, top)")
             for slot, f in members:
-                value = "v" if f.output is None else f"v[{f.output}]"
-                body.append(f"        if active[{slot}] != 0.0:")
-                body.append(f"            total += term({slot}, {value}, parent_values, spec)")
+                value = f"{k}(p)" if first.kind == PLACEMENT else _value(f)
+                t = terms[slot]
+                if t.delta or t.table:
+                    body.append(f"    total += term({slot}, {value}, parent_values, spec)")
+                else:
+                    body.append(f"    total += w[{slot}] * np.float64({value})")
         body.append("    return total")
         head = "def generated(p, parent_values, spec):"
     elif what == "board_values":
-        body += ["    top = top_row(board)"]
-        for slot in range(len(features)):
-            body.append(f"    out[{slot}] = 0.0")
-        for first, members in _groups(features):
-            if first.kind == PLACEMENT:
-                continue
-            k = kernels[id(first.kernel)]
-            cond = " or ".join(f"(spec.terms[ACTIVE, {slot}] != 0.0 and spec.terms[DELTA, {slot}] != 0.0)"
-                               for slot, _ in members)
-            body.append(f"    if {cond}:")
-            body.append(f"        v = {k}(board, width, top)")
+        body += ["    out[:] = 0.0"]
+        groups = [g for g in _groups(features, {t.slot for t in layout if t.delta}) if g[0].kind == BOARD]
+        if groups:
+            body += ["    top = top_row(board)"]
+        for first, members in groups:
+            body.append(f"    v = {kernels[id(first.kernel)]}(board, width, top)")
             for slot, f in members:
-                value = "v" if f.output is None else f"v[{f.output}]"
-                body.append(f"        out[{slot}] = {value}")
+                body.append(f"    out[{slot}] = {_value(f)}")
         head = "def generated(board, width, spec, out):"
     else:  # feature_vector
         body += ["    board = p.board", "    width = p.width", "    top = top_row(board)"]
@@ -463,22 +473,26 @@ def _source(features: tuple[Feature, ...], what: str) -> tuple[str, dict]:
                 continue
             body.append(f"    v = {k}(board, width, top)")
             for slot, f in members:
-                body.append(f"    out[{slot}] = {'v' if f.output is None else f'v[{f.output}]'}")
+                body.append(f"    out[{slot}] = {_value(f)}")
         head = "def generated(p, spec, out):"
     return "\n".join([head, *body]) + "\n", env
 
 
-def source(what: str = "evaluate") -> str:
-    """The generated source of a kernel for the current registry (for reading and debugging)."""
-    return _source(tuple(_FEATURES.values()), what)[0]
+def source(what: str = "evaluate", layout: tuple[Term, ...] | None = None) -> str:
+    """The generated source of a kernel for the current registry and ``layout`` (default: every
+    feature weighed plainly), for reading and debugging."""
+    if layout is None:
+        layout = tuple(Term(i, False, False) for i in range(len(_FEATURES)))
+    return _source(tuple(_FEATURES.values()), what, layout)[0]
 
 
-def _generated(what: str, kind_type: KindType):
-    features = _SNAPSHOTS.get(kind_type.digest)
+def _generated(what: str, kind: Kind):
+    features = _SNAPSHOTS.get(kind.digest)
     if features is None:
-        raise RegistryError(f"no feature registry with digest {kind_type.digest} in this process")
-    text, env = _source(features, what)
-    exec(compile(text, f"<evaluators.registry: {what} for {kind_type.digest}>", "exec"), env)
+        raise RegistryError(f"no feature registry with digest {kind.digest} in this process")
+    text, env = _source(features, what, kind.layout)
+    name = f"<evaluators.registry: {what} for {kind.label()}>"
+    exec(compile(text, name, "exec"), env)
     return env["generated"]
 
 

@@ -9,15 +9,17 @@ project's replayer.
 """
 
 from . import registry
-from ._base import Policy, Progress
-from .config import BacksearchConfig, BeamConfig, GreedyConfig, LookaheadConfig, ProfileDPConfig, SolverConfig
-from .record import RecordMismatch, attach_record
-from .registry import RegistryError, register
-from .result import SolveResult
-from .solve import default_pieces, solve
-from .threshold import Threshold
 
-registry.discover(__name__)  # every policy module registers its policy
+with registry.assembling_once():  # `SolverConfig` assembled once, when every policy is in
+    from ._base import Policy, Progress
+    from .config import BacksearchConfig, BeamConfig, GreedyConfig, LookaheadConfig, ProfileDPConfig, SolverConfig
+    from .record import RecordMismatch, attach_record
+    from .registry import RegistryError, register
+    from .result import SolveResult
+    from .solve import default_pieces, solve
+    from .threshold import Threshold
+
+    registry.discover(__name__)  # every policy module registers its policy
 
 __all__ = [
     "BacksearchConfig", "BeamConfig", "GreedyConfig", "LookaheadConfig", "Policy", "ProfileDPConfig", "Progress",

@@ -29,6 +29,7 @@ public module of a package: a policy module is found by being there.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from pydantic import BaseModel
 
 from . import config
 
-#: while `discover` imports a package, registrations leave assembling `SolverConfig` to its end
+#: within `assembling_once` (`discover`), registrations leave assembling `SolverConfig` to its end
 _deferred = 0
 
 #: the package whose policies are the project's own (the configuration reference documents them)
@@ -127,20 +128,28 @@ def unregister(name: str) -> None:
     _assemble()
 
 
-def discover(package: str) -> None:
-    """Import every public module of ``package`` (names not starting with ``_``; subpackages
-    included, each discovering its own), so that the policies they define register themselves.
-    `SolverConfig` is assembled once, when the last of them is in (a pydantic model build costs
-    more than the rest of a registration)."""
+@contextlib.contextmanager
+def assembling_once():
+    """Within the block, registrations leave assembling `SolverConfig` to its end, where it is
+    assembled once (a pydantic model build costs more than the rest of a registration); blocks
+    may nest."""
     global _deferred
     _deferred += 1
     try:
-        for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-            if not module.name.startswith("_"):
-                importlib.import_module(f"{package}.{module.name}")
+        yield
     finally:
         _deferred -= 1
     _assemble()
+
+
+def discover(package: str) -> None:
+    """Import every public module of ``package`` (names not starting with ``_``; subpackages
+    included, each discovering its own), so that the policies they define register themselves;
+    `SolverConfig` is assembled once, when the last of them is in."""
+    with assembling_once():
+        for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            if not module.name.startswith("_"):
+                importlib.import_module(f"{package}.{module.name}")
 
 
 def _entry(cls, settings) -> Entry:

@@ -10,7 +10,7 @@ from numba import njit
 import evaluators as E
 from engine import GEEK, final_board, lock_copy, placements, scratch
 from engine.board import count_and_clear, from_strings, place
-from evaluators import Placement, board_values, evaluate, feature_vector, registry
+from evaluators import Placement, RegistryError, board_values, evaluate, feature_vector, registry
 from evaluators.evaluator import FeatureTerm
 from evaluators.registry import index, known_names
 
@@ -409,8 +409,19 @@ def test_spec_arrays():
     spec = ev.spec
     kind, w, active, delta, tx, ty, tlen = (spec.kind, spec.weights, spec.active, spec.delta, spec.table_x,
                                             spec.table_y, spec.table_len)
-    assert kind == registry.kind(None) and kind.digest == registry.digest()
-    assert E.load_evaluator("pierre_dellacherie").spec.kind == registry.kind("pd_priority")
+    assert kind.digest == registry.digest() and kind.tie == "none"
+    # the layout: the weighed features in slot order, each plain, delta or through a table
+    terms = {name: (registry.index(name), t.delta, t.table is not None) for name, t in ev.weights.items()}
+    assert kind.layout == tuple(sorted(registry.Term(*t) for t in terms.values()))
+    assert kind == registry.kind(None, [registry.Term(*t) for t in reversed(list(terms.values()))])
+    assert kind != registry.kind(None)
+    pd = E.load_evaluator("pierre_dellacherie")
+    assert pd.spec.kind == registry.kind("pd_priority", pd.spec.kind.layout)
+    assert pd.with_weights({"holes": -1}).spec.kind == pd.spec.kind        # new weights: the same kernels
+    assert pd.with_weights({"bumpiness": -1}).spec.kind != pd.spec.kind    # another feature: its own
+    assert pickle.loads(pickle.dumps(kind)) == kind
+    with pytest.raises(RegistryError, match="at most once"):
+        registry.kind(None, [registry.Term(1, False, False), registry.Term(1, True, False)])
     n = len(registry.names())
     assert (w.shape, active.shape, delta.shape, tlen.shape) == ((n,), (n,), (n,), (n,))
     assert tx.shape == ty.shape == (n, 4)

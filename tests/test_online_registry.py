@@ -13,7 +13,7 @@ from engine.lock import spawn_state
 from engine.movegen import placements_into
 from evaluators import board_values, priority
 from experiments.config import ConfigError
-from experiments.reference import markdown
+from experiments.reference import configuration_reference
 from experiments.solve import load_online_policy, load_solver_config
 from solver import SolverConfig, registry, solve
 from solver._base import best_first, value_child
@@ -131,7 +131,7 @@ def test_the_game_loop_compiles_a_policy_from_elsewhere_afresh():
 
 
 def test_the_reference_documents_the_projects_policies_only():
-    text = markdown()
+    text = configuration_reference()
     assert "`ranked" not in text and "`mcts.simulations`" in text and "`preview.keep`" in text
 
 

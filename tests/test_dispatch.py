@@ -1,0 +1,68 @@
+"""Compile-time choices: a `Static` value travels into kernels as its numba type; a `FunctionTable`
+picks its entry by a token when the calling kernel is compiled."""
+
+import pickle
+
+import pytest
+from numba import njit, typeof
+
+from engine.dispatch import FunctionTable, Static, StaticType, Token
+
+SQUARES = FunctionTable("test.squares")
+
+
+@SQUARES.register("square")
+@njit
+def square(x):
+    return x * x
+
+
+@SQUARES.register("cube")
+@njit
+def cube(x):
+    return x * x * x
+
+
+apply_entry = SQUARES.call
+
+
+@njit
+def apply_twice(token, x):
+    return apply_entry(token, apply_entry(token, x))
+
+
+class Pair(Static):
+    __slots__ = ("a", "b")
+
+
+def test_a_token_picks_its_entry_per_compiled_kernel():
+    assert apply_twice(SQUARES.token("square"), 3) == 81
+    assert apply_twice(SQUARES.token("cube"), 2) == 512
+    assert len(apply_twice.signatures) == 2  # one compiled kernel per choice
+    assert SQUARES.names() == ("square", "cube")
+    with pytest.raises(ValueError, match=r"test\.squares: unknown 'quartic' \(known: square, cube\)"):
+        SQUARES.token("quartic")
+
+
+def test_registration_is_checked():
+    with pytest.raises(ValueError, match="'square' is registered already"):
+        SQUARES.register("square")(cube)
+    with pytest.raises(TypeError, match="must be a numba function"):
+        SQUARES.register("plain")(lambda x: x)
+    with pytest.raises(ValueError, match="exists already"):
+        FunctionTable("test.squares")
+
+
+def test_a_static_value_is_its_fields():
+    p = Pair(1, "x")
+    assert (p.a, p.b, p.fields()) == (1, "x", (1, "x"))
+    assert p == Pair(1, "x") and hash(p) == hash(Pair(1, "x")) and p != Pair(2, "x")
+    assert Token("t", "n") != Pair("t", "n")  # another class: another value
+    assert pickle.loads(pickle.dumps(p)) == p
+    with pytest.raises(AttributeError, match="immutable"):
+        p.a = 2
+    with pytest.raises(ValueError):
+        Pair(1)  # every field is given
+    t = typeof(p)
+    assert isinstance(t, StaticType) and t.value == p and str(t) == "Pair(1, x)"
+    assert typeof(Pair(1, "x")) == t and typeof(Pair(2, "x")) != t
