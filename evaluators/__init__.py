@@ -2,7 +2,7 @@
 YAML presets.
 
 - `registry`: how a feature or a tie-break is declared (`board_feature`, `board_features`,
-  `placement_feature`, `tie_break`) and everything derived from the declarations (names and slots,
+  `row_feature`, `placement_feature`, `tie_break`) and everything derived from the declarations (names and slots,
   the generated kernels `evaluate` / `board_values` / `feature_vector` / `priority`, the docs' table);
 - `features`: the built-in features and tie-breaks;
 - `evaluator`: the `Evaluator` (YAML, validated by pydantic <-> weights <-> `EvaluatorSpec`) and
@@ -34,11 +34,13 @@ from .registry import (
     feature_vector,
     placement_feature,
     priority,
+    row_feature,
     tie_break,
 )
 
 __all__ = [
     "Evaluator", "EvaluatorError", "EvaluatorFile", "EvaluatorSpec", "FeatureTerm", "PRESETS_DIR", "Placement",
     "RegistryError", "board_feature", "board_features", "board_values", "evaluate", "feature_vector",
-    "from_dict", "load_evaluator", "placement_feature", "preset_names", "priority", "registry", "tie_break",
+    "from_dict", "load_evaluator", "placement_feature", "preset_names", "priority", "registry", "row_feature",
+    "tie_break",
 ]

@@ -4,7 +4,9 @@ Boards are the engine's: a numpy ``uint16`` array of ``height`` rows, row ``y = 
 bit ``x`` of row ``y`` set when cell (x, y) is occupied; ``width`` is given separately. Every
 kernel works on whole rows as int64 bit masks (shifts, masks, `engine.board.popcount`), never cell by
 cell. A board feature is ``f(board, width, top)``, ``top`` the first occupied row (``height`` for an
-empty board; every row above it is empty). Terms used below:
+empty board; every row above it is empty); a row feature is ``f(row, above, width)`` summed over the
+rows (``above``: the rows above OR-ed together), and an evaluator computes all those it weighs in
+one pass. Terms used below:
 
 - *column height*: ``height - y`` where ``y`` is the row of the column's top occupied cell; 0 for an
   empty column. A flat stack one row high has height 1 in every column.
@@ -29,7 +31,7 @@ from numba.extending import intrinsic
 
 from engine.board import popcount, run_fill
 
-from .registry import board_feature, board_features, placement_feature, tie_break
+from .registry import board_feature, board_features, placement_feature, row_feature, tie_break
 
 #: Rows a board may have at most here (the engine's rules allow 4..60).
 MAX_HEIGHT = 64
@@ -164,29 +166,19 @@ def points_gained(p):
 # Board features
 
 
-@board_feature
-def row_transitions(board, width, top):
+@row_feature
+def row_transitions(row, above, width):
     """Per row, horizontally adjacent cells that differ, the walls counting as occupied cells (an
     empty row counts 2), summed over all rows (Pierre Dellacherie)."""
-    inner = (1 << (width + 1)) - 1
-    walls = 1 | (1 << (width + 1))
-    n = 2 * top
-    for y in range(top, board.shape[0]):
-        e = (np.int64(board[y]) << 1) | walls
-        n += popcount((e ^ (e >> 1)) & inner)
-    return n
+    e = (row << 1) | 1 | (1 << (width + 1))  # the row between its walls
+    return popcount((e ^ (e >> 1)) & ((1 << (width + 1)) - 1))
 
 
-@board_feature
-def interior_row_transitions(board, width, top):
+@row_feature
+def interior_row_transitions(row, above, width):
     """Per row, adjacent cells (x, x + 1), x = 0..width-2, of which one is occupied and the other
     empty (walls not counted; an empty or a full row counts 0), summed over all rows."""
-    m = (1 << (width - 1)) - 1
-    n = 0
-    for y in range(top, board.shape[0]):
-        r = np.int64(board[y])
-        n += popcount((r ^ (r >> 1)) & m)
-    return n
+    return popcount((row ^ (row >> 1)) & ((1 << (width - 1)) - 1))
 
 
 @board_feature
@@ -206,23 +198,16 @@ def column_transitions(board, width, top):
     return n + popcount(prev ^ full)
 
 
-@board_feature
-def occupied_cells(board, width, top):
+@row_feature
+def occupied_cells(row, above, width):
     """Occupied cells."""
-    n = 0
-    for y in range(top, board.shape[0]):
-        n += popcount(np.int64(board[y]))
-    return n
+    return popcount(row)
 
 
-@board_feature
-def occupied_rows(board, width, top):
+@row_feature
+def occupied_rows(row, above, width):
     """Rows holding at least one occupied cell."""
-    n = 0
-    for y in range(top, board.shape[0]):
-        if board[y] != 0:
-            n += 1
-    return n
+    return 1 if row != 0 else 0
 
 
 @board_feature
@@ -271,24 +256,17 @@ def wells(board, width, top):
     return n
 
 
-@board_feature
-def rows_with_holes(board, width, top):
+@row_feature
+def rows_with_holes(row, above, width):
     """Rows holding at least one hole (an empty cell with an occupied cell above it)."""
-    cover = 0
-    rows = 0
-    for y in range(top, board.shape[0]):
-        r = np.int64(board[y])
-        if cover & ~r != 0:
-            rows += 1
-        cover |= r
-    return rows
+    return 1 if above & ~row != 0 else 0
 
 
-@board_feature(aliases=("covered_empty_cells",))
-def holes(board, width, top):
+@row_feature(aliases=("covered_empty_cells",))
+def holes(row, above, width):
     """Holes: empty cells with at least one occupied cell anywhere above them in the same column
     (alias ``covered_empty_cells``, the 1,395,326 solution's name)."""
-    return count_holes(board, width, top)
+    return popcount(above & ~row)
 
 
 @board_features(

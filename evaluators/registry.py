@@ -4,8 +4,11 @@ decorator; everything else is derived from the declarations.
 A *board feature* is one numba function ``f(board, width, top)`` of the board after the lock and the
 clear (``top``: its first occupied row, ``height`` when empty; every feature starts there, so the
 evaluator computes it once), registered with `board_feature`; one kernel that measures several
-features in one pass returns a tuple and is registered with `board_features`. A *placement feature*
-is a function ``f(p)`` of the lock itself, ``p`` a `Placement`, registered with `placement_feature`.
+features in one pass returns a tuple and is registered with `board_features`. A *row feature* is a
+function ``f(row, above, width)`` summed over the board's rows, registered with `row_feature`: the
+generated `evaluate` computes every row feature an evaluator weighs in one pass over the rows. A
+*placement feature* is a function ``f(p)`` of the lock itself, ``p`` a `Placement`, registered with
+`placement_feature`.
 The function's docstring (its first paragraph) is the feature's description.
 
 Registration is all it takes. From the registry come: the feature names and their slots in an
@@ -64,7 +67,8 @@ class Placement(NamedTuple):
 @dataclass(frozen=True)
 class Feature:
     """A registered feature: its ``kernel`` (a numba function), ``output`` (the index into the tuple a
-    multi-feature kernel returns, None for one value), its one-paragraph ``doc`` and ``aliases``."""
+    multi-feature kernel returns, None for one value), its one-paragraph ``doc`` and ``aliases``;
+    for a row feature, ``row`` is its function of one row (``kernel`` sums it over a board)."""
 
     name: str
     kind: str
@@ -72,6 +76,7 @@ class Feature:
     output: int | None
     doc: str
     aliases: tuple[str, ...] = ()
+    row: Dispatcher | None = None
 
 
 _FEATURES: dict[str, Feature] = {}
@@ -134,6 +139,40 @@ def board_feature(fn: Callable | None = None, *, name: str | None = None, aliase
         return kernel
 
     return wrap(fn) if fn is not None else wrap
+
+
+def row_feature(fn: Callable | None = None, *, name: str | None = None, aliases: tuple[str, ...] = ()):
+    """Register ``fn(row, above, width)`` as the board feature ``name`` (default: the function's
+    name) whose value is the sum of ``fn`` over the board's rows, top to bottom: ``row`` the row's
+    cells and ``above`` those of every row above it OR-ed together (int64 bit masks; the rows above
+    the first occupied one are empty, each adding ``fn(0, 0, width)``). An evaluator computes all
+    the row features it weighs in one pass over the rows. Returns the numba function of one row."""
+
+    def wrap(f):
+        _check_arity(f, 3, "a row feature (row, above, width)")
+        row = _jit(f)
+        _add(Feature(name or row.py_func.__name__, BOARD, _row_sum(row), None, _doc(f), tuple(aliases), row))
+        return row
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _row_sum(row):
+    """The board kernel ``(board, width, top)`` of the row feature ``row`` (compiled into the kernels
+    calling it, which are cached)."""
+
+    @njit
+    def row_sum(board, width, top):
+        zero = np.int64(0)
+        total = top * row(zero, zero, width)  # the empty rows above the first occupied one
+        above = zero
+        for y in range(top, board.shape[0]):
+            r = np.int64(board[y])
+            total += row(r, above, width)
+            above |= r
+        return total
+
+    return row_sum
 
 
 def board_features(**docs: str):
@@ -332,7 +371,7 @@ def digest() -> str:
     if _digest is None:
         h = hashlib.sha1()
         for f in _FEATURES.values():
-            h.update(f"{f.name}|{f.kind}|{f.output}|{_source_digest(f.kernel)}\n".encode())
+            h.update(f"{f.name}|{f.kind}|{f.output}|{_source_digest(f.row or f.kernel)}\n".encode())
         _digest = h.hexdigest()[:16]
         _SNAPSHOTS[_digest] = tuple(_FEATURES.values())
     return _digest
@@ -440,12 +479,25 @@ def _source(features: tuple[Feature, ...], what: str, layout: tuple[Term, ...] =
         groups = _groups(features, terms)
         if any(first.kind == BOARD for first, _ in groups):
             body += ["    board = p.board", "    width = p.width", "    top = top_row(board)"]
+        rows = [(slot, f) for first, members in groups for slot, f in members if f.row is not None]
+        if rows:  # every row feature weighed, in one pass over the rows
+            zero = "np.int64(0)"
+            for slot, f in rows:
+                env[f"row{slot}"] = f.row
+                body.append(f"    a{slot} = top * row{slot}({zero}, {zero}, width)")
+            body += [f"    above = {zero}", "    for y in range(top, board.shape[0]):",
+                     "        r = np.int64(board[y])"]
+            body += [f"        a{slot} += row{slot}(r, above, width)" for slot, _ in rows]
+            body.append("        above |= r")
         for first, members in groups:
             k = kernels[id(first.kernel)]
-            if first.kind == BOARD:
+            if first.kind == BOARD and first.row is None:
                 body.append(f"    v = {k}(board, width, top)")
             for slot, f in members:
-                value = f"{k}(p)" if first.kind == PLACEMENT else _value(f)
+                if first.kind == PLACEMENT:
+                    value = f"{k}(p)"
+                else:
+                    value = f"a{slot}" if f.row is not None else _value(f)
                 t = terms[slot]
                 if t.delta or t.table:
                     body.append(f"    total += term({slot}, {value}, parent_values, spec)")
@@ -496,7 +548,7 @@ def _generated(what: str, kind: Kind):
     return env["generated"]
 
 
-@overload(evaluate, jit_options={"_nrt": False})
+@overload(evaluate, jit_options={"_nrt": False}, inline="always")
 def _evaluate_overload(p, parent_values, spec):
     return _generated("evaluate", _spec_kind(spec))
 

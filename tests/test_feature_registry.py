@@ -138,6 +138,30 @@ def test_a_policy_plays_with_a_feature_declared_in_a_test_file(top_rows_cells, t
     assert other.record != r.record
 
 
+def test_a_row_feature_is_summed_over_the_rows_and_fused(registry_restored):
+    """A row feature is one function of a row and the rows above it; the evaluator computes every
+    row feature it weighs in one pass (one loop in the generated kernel), with the same value as
+    the feature's own board kernel."""
+    from evaluators import row_feature
+
+    @row_feature
+    def wall_gaps(row, above, width):
+        """Empty cells next to a wall, in every row (empty rows included: 2 each)."""
+        return (1 - (row & 1)) + (1 - ((row >> (width - 1)) & 1))
+
+    assert wall_gaps(np.int64(0b1000000001), np.int64(0), 10) == 0 and wall_gaps(np.int64(0), np.int64(0), 10) == 2
+    # BOARD: 14 empty rows (28), then ......#... (2) .##...#... (2) .#....###. (2) .#.#..#..# (1)
+    # ##.#.###.# (0) ####.##### (0)
+    assert registry.measure("wall_gaps", BOARD, 10) == 28 + 2 + 2 + 2 + 1
+    weights = {"wall_gaps": 3, "holes": -2, "occupied_rows": 5, "bumpiness": -1, "lines_cleared": 7}
+    ev = load_evaluator({"features": weights})
+    want = sum(w * (registry.measure(n, BOARD, 10) if n != "lines_cleared" else 1) for n, w in weights.items())
+    assert ev.value(BOARD, BOARD, BOARD, GEEK.cells[0, 1], 4, 13, 1, 0, 10) == want
+    text = registry.source("evaluate", ev.spec.kind.layout)
+    assert text.count("for y in range") == 1  # wall_gaps, holes and occupied_rows: one pass
+    assert text.count("(board, width, top)") == 1  # bumpiness: its own board kernel, called once
+
+
 def test_unregistering_removes_the_feature(registry_restored):
     @board_feature
     def full_columns(board, width, top):
