@@ -17,11 +17,13 @@ as it was.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import pickle
 import re
 import secrets
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +106,146 @@ def read_pickle(path: str | Path) -> Any:
     """The object pickled in ``path`` (only for files this program wrote: unpickling runs code)."""
     with open(path, "rb") as f:
         return pickle.load(f)
+
+
+# ------------------------------------------------------------------------------------------------
+# A folder written as one set
+
+
+#: free space a new output set needs at least (a 10,000-piece record, its two console lines and a
+#: summary take under 16 MB)
+OUTPUT_MIN_FREE = 32 * 2**20
+
+
+class OutputError(OSError):
+    """An output folder that cannot be written; the message is one line naming it."""
+
+
+class OutputSet:
+    """The files of one output folder, put in place together: a reader (or a process killed at any
+    moment) finds the folder's previous set or the new one, never a mix.
+
+    Made before the work whose results it will hold, so a folder that cannot be written is found
+    at once (`OutputError`): the folder is not a folder, holds files that are not ``owned`` (a
+    set only ever replaces a set of the same kind), its parent cannot be written, or the disk
+    has less than ``min_free`` bytes free. The files are written (`write_text`, `write_json`) into
+    a hidden staging folder beside the target, ``.<name>.<pid>.partial``; `commit` renames it into
+    place (a previous set is moved aside to ``.<name>.<pid>.old`` first, then removed), `discard`
+    removes it. With ``exclusive``, a target that exists is an error (a default folder name must
+    never reuse another run's). A process killed between the two renames of a commit leaves the
+    previous set in its ``.old`` folder: the next `OutputSet` of that target puts it back, and
+    removes the staging folders of processes that are gone."""
+
+    def __init__(self, target: str | Path, owned: frozenset[str], exclusive: bool = False,
+                 min_free: int = OUTPUT_MIN_FREE):
+        self.target = Path(target)
+        self.owned = owned
+        self.exclusive = exclusive
+        try:
+            self._check()
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self._recover()
+            free = shutil.disk_usage(self.target.parent).free
+            if free < min_free:
+                raise OutputError(f"{self.target}: only {free / 2**20:.1f} MB free on its disk, "
+                                  f"{min_free / 2**20:.0f} MB needed")
+            self.staging = self._aside("partial")
+            self.staging.mkdir()
+        except OutputError:
+            raise
+        except OSError as e:
+            raise OutputError(f"{self.target}: cannot write there: {e.strerror or e}") from None
+
+    def _aside(self, what: str, pid: int | None = None) -> Path:
+        return self.target.with_name(f".{self.target.name}.{pid or os.getpid()}.{what}")
+
+    def _check(self) -> None:
+        t = self.target
+        if t.exists() and not t.is_dir():
+            raise OutputError(f"{t}: not a folder")
+        up = next((p for p in t.parents if p.exists()), None)
+        if up is not None and not up.is_dir():
+            raise OutputError(f"{t}: cannot write there: {up} is not a folder")
+        if t.is_dir():
+            if self.exclusive:
+                raise OutputError(f"{t}: exists already")
+            others = sorted(p.name for p in t.iterdir() if p.name not in self.owned)
+            if others:
+                raise OutputError(f"{t}: holds files that are not this program's output ({', '.join(others[:3])}"
+                                  f"{', ...' if len(others) > 3 else ''}); choose another folder")
+
+    def _recover(self) -> None:
+        """Put back a previous set a killed commit left aside; remove dead processes' staging."""
+        parent = self.target.parent
+        for p in parent.glob(f".{glob.escape(self.target.name)}.*.*"):
+            pid, _, what = p.name[len(self.target.name) + 2:].partition(".")
+            if not pid.isdigit() or what not in ("partial", "old") or _alive(int(pid)):
+                continue
+            if what == "old" and not self.target.exists():
+                os.replace(p, self.target)
+            else:
+                shutil.rmtree(p, ignore_errors=True)
+
+    def write_text(self, name: str, text: str) -> None:
+        self._write(name, lambda path: write_text(path, text))
+
+    def write_json(self, name: str, data: Any) -> None:
+        self._write(name, lambda path: write_json(path, data))
+
+    def _write(self, name: str, write) -> None:
+        """Write one file of the set into the staging folder; `OutputError` when it cannot (the
+        staging folder is then removed and the target left as it was)."""
+        if name not in self.owned:
+            raise ValueError(f"{name!r} is not a file of this output set ({', '.join(sorted(self.owned))})")
+        try:
+            write(self.staging / name)
+        except OSError as e:
+            self.discard()
+            raise OutputError(f"{self.target}: cannot write there: {e.strerror or e}") from None
+
+    def commit(self) -> Path:
+        """Put the written files in place of the target's; returns the target. `OutputError` when
+        it cannot (the staging folder is then removed and the target left as it was)."""
+        try:
+            _fsync_dir(self.staging)
+            if self.target.exists():
+                if self.exclusive:
+                    raise OutputError(f"{self.target}: exists already")
+                old = self._aside("old")
+                os.replace(self.target, old)
+                os.replace(self.staging, self.target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(self.staging, self.target)
+            _fsync_dir(self.target.parent)
+        except OSError as e:
+            self.discard()
+            if isinstance(e, OutputError):
+                raise
+            raise OutputError(f"{self.target}: cannot write there: {e.strerror or e}") from None
+        return self.target
+
+    def discard(self) -> None:
+        """Remove the staging folder and whatever was written into it."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -17,6 +17,11 @@ from .movegen import STEP_LETTERS
 
 OP_N = 4  # operation codes: 0..3 are the steps L, R, D, C (engine.movegen), 4 is N
 MAX_STEPS_PER_PIECE = 100
+#: the longest record read (a guard of the replayer, not a contest rule): written without leading
+#: zeros or white space, 10,000 pieces of 100 single steps take 3,020,000 characters
+MAX_RECORD_CHARS = 4_000_000
+#: an operation shown in an error message is cut to this many characters
+SHOWN_CHARS = 24
 
 # JavaScript's String.prototype.trim() removes exactly these (WhiteSpace and LineTerminator).
 JS_WHITESPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -66,6 +71,9 @@ def parse(record: str) -> Record:
     least 1 (leading zeros allowed); 4. a piece's numbers (between two N, or after the last) add up
     to at most 100. Each operation is trimmed of white space first, as the contest does.
     """
+    if len(record) > MAX_RECORD_CHARS:
+        raise RecordError(f"the record is {len(record):,} characters long, more than the {MAX_RECORD_CHARS:,} any "
+                          "record of 10,000 pieces needs")
     plain = _parse_plain(record)
     return plain if plain is not None else _parse_checked(record)
 
@@ -80,7 +88,7 @@ def _parse_checked(record: str) -> Record:
     for i, raw in enumerate(ops):
         op = raw.strip(JS_WHITESPACE)
         m = OPERATION.fullmatch(op)
-        where = f"operation {i + 1} ({op!r})"
+        where = f"operation {i + 1} ({op if len(op) <= SHOWN_CHARS else op[:SHOWN_CHARS] + '...'!r})"
         if m is None:
             raise RecordError(f"{where} is not N, L<k>, R<k>, D<k> or C<k>")
         letter, digits = m.groups()
@@ -93,10 +101,14 @@ def _parse_checked(record: str) -> Record:
             piece_total = 0
             piece_start = i + 1
             continue
-        if not digits or int(digits) < 1:
+        significant = digits.lstrip("0")  # leading zeros are allowed, however many
+        if not significant:
             raise RecordError(f"{where}: {letter} needs a number of at least 1")
+        if len(significant) > len(str(MAX_STEPS_PER_PIECE)):  # too big for a piece (and for int())
+            raise RecordError(f"{where}: the numbers of the piece begun at operation {piece_start} add up to "
+                              f"more than {MAX_STEPS_PER_PIECE}")
         kinds[i] = OPERATION_CODES[letter]
-        counts[i] = int(digits)
+        counts[i] = int(significant)
         piece_total += counts[i]
         if piece_total > MAX_STEPS_PER_PIECE:
             raise RecordError(

@@ -24,13 +24,14 @@ class ConfigError(ValueError):
 
 
 def load_mapping(path: str | Path) -> dict:
-    """The mapping of keys in a YAML configuration file (an empty file is an empty mapping)."""
+    """The mapping of keys in a YAML configuration file. An empty file (or one of comments only) is
+    an error, not every default: ``{}`` says that."""
     try:
         data = load_yaml(path)
     except YamlError as e:
         raise ConfigError(str(e)) from None
     if data is None:
-        return {}
+        raise ConfigError(f"{path}: the file is empty (no keys); write {{}} to mean every default")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the file must hold a mapping of keys, not {type(data).__name__}")
     return data

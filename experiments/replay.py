@@ -3,8 +3,10 @@
     python -m experiments.replay [--json] [--rules geek] FILE...
 
 A FILE holds a plain record or either console line (``game.playRecord('...')`` or
-``axios.post(..., {record: '...'})``); ``-`` reads standard input. Exit status: 0 when every record
-is valid, 1 when any is invalid, 2 when a file cannot be read.
+``axios.post(..., {record: '...'})``); ``-`` reads standard input. A file is read no further than
+`MAX_FILE_CHARS` characters: a longer one is an invalid record (no record of 10,000 pieces needs
+more). Every file is reported, whatever came before it. Exit status: 0 when every record is valid,
+1 when any is invalid, 2 when a file cannot be read.
 """
 
 from __future__ import annotations
@@ -13,15 +15,31 @@ import argparse
 import json
 import sys
 
-from engine import PRESETS, get_rules, replay
+from engine import PRESETS, ReplayResult, get_rules, replay
+from engine.record import MAX_RECORD_CHARS
+
+
+#: the most characters read from a file: the longest record (`MAX_RECORD_CHARS`) and room for the
+#: console line around it; an endless or huge input is read no further
+MAX_FILE_CHARS = MAX_RECORD_CHARS + 1_000
+
+
+class TooLong(ValueError):
+    """A file holding more than `MAX_FILE_CHARS` characters."""
 
 
 def read_text(name: str) -> str:
-    """The text of file ``name`` (``-`` for standard input); OSError/UnicodeDecodeError propagate."""
+    """The text of file ``name`` (``-`` for standard input), read no further than `MAX_FILE_CHARS`
+    (`TooLong` beyond); OSError/UnicodeDecodeError propagate."""
     if name == "-":
-        return sys.stdin.read()
-    with open(name, encoding="utf-8") as f:
-        return f.read()
+        text = sys.stdin.read(MAX_FILE_CHARS + 1)
+    else:
+        with open(name, encoding="utf-8") as f:
+            text = f.read(MAX_FILE_CHARS + 1)
+    if len(text) > MAX_FILE_CHARS:
+        raise TooLong(f"the file holds more than {MAX_FILE_CHARS:,} characters, more than the "
+                      f"{MAX_RECORD_CHARS:,} any record of 10,000 pieces needs")
+    return text
 
 
 def describe(name: str, result) -> str:
@@ -45,13 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     for name in args.files:
         try:
-            text = read_text(name)
+            result = replay(read_text(name), rules)
+        except TooLong as e:
+            result = ReplayResult(False, error=str(e))
         except (OSError, UnicodeDecodeError) as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             print(f"error: cannot read {name}: {reason}", file=sys.stderr)
             status = 2
             continue
-        result = replay(text, rules)
         if args.json:
             print(json.dumps({"file": name, **result.as_dict()}), flush=True)
         else:

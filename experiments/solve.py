@@ -8,6 +8,12 @@ DIR/submit.js (the contest's console lines) and DIR/summary.json, after the proj
 confirmed the record's score. A policy for unknown pieces (one_ply, preview, expect, mcts, ...) plays
 ``online.games`` seeded games instead: DIR/summary.json holds every game's score, pieces and end.
 
+The files are put in place as one set (`engine.files.OutputSet`): the folder holds the complete new
+set, or its previous one, never a mix, even when the process is killed while writing. DIR must be a
+new folder or one holding an earlier solve's files; it is checked before the search (not a folder,
+other files in it, not writable, under 32 MB free: one line, exit status 2, the search not begun).
+The default DIR, ``solves/<config>-<date>-<time>-<pid>``, is never another solve's.
+
 Ctrl-C (or a kill: SIGTERM) once ends the search at the next step with its best path so far,
 which is verified and written like a finished one (``stop: interrupted`` in the summary; exit
 status 130); a second one, or one during online games, stops at once and writes nothing.
@@ -16,6 +22,7 @@ status 130); a second one, or one during online games, stops at once and writes 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -24,7 +31,7 @@ from pathlib import Path
 
 
 from engine import replay_line, upload_line
-from engine.files import write_json, write_text
+from engine.files import OutputError, OutputSet
 from evaluators import EvaluatorError
 from solver import SolverConfig, solve
 from solver.config import EVALUATOR_KEYS
@@ -72,12 +79,24 @@ def check_evaluators(config: SolverConfig, origin: str) -> None:
             raise ConfigError(f"{origin}: {key}: {e}") from None
 
 
-def write_solution(out: Path, result, config: SolverConfig) -> None:
-    """The record, the two console lines and the summary, each written whole."""
-    write_text(out / "record.txt", result.record + "\n")
-    write_text(out / "replay.js", replay_line(result.record) + "\n")
-    write_text(out / "submit.js", upload_line(result.record, result.score) + "\n")
-    write_json(out / "summary.json", {**result.summary(), "config": config.model_dump(mode="json")})
+#: the files a solve writes into its folder (an ``--out`` holding others is refused)
+OUTPUT_FILES = frozenset({"record.txt", "replay.js", "submit.js", "summary.json"})
+
+
+def write_solution(out: OutputSet, result, config: SolverConfig) -> None:
+    """The record, the two console lines and the summary (only the summary for seeded games), put in
+    place as one set."""
+    if result.record is not None:
+        out.write_text("record.txt", result.record + "\n")
+        out.write_text("replay.js", replay_line(result.record) + "\n")
+        out.write_text("submit.js", upload_line(result.record, result.score) + "\n")
+    out.write_json("summary.json", {**result.summary(), "config": config.model_dump(mode="json")})
+    out.commit()
+
+
+def default_out(config_path: str) -> Path:
+    """``solves/<config>-<date>-<time>-<pid>``: two solves started in the same second differ."""
+    return Path("solves") / f"{Path(config_path).stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
 @contextmanager
@@ -107,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config", help="solver YAML or a run's best.yaml")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. beam.width=100")
     parser.add_argument("--pieces", type=int, help="play only the first N pieces")
-    parser.add_argument("--out", type=Path, help="output directory (default: solves/<config>-<time>)")
+    parser.add_argument("--out", type=Path, help="output folder: a new one, or one holding an earlier solve's files, "
+                                                 "which are replaced as a set (default: solves/<config>-<time>-<pid>)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_intermixed_args(argv)
     overrides = list(args.overrides) + ([f"pieces={args.pieces}"] if args.pieces is not None else [])
@@ -115,31 +135,41 @@ def main(argv: list[str] | None = None) -> int:
         config = load_solver_config(args.config, overrides)
         from evaluators import load_evaluator
 
-        evaluator = load_evaluator(config.evaluator)
+        try:
+            evaluator = load_evaluator(config.evaluator)
+        except EvaluatorError as e:
+            raise ConfigError(f"{args.config}: evaluator: {e}") from None
         check_evaluators(config, args.config)
-    except (ConfigError, EvaluatorError) as e:
+        # the output folder is checked (and its staging folder made) before the search, not after it
+        out = OutputSet(args.out or default_out(args.config), OUTPUT_FILES, exclusive=args.out is None)
+    except (ConfigError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = args.out or Path("solves") / f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-    try:  # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
-        with progress_bar(config.policy, shown=not args.quiet) as progress:
-            result = solve(config, progress=progress, evaluator=evaluator, interruptible=True)
-    except KeyboardInterrupt:
-        print("interrupted: nothing written", file=sys.stderr)
-        return 130
-    if not result.pieces:
-        print("error: the policy placed no piece; nothing written", file=sys.stderr)
-        return 1
+    try:
+        try:  # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
+            with progress_bar(config.policy, shown=not args.quiet) as progress:
+                result = solve(config, progress=progress, evaluator=evaluator, interruptible=True)
+        except KeyboardInterrupt:
+            print("interrupted: nothing written", file=sys.stderr)
+            return 130
+        if not result.pieces:
+            print("error: the policy placed no piece; nothing written", file=sys.stderr)
+            return 1
+        try:
+            write_solution(out, result, config)
+        except OutputError as e:
+            print(f"error: {e}; nothing written", file=sys.stderr)
+            return 2
+    finally:
+        out.discard()  # whatever was not committed
     if result.record is None and "games" in result.extra:
         g = result.extra["games"]
-        write_json(out / "summary.json", {**result.summary(), "config": config.model_dump(mode="json")})
         print(f"{len(g['scores'])} games (seeds {g['seeds'][0]}..{g['seeds'][-1]}, cap {g['cap']:,}): mean "
               f"{g['mean']:,.0f}, std {g['std']:,.0f}, min {g['min']:,}, max {g['max']:,}, {g['capped']} capped, "
-              f"{result.pieces:,} pieces in {result.seconds:.1f} s; written to {out}/")
+              f"{result.pieces:,} pieces in {result.seconds:.1f} s; written to {out.target}/")
         return 0
-    write_solution(out, result, config)
     print(f"{result.score:,} points, {result.pieces:,} pieces ({result.end}; {result.stop}) in "
-          f"{result.seconds:.1f} s; verified by the replayer; written to {out}/")
+          f"{result.seconds:.1f} s; verified by the replayer; written to {out.target}/")
     if result.stop == "interrupted":
         print("interrupted: the best path found so far was written", file=sys.stderr)
         return 130

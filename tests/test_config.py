@@ -47,7 +47,12 @@ def test_config_files_are_mappings_and_problems_name_the_file(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("beam: {width: 1e2}\n")
     assert load_mapping(path) == {"beam": {"width": 100.0}}
-    path.write_text("")
+    for empty in ("", "# only a comment\n"):
+        path.write_text(empty)
+        with pytest.raises(ConfigError) as e:
+            load_mapping(path)
+        assert str(e.value) == f"{path}: the file is empty (no keys); write {{}} to mean every default"
+    path.write_text("{}\n")
     assert load_mapping(path) == {}
     path.write_text("- 1\n- 2\n")
     with pytest.raises(ConfigError) as e:

@@ -177,6 +177,63 @@ def test_replay_cli(tmp_path, replays_dir):
     assert run(str(binary)).returncode == 2
 
 
+@pytest.mark.parametrize("count", ["99999999999999999999", "1" + "0" * 5000, "0" * 6000 + "7"])
+def test_a_huge_count_is_an_invalid_record_not_a_crash(count):
+    """A count too big for an int64, or for Python's int() (over 4,300 digits), is a piece whose
+    numbers add up to more than 100; leading zeros alone are allowed, however many."""
+    text = f"N,D{count}"
+    result = replay(text)
+    if count.lstrip("0") == "7":
+        assert result.valid and result.bricks == 1
+        return
+    assert not result.valid
+    assert result.error.startswith("operation 2 ('D") and result.error.endswith("add up to more than 100")
+    assert len(result.error) < 200  # the count is cut in the message
+
+
+def test_a_record_longer_than_any_game_needs_is_refused():
+    """Written without leading zeros, 10,000 pieces of 100 single steps take 3,020,000 characters
+    (N, then 100 operations like ,L1, each piece, the commas between); longer texts are refused
+    before they are read as operations."""
+    from engine.record import MAX_RECORD_CHARS
+
+    longest = ",".join(["N" + ",L1" * 100] * 10_000)
+    assert len(longest) == 3_019_999 < MAX_RECORD_CHARS
+    assert validate(longest) is None
+    result = replay("N," * (MAX_RECORD_CHARS // 2 + 1))
+    assert not result.valid and result.error == (
+        f"the record is {MAX_RECORD_CHARS + 2:,} characters long, more than the {MAX_RECORD_CHARS:,} any record "
+        "of 10,000 pieces needs")
+
+
+@pytest.mark.slow
+def test_replay_cli_batch_goes_on_after_bad_records_and_bounds_its_input(tmp_path, replays_dir):
+    huge = tmp_path / "a.txt"
+    huge.write_text("N,D99999999999999999999")
+    digits = tmp_path / "d20.txt"
+    digits.write_text("N,D" + "9" * 5000)
+    long = tmp_path / "long.txt"
+    long.write_text("N," * 25_000_000)  # 50 MB
+    good = replays_dir / "geek-881026.txt"
+    out = subprocess.run([sys.executable, "-m", "experiments.replay", "--json", str(huge), str(digits), str(long),
+                          str(good)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and out.stderr == ""
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(line["file"], line["valid"]) for line in lines] == [
+        (str(huge), False), (str(digits), False), (str(long), False), (str(good), True)]
+    assert lines[0]["error"].endswith("add up to more than 100")
+    assert "more than the 4,000,000" in lines[2]["error"]
+    assert lines[3]["score"] == 881026
+    # an endless input is read only as far as the bound
+    peak = "[line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM')][0]"
+    zero = subprocess.run([sys.executable, "-c", "import sys; from experiments.replay import main; "
+                           f"code = main(['/dev/zero']); print({peak}); sys.exit(code)"],
+                          capture_output=True, text=True, timeout=60)
+    assert zero.returncode == 1
+    assert "/dev/zero: invalid record: the file holds more than" in zero.stdout
+    assert int(zero.stdout.split()[-1]) < 300_000  # KiB (about 110 MB): the bound, not the endless input
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.just("N"), st.just(" N"), st.just("N1"), st.just("D"), st.just("L0"),
                           st.builds(lambda letter, zeros, k: f"{letter}{'0' * zeros}{k}",
