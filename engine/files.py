@@ -230,6 +230,42 @@ class OutputSet:
         shutil.rmtree(self.staging, ignore_errors=True)
 
 
+class Locked(OSError):
+    """A folder another process holds the lock of; the message is one line naming it and the pid."""
+
+
+class FolderLock:
+    """An exclusive lock on a folder while a process works in it (``with FolderLock(folder): ...``):
+    the file ``<folder>/<name>`` holds the owner's pid, and an advisory ``flock`` on it is held
+    until the block ends or the process dies (the kernel releases it then, even after ``kill -9``).
+    Taking a lock another process holds raises `Locked`."""
+
+    def __init__(self, folder: str | Path, name: str = "lock"):
+        self.path = Path(folder) / name
+        self._fd: int | None = None
+
+    def __enter__(self) -> "FolderLock":
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, NEW_FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise Locked(f"{self.path.parent}: another process (pid {owner}) is working in it; wait for it to end "
+                         "or stop it first") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing releases the flock
+            self._fd = None
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

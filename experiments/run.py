@@ -11,12 +11,19 @@ experiments.solve RUN/best.yaml), fitness.png, run.log and checkpoint.pkl. An in
 evaluations already written back; only ``parallel.*`` may be overridden on resume.
 
 Every configuration problem is found before the run directory is created and reported as one line
-``error: <file>: <key>: <problem>`` (exit status 2).
+``error: <file>: <key>: <problem>`` (exit status 2); so is a ``runs_dir`` that is not a folder,
+cannot be written or has under 32 MB free (nothing is made then). Two runs started in the same
+second get two directories. A process holds ``run.lock`` in its run directory while it works there:
+a ``--resume`` of a run that is still running is refused (exit status 2), and the lock goes with
+the process, however it ends. A resume refuses a run whose files disagree: a checkpoint.pkl that
+cannot be read, or an evaluations.csv lacking rows the checkpoint counts (a damaged, edited or
+deleted file); the message says which and how to go on.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import sys
 import time
@@ -25,10 +32,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.files import write_yaml
+from engine.files import OUTPUT_MIN_FREE, Locked, OutputError, write_yaml
 from engine.validation import problem
 from evaluators import EvaluatorError, load_evaluator
 from optimizers.config import RunConfig
+from optimizers.store import RunDamaged
 from solver import SolverConfig
 
 from .config import ConfigError, apply_overrides, holder, load_mapping, resolve_relative, validate
@@ -167,26 +175,54 @@ def load_run_config(path: str | Path, overrides: list[str] = ()) -> RunConfig:
     return resolve(data, str(path), path.parent)
 
 
-def new_run_dir(config: RunConfig) -> Path:
+#: names tried for a new run directory in one second (``-2``, ``-3``, ...)
+RUN_DIR_ATTEMPTS = 1000
+
+
+def make_run_dir(config: RunConfig) -> Path:
+    """A new run directory ``<runs_dir>/<name>-<YYYYmmdd-HHMMSS>`` (``-2``, ``-3``, ... when taken:
+    each made with an exclusive mkdir, so two runs started in the same second get two). `OutputError`
+    (one line) when ``runs_dir`` is not a folder, cannot be written or has under `OUTPUT_MIN_FREE`
+    free; nothing is made then."""
     root = Path(config.runs_dir)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    run_dir = root / f"{config.name}-{stamp}"
-    n = 2
-    while run_dir.exists():
-        run_dir = root / f"{config.name}-{stamp}-{n}"
-        n += 1
-    return run_dir
+    up = next((p for p in (root, *root.parents) if p.exists()), None)
+    if up is not None and not up.is_dir():
+        raise OutputError(f"runs_dir {root}: {up} is not a folder")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(root).free
+        if free < OUTPUT_MIN_FREE:
+            raise OutputError(f"runs_dir {root}: only {free / 2**20:.1f} MB free on its disk, "
+                              f"{OUTPUT_MIN_FREE / 2**20:.0f} MB needed")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1, RUN_DIR_ATTEMPTS + 1):
+            run_dir = root / (f"{config.name}-{stamp}" + (f"-{n}" if n > 1 else ""))
+            try:
+                run_dir.mkdir()
+                return run_dir
+            except FileExistsError:
+                continue
+        raise OutputError(f"runs_dir {root}: {RUN_DIR_ATTEMPTS} runs named {config.name}-{stamp} exist already")
+    except OutputError:
+        raise
+    except OSError as e:
+        raise OutputError(f"runs_dir {root}: cannot write there: {e.strerror or e}") from None
 
 
 def start(config: RunConfig, quiet: bool = False, on_evaluation=None, run_dir: Path | None = None):
-    """Create the run directory, write config.yaml and run; returns (run_dir, final state)."""
+    """Make the run directory (unless given, made by `make_run_dir`), write config.yaml and run;
+    returns (run_dir, final state). A config.yaml that cannot be written is an `OutputError`, and
+    the new directory is removed."""
     from optimizers.tuner import Tuner
 
-    run_dir = run_dir or new_run_dir(config)
-    run_dir.mkdir(parents=True)
-    write_yaml(run_dir / "config.yaml", config.model_dump(mode="json"),
-               header=f"# the resolved configuration of run {run_dir.name}; resume with:\n"
-                      f"#   python -m experiments.run --resume {run_dir}")
+    run_dir = run_dir or make_run_dir(config)
+    try:
+        write_yaml(run_dir / "config.yaml", config.model_dump(mode="json"),
+                   header=f"# the resolved configuration of run {run_dir.name}; resume with:\n"
+                          f"#   python -m experiments.run --resume {run_dir}")
+    except OSError as e:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise OutputError(f"{run_dir}: cannot write there: {e.strerror or e}") from None
     tuner = Tuner(config, run_dir, quiet=quiet, on_evaluation=on_evaluation)
     return run_dir, tuner.run()
 
@@ -256,13 +292,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume is not None:
             state = resume(args.resume, config, quiet=args.quiet)
         else:
-            run_dir = new_run_dir(config)
+            run_dir = make_run_dir(config)
             if not args.quiet:
                 print(f"run directory: {run_dir}/", flush=True)
             run_dir, state = start(config, quiet=args.quiet, run_dir=run_dir)
     except KeyboardInterrupt:
         print(f"\ninterrupted: continue with  python -m experiments.run --resume {run_dir}", file=sys.stderr)
         return 130
+    except (OutputError, Locked, RunDamaged) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a file of the run that cannot be written (a full disk): the run is resumable
+        print(f"error: {run_dir}: {e.strerror or e}; once fixed, continue with  python -m experiments.run "
+              f"--resume {run_dir}", file=sys.stderr)
+        return 2
     _report(run_dir, state)
     return 0
 

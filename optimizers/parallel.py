@@ -5,14 +5,18 @@ come back in the order of the inputs; ``on_result(i, result)`` is called in the 
 arrives (in completion order), so a run can write it down at once. Python's and numpy's global
 random states are restored after every map (joblib disturbs them), so a run's randomness does not
 depend on the backend. numba's on-disk cache (`engine._numba_cache`) is shared by every process of
-the same sources, so workers load the kernels the parent compiled.
+the same sources, so workers load the kernels the parent compiled. A joblib worker exits when the
+run's process dies, however it dies (`_watch_parent`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
+import threading
+import time
 from typing import Callable, Sequence
 
 import numpy as np
@@ -37,6 +41,38 @@ def preserved_random_state():
 
 def _call(fn, index, task):
     return index, fn(task)
+
+
+#: how often a worker checks that the process that started it is still there (seconds)
+PARENT_CHECK_SECONDS = 0.5
+#: exit status of a worker whose parent is gone
+ORPHANED = 70
+_watching = False
+
+
+def _watch_parent() -> None:
+    """Make this worker process exit when its parent dies (``kill -9`` of the run included): a daemon
+    thread checks every `PARENT_CHECK_SECONDS` that the parent is still the one it started with (an
+    orphan is adopted by another). It acts between kernel calls: a numba kernel holds the
+    interpreter while it runs, so a worker ends at the latest when its current kernel call
+    returns. Once per process."""
+    global _watching
+    if _watching:
+        return
+    _watching = True
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(ORPHANED)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _call_in_worker(fn, index, task):
+    _watch_parent()
+    return _call(fn, index, task)
 
 
 class Pool:
@@ -101,7 +137,7 @@ class Pool:
 
         parallel = Parallel(n_jobs=self.n_jobs, backend=backend, return_as="generator_unordered",
                             batch_size=1, pre_dispatch=PRE_DISPATCH)
-        yield from parallel(delayed(_call)(fn, i, t) for i, t in enumerate(tasks))
+        yield from parallel(delayed(_call_in_worker)(fn, i, t) for i, t in enumerate(tasks))
 
     def close(self) -> None:
         if self._client is not None:

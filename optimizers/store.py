@@ -30,6 +30,11 @@ from .space import Param
 DECIMALS = 3
 
 
+class RunDamaged(ValueError):
+    """A run directory whose files disagree or cannot be read; the message is one line saying which
+    file, what is wrong and how to go on."""
+
+
 @dataclass
 class Evaluation:
     """A row of evaluations.csv: candidate ``index`` of ``generation``, its parameter ``values``,
@@ -131,6 +136,8 @@ class RunStore:
         self.eval_columns = ["generation", "index", *[p.path for p in params], *RECORD_COLUMNS, "cached", "key"]
         self.rescore_columns = ["rank", "generation", "index", *[p.path for p in params], "tuned_fitness",
                                 *RECORD_COLUMNS, "cached", "key", "tuned_key"]
+        #: file name -> the line numbers its last read could not use (see `_read`)
+        self.damaged: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ paths
     @property
@@ -192,18 +199,26 @@ class RunStore:
             f.flush()
 
     def _read(self, path: Path, columns: list[str], parse) -> list:
+        """The rows of a CSV file this store writes, parsed; a line cut short at the end (a kill while
+        appending) is dropped. Lines that cannot be read are skipped and noted in ``damaged[name]``
+        (their line numbers; 1 for a header that is not the expected one)."""
+        self.damaged[path.name] = []
         if not path.exists():
             return []
         text = path.read_text(encoding="utf-8")
         lines = text.split("\n")[:-1]  # the last piece is empty, or a line cut short
+        if lines and lines[0] != ",".join(columns):
+            self.damaged[path.name].append(1)
+            return []
         out = []
-        for fields in csv.reader(lines[1:] if lines and lines[0] == ",".join(columns) else []):
-            if len(fields) != len(columns):
-                continue
+        for number, line in enumerate(lines[1:], start=2):
+            fields = next(csv.reader([line]), [])
             try:
+                if len(fields) != len(columns):
+                    raise ValueError(line)
                 out.append(parse(dict(zip(columns, fields))))
             except (ValueError, KeyError, json.JSONDecodeError):
-                continue
+                self.damaged[path.name].append(number)
         return out
 
     def _rewrite(self, path: Path, columns: list[str], rows: list[list[str]]) -> None:
@@ -305,4 +320,42 @@ class RunStore:
         write_pickle(self.checkpoint, checkpoint)
 
     def load_checkpoint(self) -> dict | None:
-        return read_pickle(self.checkpoint) if self.checkpoint.exists() else None
+        """The checkpoint (None when there is none); `RunDamaged`, saying how to go on, when it
+        cannot be read."""
+        if not self.checkpoint.exists():
+            return None
+        try:
+            data = read_pickle(self.checkpoint)
+            if not isinstance(data, dict) or "generation" not in data:
+                raise ValueError("not a run's checkpoint")
+            return data
+        except Exception as e:  # unpickling damaged bytes raises almost anything
+            raise RunDamaged(f"{self.checkpoint}: cannot be read ({type(e).__name__}: {str(e)[:80]}); move it "
+                             "aside (mv checkpoint.pkl checkpoint.pkl.bad) and resume again: the run then "
+                             "starts over from evaluations.csv, simulating none of the evaluations it holds") from None
+
+    def check_against(self, rows: list[Evaluation], history: list[GenerationStats]) -> None:
+        """`RunDamaged` when ``rows`` (evaluations.csv as read) lack evaluations of the finished
+        generations of ``history`` (the checkpoint's), naming the damaged lines."""
+        counted = {h.generation: h.evaluations for h in history}
+        have: dict[int, int] = {}
+        for e in rows:
+            have[e.generation] = have.get(e.generation, 0) + 1
+        missing = {g: n - have.get(g, 0) for g, n in counted.items() if have.get(g, 0) < n}
+        if not missing:
+            return
+        name = self.evaluations.name
+        if not self.evaluations.exists():
+            where = "the file is missing"
+        elif self.damaged.get(name) == [1] and not rows:
+            where = "its header is not the one this run writes"
+        elif self.damaged.get(name):
+            lines = self.damaged[name]
+            where = f"unreadable line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}" + (
+                ", ..." if len(lines) > 5 else "")
+        else:
+            where = "rows deleted"
+        gens = ", ".join(str(g + 1) for g in sorted(missing))
+        raise RunDamaged(f"{self.evaluations}: {sum(missing.values())} of the evaluations the checkpoint counts in "
+                         f"generation{'s' if len(missing) > 1 else ''} {gens} are not there ({where}); restore the "
+                         "file, or move checkpoint.pkl aside to resume from the evaluations that remain")

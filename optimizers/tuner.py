@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from engine.files import write_bytes, write_yaml
+from engine.files import FolderLock, write_bytes, write_yaml
 
 from ._base import Optimizer
 from .config import RunConfig
@@ -52,6 +52,8 @@ PLOT_EVERY = 60.0
 PLOT_INCHES, PLOT_DPI = (7, 4.2), 100
 #: pieces of the game each policy plays in `Tuner.warm_up`: enough to call every kernel once
 WARM_UP_PIECES = 20
+#: the file in a run directory whose lock a process holds while it works in the run
+LOCK_FILE = "run.lock"
 
 
 def base_solver(config: RunConfig) -> dict:
@@ -134,9 +136,13 @@ class Tuner:
                         early_abort=EarlyAbort.for_run(self.config))
 
     def _restore(self) -> None:
-        """Rebuild the memo from the files; clean partial lines."""
+        """Rebuild the memo from the files; clean partial lines. `RunDamaged` when evaluations.csv
+        lacks rows the checkpoint's finished generations counted (a damaged or deleted file): the
+        run would silently simulate them again and its counts would no longer match."""
+        rows = self.store.read_evaluations()
+        self.store.check_against(rows, self.state.history)
         self.store.rewrite_curves()
-        rows = self.store.rewrite_evaluations() if self.store.evaluations.exists() else []
+        rows = self.store.rewrite_evaluations(rows) if self.store.evaluations.exists() else []
         curves = self.store.read_curves()
         for e in rows:
             self.evaluations[e.slot] = e
@@ -161,7 +167,7 @@ class Tuner:
     def run(self, resume: bool = False) -> dict:
         """Run to the end (or from the last checkpoint with ``resume``); returns the final state as
         the checkpoint holds it (`RunState.to_checkpoint`)."""
-        with self._run_log():
+        with FolderLock(self.dir, LOCK_FILE), self._run_log():
             pool = Pool(self.config.parallel)
             try:
                 self._begin(resume)

@@ -1,0 +1,139 @@
+"""A tuning run's faults end in one line and exit status 2, with nothing half-made: a runs_dir that
+cannot be used, a run directory another process works in, a damaged checkpoint or evaluations.csv."""
+
+import shutil
+
+import pytest
+import yaml
+
+import engine.files as files
+from engine.files import FolderLock
+from experiments import run as run_cli
+from test_tuning import TINY, write_config
+
+SMALL = {**TINY, "ga": {**TINY["ga"], "generations": 2}, "pieces": 60}
+
+
+def run_main(*args):
+    return run_cli.main([*map(str, args), "--quiet"])
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished small run, copied afresh by `run_copy` for each test that damages it."""
+    tmp = tmp_path_factory.mktemp("finished")
+    config = run_cli.load_run_config(write_config(tmp, SMALL), [])
+    run_dir, _ = run_cli.start(config, quiet=True)
+    return run_dir
+
+
+@pytest.fixture
+def run_copy(finished, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(finished, copy)
+    return copy
+
+
+def test_a_finished_run_resumes_to_its_end(run_copy, capsys):
+    assert run_main("--resume", run_copy) == 0
+    assert "best fitness" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("make, problem", [
+    (lambda t: (t / "runs").write_text("x"), "runs_dir {t}/runs: {t}/runs is not a folder"),
+    (lambda t: (t / "f").write_text("x"), "runs_dir {t}/f/runs: {t}/f is not a folder"),
+])
+def test_a_runs_dir_that_cannot_be_used_is_one_line_and_makes_nothing(tmp_path, capsys, make, problem):
+    make(tmp_path)
+    root = tmp_path / ("f/runs" if problem.startswith("runs_dir {t}/f") else "runs")
+    data = {**SMALL, "runs_dir": str(root)}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert run_main(path) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {problem.format(t=tmp_path)}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_full_disk_is_found_before_the_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: files.shutil._ntuple_diskusage(10**9, 10**9, 5 * 2**20))
+    path = write_config(tmp_path, SMALL)
+    assert run_main(path) == 2
+    assert capsys.readouterr().err.strip() == f"error: runs_dir {tmp_path}/runs: only 5.0 MB free on its disk, 32 MB needed"
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_two_runs_in_the_same_second_get_two_directories(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_cli.time, "strftime", lambda fmt: "20261124-120000")
+    config = run_cli.load_run_config(write_config(tmp_path, SMALL), [])
+    a, b = run_cli.make_run_dir(config), run_cli.make_run_dir(config)
+    assert (a.name, b.name) == ("tiny-20261124-120000", "tiny-20261124-120000-2")
+
+
+def test_a_config_yaml_that_cannot_be_written_leaves_no_run_directory(tmp_path, monkeypatch):
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(run_cli, "write_yaml", full)
+    config = run_cli.load_run_config(write_config(tmp_path, SMALL), [])
+    with pytest.raises(files.OutputError, match="cannot write there: No space left on device"):
+        run_cli.start(config, quiet=True)
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_run_another_process_works_in_is_not_resumed(run_copy, capsys):
+    with FolderLock(run_copy, "run.lock"):  # as the process still running it holds it
+        assert run_main("--resume", run_copy) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {run_copy}: another process (pid ")
+    assert err[0].endswith("is working in it; wait for it to end or stop it first")
+    assert run_main("--resume", run_copy) == 0  # released: the lock goes with its holder
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_checkpoint_says_how_to_go_on(run_copy, capsys, damage):
+    path = run_copy / "checkpoint.pkl"
+    data = path.read_bytes()
+    path.write_bytes(b"this is not a pickle" if damage == "garbage" else data[: len(data) // 2])
+    assert run_main("--resume", run_copy) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: cannot be read (")
+    assert "move it aside (mv checkpoint.pkl checkpoint.pkl.bad) and resume again" in err[0]
+    path.rename(run_copy / "checkpoint.pkl.bad")  # as the message says
+    assert run_main("--resume", run_copy) == 0
+
+
+@pytest.mark.parametrize("damage, where", [
+    ("row", "unreadable line 4"),
+    ("header", "its header is not the one this run writes"),
+    ("deleted", "the file is missing"),
+    ("removed", "rows deleted"),
+])
+def test_missing_evaluations_are_refused_not_simulated_again(run_copy, capsys, damage, where):
+    path = run_copy / "evaluations.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    if damage == "row":
+        lines[3] = "1,2,garbage\n"
+    elif damage == "header":
+        lines[0] = lines[0].replace("generation", "gen", 1)
+    elif damage == "removed":
+        del lines[5]
+    path.write_text("".join(lines))
+    if damage == "deleted":
+        path.unlink()
+    assert run_main("--resume", run_copy) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: ")
+    assert f"are not there ({where}); restore the file, or move checkpoint.pkl aside" in err[0]
+
+
+def test_files_follow_the_users_umask(finished):
+    """Every file of a run is created as open() creates files (0o666 less the umask), not 0o600."""
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in finished.iterdir()}
+    assert {"checkpoint.pkl", "evaluations.csv", "best.yaml", "run.lock"} <= set(modes)
+    assert all(m == 0o666 & ~umask for m in modes.values()), modes
