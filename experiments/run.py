@@ -12,7 +12,8 @@ evaluations already written back; only ``parallel.*`` may be overridden on resum
 
 Every configuration problem is found before the run directory is created and reported as one line
 ``error: <file>: <key>: <problem>`` (exit status 2); so is a ``runs_dir`` that is not a folder,
-cannot be written or has under 32 MB free (nothing is made then). Two runs started in the same
+cannot be written or has under 32 MB free, and a dask scheduler that does not answer in 10 s or
+has a worker that cannot import this project (or runs other sources of it): nothing is made then. Two runs started in the same
 second get two directories. A process holds ``run.lock`` in its run directory while it works there:
 a ``--resume`` of a run that is still running is refused (exit status 2), and the lock goes with
 the process, however it ends. A resume refuses a run whose files disagree: a checkpoint.pkl that
@@ -36,6 +37,7 @@ from engine.files import OUTPUT_MIN_FREE, Locked, OutputError, write_yaml
 from engine.validation import problem
 from evaluators import EvaluatorError, load_evaluator
 from optimizers.config import RunConfig
+from optimizers.parallel import ParallelError
 from optimizers.store import RunDamaged
 from solver import SolverConfig
 
@@ -209,6 +211,20 @@ def make_run_dir(config: RunConfig) -> Path:
         raise OutputError(f"runs_dir {root}: cannot write there: {e.strerror or e}") from None
 
 
+def check_cluster(config: RunConfig) -> None:
+    """With a dask scheduler: that it answers, and that every worker imports this project, of the
+    same sources (`ParallelError` otherwise, one line naming the scheduler or the worker)."""
+    if config.parallel.backend != "dask" or not config.parallel.scheduler:
+        return
+    from optimizers.parallel import check_workers, connect
+
+    client = connect(config.parallel.scheduler)
+    try:
+        check_workers(client)
+    finally:
+        client.close()
+
+
 def start(config: RunConfig, quiet: bool = False, on_evaluation=None, run_dir: Path | None = None):
     """Make the run directory (unless given, made by `make_run_dir`), write config.yaml and run;
     returns (run_dir, final state). A config.yaml that cannot be written is an `OutputError`, and
@@ -289,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
+        check_cluster(config)  # before anything is made
         if args.resume is not None:
             state = resume(args.resume, config, quiet=args.quiet)
         else:
@@ -299,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted: continue with  python -m experiments.run --resume {run_dir}", file=sys.stderr)
         return 130
-    except (OutputError, Locked, RunDamaged) as e:
+    except (OutputError, Locked, RunDamaged, ParallelError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a file of the run that cannot be written (a full disk): the run is resumable

@@ -75,6 +75,51 @@ def _call_in_worker(fn, index, task):
     return _call(fn, index, task)
 
 
+#: seconds to reach a dask scheduler, and for its workers to answer the start-up check
+CONNECT_SECONDS = 10
+#: what a dask worker evaluates at start-up: the digest of the project's kernel sources it imports
+#: (a builtin, ``eval``, carries it, so a worker that cannot import the project can still answer)
+_PROBE = "__import__('engine._numba_cache', fromlist=['source_digest']).source_digest()"
+
+
+class ParallelError(RuntimeError):
+    """A cluster that cannot run the evaluations; the message is one line naming the scheduler or
+    the worker and the problem."""
+
+
+def connect(address: str):
+    """A dask Client of the scheduler at ``address``; `ParallelError` when it cannot be reached
+    within `CONNECT_SECONDS`."""
+    from dask.distributed import Client
+
+    try:
+        return Client(address, timeout=CONNECT_SECONDS)
+    except (OSError, TimeoutError, ValueError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ParallelError(f"parallel.scheduler: cannot reach {address} in {CONNECT_SECONDS} s ({reason})") from None
+
+
+def check_workers(client) -> None:
+    """`ParallelError` unless the cluster has a worker and every worker imports this project, of
+    the same sources as this process (the digest of the kernel sources: a worker on other code would
+    give other results); names the first worker that does not."""
+    from engine._numba_cache import source_digest
+
+    ours = source_digest()
+    try:
+        client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+        answers = client.run(eval, _PROBE, on_error="return")
+    except (OSError, TimeoutError) as e:
+        raise ParallelError(f"parallel.scheduler: no worker answered in {CONNECT_SECONDS} s ({e})") from None
+    for worker, answer in sorted(answers.items()):
+        if isinstance(answer, BaseException):
+            raise ParallelError(f"parallel.scheduler: worker {worker} cannot import the project "
+                                f"({type(answer).__name__}: {str(answer).splitlines()[0] if str(answer) else ''})")
+        if answer != ours:
+            raise ParallelError(f"parallel.scheduler: worker {worker} runs other sources of the project (kernel "
+                                f"digest {answer}, here {ours}); install the same version there")
+
+
 class Pool:
     """Evaluations of one run. ``close()`` (or a ``with`` block) releases a dask cluster it started."""
 
@@ -96,7 +141,8 @@ class Pool:
             from dask.distributed import Client, LocalCluster
 
             if self.settings.scheduler:
-                self._client = Client(self.settings.scheduler)
+                self._client = connect(self.settings.scheduler)
+                check_workers(self._client)
             else:
                 self._cluster = LocalCluster(n_workers=self.n_jobs, threads_per_worker=1, processes=True,
                                              dashboard_address=None, silence_logs=logging.ERROR)

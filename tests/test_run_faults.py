@@ -137,3 +137,49 @@ def test_files_follow_the_users_umask(finished):
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in finished.iterdir()}
     assert {"checkpoint.pkl", "evaluations.csv", "best.yaml", "run.lock"} <= set(modes)
     assert all(m == 0o666 & ~umask for m in modes.values()), modes
+
+
+@pytest.mark.slow
+def test_a_scheduler_that_does_not_answer_is_one_line_and_makes_nothing(tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    import time
+
+    path = write_config(tmp_path, SMALL, parallel={"backend": "dask", "scheduler": "tcp://127.0.0.1:9"})
+    t = time.monotonic()
+    assert run_main(path) == 2
+    assert time.monotonic() - t < 30
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: parallel.scheduler: cannot reach tcp://127.0.0.1:9 in 10 s")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_worker_that_cannot_import_the_project_is_named(tmp_path, capsys):
+    """A worker whose Python finds another 'engine' first (as one without the project would fail
+    to import it): the run names it and stops before making anything, rather than hang at 0/4."""
+    pytest.importorskip("dask.distributed")
+    import subprocess
+    import sys
+
+    from dask.distributed import Client, LocalCluster
+
+    shadow = tmp_path / "shadow" / "engine"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('not the workbench')\n")
+    with LocalCluster(n_workers=0, dashboard_address=None, processes=True, host="127.0.0.1") as cluster:
+        env = {**__import__("os").environ, "PYTHONPATH": str(shadow.parent)}
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address,
+                                   "--nthreads", "1", "--no-dashboard"], env=env, cwd=tmp_path,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            with Client(cluster) as client:
+                client.wait_for_workers(1, timeout=60)
+            path = write_config(tmp_path, SMALL, parallel={"backend": "dask", "scheduler": cluster.scheduler_address})
+            assert run_main(path) == 2
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: parallel.scheduler: worker tcp://")
+    assert err[0].endswith("cannot import the project (ImportError: not the workbench)")
+    assert not (tmp_path / "runs").exists()
