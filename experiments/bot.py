@@ -5,6 +5,11 @@
 CONFIG (default configs/play.yaml) is a solver configuration whose policy is one for unknown pieces
 (one_ply, preview, expect, mcts) and whose rules place pieces by dropping them (``course``: 10 x 20,
 the classic matrices, drops only, 10/25/40/55 points for 1-4 lines).
+
+The first answer waits for the bot's kernels: loaded from numba's cache in about a second, or
+compiled (about half a minute here) when the cache is cold, after installing or changing the code.
+``--warm-up`` compiles them ahead and exits: run it once before a judge with a time limit. A line
+longer than 64 characters is an error, read no further.
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "play.yaml"
 LETTERS = {**{n: i for i, n in enumerate(SHAPE_NAMES)}, **{n.lower(): i for i, n in enumerate(SHAPE_NAMES)},
            "0": SHAPE_NAMES.index("O")}
 ENDS = ("X", "E", "x", "e")
+#: the longest input line read (a protocol line is one or two characters; white space around it is
+#: allowed): a longer one is an error, read no further
+LINE_LIMIT = 64
+#: characters of a bad line shown in an error message
+SHOWN = 20
 
 
 class ProtocolError(ValueError):
@@ -101,10 +111,13 @@ def run(policy, stdin, stdout) -> int:
     number = 0
     held = None
     while True:
-        line = stdin.readline()
+        line = stdin.readline(LINE_LIMIT + 1)
         number += 1
         if not line:
             raise ProtocolError(f"line {number}: input ended before X or E")
+        if len(line) > LINE_LIMIT and not line.endswith("\n"):
+            raise ProtocolError(f"line {number}: {line[:SHOWN] + '...'!r}: longer than a protocol line "
+                                f"({LINE_LIMIT} characters)")
         if not line.strip():
             number -= 1  # blank lines are ignored
             continue
@@ -122,12 +135,30 @@ def run(policy, stdin, stdout) -> int:
         held = LETTERS[ch]
 
 
+#: the game `warm_up` plays: every shape as the piece and as the preview, then the end
+WARM_UP_GAME = "IO\nT\nS\nZ\nJ\nL\nI\nX\n"
+
+
+def warm_up(policy) -> float:
+    """Play a short game by ourselves, so that every kernel the bot uses is compiled (or loaded) and
+    in numba's cache; returns the seconds it took."""
+    import io
+    import time
+
+    t = time.monotonic()
+    run(policy, io.StringIO(WARM_UP_GAME), io.StringIO())
+    return time.monotonic() - t
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.bot", description=__doc__.splitlines()[0],
         epilog=rotation_table(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", nargs="?", default=str(DEFAULT_CONFIG), help="solver YAML (default: configs/play.yaml)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. policy=one_ply")
+    parser.add_argument("--warm-up", action="store_true",
+                        help="compile the bot's kernels into numba's cache and exit (run it once after installing "
+                             "or changing the code: a cold first answer waits for the compiler)")
     args = parser.parse_intermixed_args(argv)
     from evaluators import EvaluatorError
 
@@ -142,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, EvaluatorError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.warm_up:
+        seconds = warm_up(policy)
+        print(f"warm: the bot's kernels are compiled and cached ({seconds:.1f} s)", file=sys.stderr)
+        return 0
     try:
         return run(policy, sys.stdin, sys.stdout)
     except ProtocolError as e:

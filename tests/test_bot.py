@@ -123,6 +123,38 @@ def test_malformed_input(text, fragment, answers):
     assert len(proc.stdout.splitlines()) == 2 * answers  # every answer before the bad line was given
 
 
+def test_a_huge_line_is_refused_and_cut_in_the_message():
+    """A 50 MB line is not read whole nor echoed whole: the bot reads a line no further than a
+    protocol line can be and shows its start."""
+    text = "IO\nT\n" + "Q" * 50_000_000 + "\n"
+    proc = subprocess.run([sys.executable, "-m", "experiments.bot"], cwd=ROOT, input=text, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("error: standard input: line 3: 'QQQQQQQQQQQQQQQQQQQQ...': longer than "
+                                   "a protocol line (64 characters)")
+    assert len(proc.stdout.splitlines()) == 4
+
+
+@pytest.mark.slow
+def test_warm_up_compiles_what_the_bot_uses_and_reads_nothing(tmp_path):
+    """--warm-up plays a short game by itself (compiling, or loading from the cache, every kernel the
+    bot uses) and exits; a later bot then answers at once. From a cold cache here (a fresh numba
+    cache folder), the warm-up reports how long it took."""
+    import os
+    import time
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "experiments.bot", "--warm-up"], cwd=ROOT, input="",
+                          capture_output=True, text=True, timeout=TIMEOUT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and proc.stderr.startswith("warm: the bot's kernels are compiled and cached (")
+    t = time.monotonic()
+    game = subprocess.run([sys.executable, "-m", "experiments.bot"], cwd=ROOT, input="IO\nT\nX\n",
+                          capture_output=True, text=True, timeout=TIMEOUT, env=env)
+    assert game.returncode == 0 and len(game.stdout.splitlines()) == 6
+    assert time.monotonic() - t < 10  # the whole game, interpreter start included: no compiling
+
+
 def test_help_shows_the_rotation_table():
     out = subprocess.run([sys.executable, "-m", "experiments.bot", "--help"], cwd=ROOT, capture_output=True,
                          text=True, timeout=TIMEOUT).stdout
