@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
+import configs
 from engine import get_rules
 from engine.lock import lock_piece
 from engine.rules import SHAPE_NAMES
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "play.yaml"
+DEFAULT_CONFIG = configs.path("play.yaml")
 #: protocol letters (upper or lower case; the digit 0 is the O) -> shape index
 LETTERS = {**{n: i for i, n in enumerate(SHAPE_NAMES)}, **{n.lower(): i for i, n in enumerate(SHAPE_NAMES)},
            "0": SHAPE_NAMES.index("O")}

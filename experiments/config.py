@@ -23,6 +23,20 @@ class ConfigError(ValueError):
     """A configuration problem, as one line: ``<file>: <key>: <problem>``."""
 
 
+def locate(path: str | Path) -> Path:
+    """``path`` when it exists; else, for a shipped configuration named as in a checkout
+    (``configs/ga.yaml``) or by its name (``ga.yaml``), the installed copy (`configs.path`); else
+    ``path`` (whose reading then says it is not found)."""
+    path = Path(path)
+    if path.exists() or path.is_absolute():
+        return path
+    import configs
+
+    parts = path.parts[1:] if path.parts and path.parts[0] == "configs" else path.parts
+    shipped = configs.path(Path(*parts)) if parts else None
+    return shipped if shipped is not None and shipped.is_file() else path
+
+
 def load_mapping(path: str | Path) -> dict:
     """The mapping of keys in a YAML configuration file. An empty file (or one of comments only) is
     an error, not every default: ``{}`` says that."""

@@ -41,7 +41,7 @@ from optimizers.parallel import ParallelError
 from optimizers.store import RunDamaged
 from solver import SolverConfig
 
-from .config import ConfigError, apply_overrides, holder, load_mapping, resolve_relative, validate
+from .config import ConfigError, apply_overrides, holder, load_mapping, locate, resolve_relative, validate
 from .solve import load_solver_config
 
 
@@ -171,8 +171,9 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
 
 
 def load_run_config(path: str | Path, overrides: list[str] = ()) -> RunConfig:
-    """A resolved run config from a run YAML and dotted overrides."""
-    path = Path(path)
+    """A resolved run config from a run YAML (`locate`: a shipped one by its name too) and dotted
+    overrides."""
+    path = locate(path)
     data = apply_overrides(load_mapping(path), list(overrides))
     return resolve(data, str(path), path.parent)
 

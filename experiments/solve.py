@@ -36,12 +36,13 @@ from evaluators import EvaluatorError
 from solver import SolverConfig, solve
 from solver.config import EVALUATOR_KEYS
 
-from .config import ConfigError, apply_overrides, holder, load_mapping, resolve_relative, validate
+from .config import ConfigError, apply_overrides, holder, load_mapping, locate, resolve_relative, validate
 
 
 def load_solver_config(path: str | Path, overrides: list[str] = ()) -> SolverConfig:
-    """A validated solver configuration from a YAML file and dotted overrides."""
-    path = Path(path)
+    """A validated solver configuration from a YAML file (`locate`: a shipped one by its name too)
+    and dotted overrides."""
+    path = locate(path)
     data = apply_overrides(load_mapping(path), list(overrides))
     for key in EVALUATOR_KEYS:
         node, last = holder(data, key)

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import configs
 from engine import GameState, Rules, encode, get_rules, replay
 from engine.board import is_valid
 from engine.movegen import STEP_C, STEP_D, STEP_L, STEP_R, route
@@ -27,7 +28,7 @@ from evaluators import EvaluatorError
 from .config import ConfigError
 from .solve import load_online_policy
 
-DEFAULT_AGENT = Path(__file__).resolve().parents[1] / "configs" / "tui_agent.yaml"
+DEFAULT_AGENT = configs.path("tui_agent.yaml")
 
 
 class Game:

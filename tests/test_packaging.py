@@ -1,0 +1,54 @@
+"""An installed workbench (``pip install .``, not editable) has what its commands need: the bot's and
+the terminal player's default configurations, and the shipped configs with the record they name."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("engine", "evaluators", "solver", "optimizers", "experiments", "configs")
+
+CHECK = """
+import sys
+from pathlib import Path
+import experiments, configs
+assert Path(experiments.__file__).is_relative_to(Path(sys.argv[1])), experiments.__file__
+from experiments.bot import DEFAULT_CONFIG
+from experiments.tui import DEFAULT_AGENT
+from experiments.solve import load_online_policy, load_solver_config
+from experiments.run import load_run_config
+config, policy = load_online_policy(DEFAULT_CONFIG)
+assert config.policy == "preview", config.policy
+load_online_policy(DEFAULT_AGENT)
+run = load_run_config("configs/ga-record.yaml")          # named as in a checkout, from another folder
+assert Path(run.early_abort.reference).is_file(), run.early_abort.reference
+assert load_solver_config("solver-full.yaml").beam.width == 9041   # or by its name
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_an_installed_copy_has_what_its_commands_need(tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", *PACKAGES):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, source / name, ignore=shutil.ignore_patterns("__pycache__", ".numba_cache"))
+        else:
+            shutil.copy(src, source / name)
+    target = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check",
+                          "--target", str(target), str(source)], capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    out = subprocess.run([sys.executable, "-c", CHECK, str(target)], cwd=elsewhere, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
