@@ -32,6 +32,7 @@ from pathlib import Path
 
 from engine import replay_line, upload_line
 from engine.files import OutputError, OutputSet
+from engine.provenance import provenance
 from evaluators import EvaluatorError
 from solver import SolverConfig, solve
 from solver.config import EVALUATOR_KEYS
@@ -91,7 +92,8 @@ def write_solution(out: OutputSet, result, config: SolverConfig) -> None:
         out.write_text("record.txt", result.record + "\n")
         out.write_text("replay.js", replay_line(result.record) + "\n")
         out.write_text("submit.js", upload_line(result.record, result.score) + "\n")
-    out.write_json("summary.json", {**result.summary(), "config": config.model_dump(mode="json")})
+    out.write_json("summary.json", {**result.summary(), "config": config.model_dump(mode="json"),
+                                    "provenance": provenance()})
     out.commit()
 
 

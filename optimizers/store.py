@@ -5,7 +5,8 @@
 - ``curves.jsonl``: the ``best_by_step`` curve of every simulated evaluation (compact encoding,
   `fitness.encode_curve`), appended before its row, so a row always has its curve;
 - ``rescore.csv``: the final re-scoring, a row per candidate, appended likewise;
-- ``generations.csv``, ``best.yaml``, ``fitness.png``, ``checkpoint.pkl``: rewritten atomically.
+- ``generations.csv``, ``best.yaml``, ``fitness.png``, ``checkpoint.pkl``: rewritten atomically;
+- ``provenance.json``: where each session of the run ran (the commit, the versions, the machine).
 
 A line cut short by a kill is dropped when the files are read back (and the files are rewritten
 clean before a resumed run appends to them). The rows are typed records: `Evaluation`, `Rescoring`,
@@ -21,7 +22,7 @@ import math
 from dataclasses import asdict, dataclass, fields as dataclass_fields
 from pathlib import Path
 
-from engine.files import read_pickle, write_pickle, write_text
+from engine.files import read_pickle, write_json, write_pickle, write_text
 
 from .fitness import RECORD_FIELDS, Record, decode_curve, encode_curve
 from .space import Param
@@ -314,6 +315,13 @@ class RunStore:
             return f"{v:.{DECIMALS}f}" if isinstance(v, float) else str(v)
         rows = [[cell(getattr(h, c)) for c in GENERATION_COLUMNS] for h in history]
         self._rewrite(self.dir / "generations.csv", GENERATION_COLUMNS, rows)
+
+    def add_provenance(self, session: dict) -> None:
+        """provenance.json: one entry per session of the run (its start, then each resume), each
+        `engine.provenance.provenance` plus what the session did (``resumed_at``: None for the start)."""
+        path = self.dir / "provenance.json"
+        sessions = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+        write_json(path, [*sessions, session])
 
     def save_checkpoint(self, checkpoint: dict) -> None:
         """checkpoint.pkl: the run's state as plain data (`optimizers.state.RunState.to_checkpoint`)."""

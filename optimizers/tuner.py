@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from engine.files import FolderLock, write_bytes, write_yaml
+from engine.provenance import provenance
 
 from ._base import Optimizer
 from .config import RunConfig
@@ -203,6 +204,7 @@ class Tuner:
             self.store.save_checkpoint(self.state.to_checkpoint())
         else:
             self.state = RunState.from_checkpoint(checkpoint)
+        self.store.add_provenance({**provenance(), "resumed_at": self.state.generation if resume else None})
         if resume:
             self._restore()
             log.info("resumed at generation %d", self.state.generation)

@@ -183,3 +183,14 @@ def test_a_worker_that_cannot_import_the_project_is_named(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("error: parallel.scheduler: worker tcp://")
     assert err[0].endswith("cannot import the project (ImportError: not the workbench)")
     assert not (tmp_path / "runs").exists()
+
+
+def test_each_session_of_a_run_records_its_provenance(run_copy):
+    import json
+
+    sessions = json.loads((run_copy / "provenance.json").read_text())
+    assert len(sessions) == 1 and sessions[0]["resumed_at"] is None
+    assert sessions[0]["libraries"]["deap"] and sessions[0]["cpus"] >= 1
+    assert run_main("--resume", run_copy) == 0
+    sessions = json.loads((run_copy / "provenance.json").read_text())
+    assert [s["resumed_at"] for s in sessions] == [None, 2]  # the finished run resumed after its 2 generations

@@ -127,3 +127,13 @@ def test_an_empty_config_and_an_unknown_evaluator_name_the_file_and_key(tmp_path
     assert solve_main(cfg, "evaluator=nosuch", "--out", tmp_path / "o") == 2
     assert capsys.readouterr().err.strip().startswith(f"error: {cfg}: evaluator: nosuch: no such file or preset (presets: ")
     assert not (tmp_path / "o").exists()
+
+
+def test_the_summary_says_where_it_came_from(tmp_path, config):
+    import numba
+
+    assert solve_main(config, "--out", tmp_path / "o") == 0
+    p = json.loads((tmp_path / "o" / "summary.json").read_text())["provenance"]
+    assert p["commit"] is None or (len(p["commit"]) == 40 and isinstance(p["dirty"], bool))
+    assert p["libraries"]["numba"] == numba.__version__ and p["cpus"] == os.cpu_count()
+    assert {"python", "workbench", "machine", "system", "time"} <= set(p)
