@@ -41,10 +41,17 @@ def value_scratch(n_features, height):
 @njit(cache=True)
 def best_first(values, ranks, n):
     """The indices 0..n-1 best first: ``values`` descending, then tie-break ``ranks`` ascending
-    (`evaluators.priority`), then index (generation order)."""
-    by_rank = np.argsort(ranks[:n], kind="mergesort")
-    by_value = np.argsort(-values[:n][by_rank], kind="mergesort")
-    return by_rank[by_value]
+    (`evaluators.priority`), then index (generation order). An insertion sort: n is one piece's
+    placements (tens), and it compiles in a fraction of the time numba's stable argsort takes."""
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        j = i
+        while j > 0 and (values[i] > values[out[j - 1]] or (
+                values[i] == values[out[j - 1]] and ranks[i] < ranks[out[j - 1]])):
+            out[j] = out[j - 1]
+            j -= 1
+        out[j] = i
+    return out
 
 
 @njit(cache=True)

@@ -265,3 +265,18 @@ def test_a_kill_ends_the_search_too_and_ignored_signals_stay_ignored():
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_best_first_orders_by_value_then_tie_break_then_index():
+    """`best_first` is the stable order: values descending, then ranks ascending, then index (as two
+    stable argsorts give it), on random values with many ties."""
+    from solver._base import best_first
+
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        n = int(rng.integers(0, 50))
+        values = rng.integers(-3, 3, n + 2).astype(np.float64)  # room past n: only the first n count
+        ranks = rng.integers(0, 3, n + 2)
+        by_rank = np.argsort(ranks[:n], kind="stable")
+        want = by_rank[np.argsort(-values[:n][by_rank], kind="stable")]
+        assert best_first(values, ranks, n).tolist() == want.tolist()
