@@ -186,6 +186,17 @@ def sky_row(fit, free, sx, sy, states):
     return y - 1
 
 
+@njit(cache=True, inline="always")
+def farthest(free, sx):
+    """Columns from the spawn column ``sx`` to the farther end of the row mask ``free``:
+    the most horizontal steps a position of the row is away from the spawn's column."""
+    lowest = popcount((free & -free) - 1)
+    highest = lowest
+    while free >> (highest + 1):
+        highest += 1
+    return max(sx + XOFF - lowest, highest - sx - XOFF)
+
+
 @njit(cache=True)
 def search(sc, sx, sy, ss, max_steps, store, states):
     """Breadth-first search from the spawn (sx, sy, ss) over at most ``max_steps`` steps, in a graph
@@ -221,13 +232,7 @@ def search(sc, sx, sy, ss, max_steps, store, states):
     last_seed = d  # the distance of the farthest seed of the sky's lowest row
     if not seed_rows_only_spawn:
         for s in range(states):
-            m = free[s]
-            lowest = popcount((m & -m) - 1)
-            highest = lowest
-            while m >> (highest + 1):
-                highest += 1
-            far = max(sx + XOFF - lowest, highest - sx - XOFF)
-            last_seed = max(last_seed, d + ((s - ss) % states) + far)
+            last_seed = max(last_seed, d + ((s - ss) % states) + farthest(free[s], sx))
     lo = sky
     hi = sky
     # seeds of the sky's lowest row at distance d
@@ -336,28 +341,19 @@ def sweep(sc, sx, sy, ss, max_steps, states):
     exactly the limited one: the open-sky rows (`sky_row`) have exact distances, and below them a
     row's positions are at most its count further than the row above's farthest (a shortest path
     enters the row by one step down and then visits each of its positions at most once). False
-    means the bound exceeds the limit: use the layered `search`. ``fit`` and ``free`` filled."""
+    means the bound exceeds the limit: use the layered `search`. ``fit`` and ``free`` filled, and
+    the spawn position valid (`reach` checks it first)."""
     fit, free, visited, m = sc.fit, sc.free, sc.visited, sc.front
     rows = fit.shape[1]
     for y in range(sy):  # a piece never moves up
         for c in range(states):
             visited[c, y] = 0
-    if fit[ss, sy] & (np.int64(1) << (sx + XOFF)) == 0:
-        for y in range(sy, rows):
-            for c in range(states):
-                visited[c, y] = 0
-        return True
     sky = sky_row(fit, free, sx, sy, states)
     y = sy
     if sky >= sy:  # open sky: everything within the walls, at a known distance
         far = 0
         for c in range(states):
-            f = free[c]
-            lowest = popcount((f & -f) - 1)
-            highest = lowest
-            while f >> (highest + 1):
-                highest += 1
-            far = max(far, sx + XOFF - lowest, highest - sx - XOFF)
+            far = max(far, farthest(free[c], sx))
         bound = (sky - sy) + far + states - 1
         for y in range(sy, sky + 1):
             for c in range(states):
