@@ -121,6 +121,27 @@ class OutputError(OSError):
     """An output folder that cannot be written; the message is one line naming it."""
 
 
+def not_a_folder(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` (``path`` excluded) when it is not a folder, so
+    nothing can be made under it; else None."""
+    up = next((p for p in path.parents if p.exists()), None)
+    return up if up is not None and not up.is_dir() else None
+
+
+def make_room(folder: Path, label: str, min_free: int = OUTPUT_MIN_FREE) -> None:
+    """Make ``folder`` (and its parents) and check its disk has ``min_free`` bytes free;
+    `OutputError` naming ``label`` otherwise (OSError propagates from making it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free
+    if free < min_free:
+        raise OutputError(f"{label}: only {free / 2**20:.1f} MB free on its disk, {min_free / 2**20:.0f} MB needed")
+
+
+def cannot_write(label: str, e: OSError) -> OutputError:
+    """The one-line `OutputError` for an OSError met writing under ``label``."""
+    return OutputError(f"{label}: cannot write there: {e.strerror or e}")
+
+
 class OutputSet:
     """The files of one output folder, put in place together: a reader (or a process killed at any
     moment) finds the folder's previous set or the new one, never a mix.
@@ -143,18 +164,14 @@ class OutputSet:
         self.exclusive = exclusive
         try:
             self._check()
-            self.target.parent.mkdir(parents=True, exist_ok=True)
+            make_room(self.target.parent, str(self.target), min_free)
             self._recover()
-            free = shutil.disk_usage(self.target.parent).free
-            if free < min_free:
-                raise OutputError(f"{self.target}: only {free / 2**20:.1f} MB free on its disk, "
-                                  f"{min_free / 2**20:.0f} MB needed")
             self.staging = self._aside("partial")
             self.staging.mkdir()
         except OutputError:
             raise
         except OSError as e:
-            raise OutputError(f"{self.target}: cannot write there: {e.strerror or e}") from None
+            raise cannot_write(str(self.target), e) from None
 
     def _aside(self, what: str, pid: int | None = None) -> Path:
         return self.target.with_name(f".{self.target.name}.{pid or os.getpid()}.{what}")
@@ -163,8 +180,8 @@ class OutputSet:
         t = self.target
         if t.exists() and not t.is_dir():
             raise OutputError(f"{t}: not a folder")
-        up = next((p for p in t.parents if p.exists()), None)
-        if up is not None and not up.is_dir():
+        up = not_a_folder(t)
+        if up is not None:
             raise OutputError(f"{t}: cannot write there: {up} is not a folder")
         if t.is_dir():
             if self.exclusive:
@@ -201,7 +218,7 @@ class OutputSet:
             write(self.staging / name)
         except OSError as e:
             self.discard()
-            raise OutputError(f"{self.target}: cannot write there: {e.strerror or e}") from None
+            raise cannot_write(str(self.target), e) from None
 
     def commit(self) -> Path:
         """Put the written files in place of the target's; returns the target. `OutputError` when
@@ -222,7 +239,7 @@ class OutputSet:
             self.discard()
             if isinstance(e, OutputError):
                 raise
-            raise OutputError(f"{self.target}: cannot write there: {e.strerror or e}") from None
+            raise cannot_write(str(self.target), e) from None
         return self.target
 
     def discard(self) -> None:

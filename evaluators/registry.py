@@ -340,9 +340,6 @@ class Kind(Static):
     def label(self) -> str:
         return f"{self.digest}, {self.tie}, {' '.join(map(str, self.layout))}"
 
-    def __reduce__(self):
-        return Kind, (self.digest, self.tie, tuple(tuple(t) for t in self.layout))
-
 
 def _source_digest(fn) -> str:
     """A digest naming ``fn``'s source: its module, name and line in the file holding it, and that

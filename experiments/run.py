@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.files import OUTPUT_MIN_FREE, Locked, OutputError, write_yaml
+from engine.files import Locked, OutputError, cannot_write, make_room, not_a_folder, write_yaml
 from engine.validation import problem
 from evaluators import EvaluatorError, load_evaluator
 from optimizers.config import RunConfig
@@ -188,15 +188,12 @@ def make_run_dir(config: RunConfig) -> Path:
     (one line) when ``runs_dir`` is not a folder, cannot be written or has under `OUTPUT_MIN_FREE`
     free; nothing is made then."""
     root = Path(config.runs_dir)
-    up = next((p for p in (root, *root.parents) if p.exists()), None)
-    if up is not None and not up.is_dir():
-        raise OutputError(f"runs_dir {root}: {up} is not a folder")
+    label = f"runs_dir {root}"
+    up = root if root.exists() and not root.is_dir() else not_a_folder(root)
+    if up is not None:
+        raise OutputError(f"{label}: {up} is not a folder")
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        free = shutil.disk_usage(root).free
-        if free < OUTPUT_MIN_FREE:
-            raise OutputError(f"runs_dir {root}: only {free / 2**20:.1f} MB free on its disk, "
-                              f"{OUTPUT_MIN_FREE / 2**20:.0f} MB needed")
+        make_room(root, label)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for n in range(1, RUN_DIR_ATTEMPTS + 1):
             run_dir = root / (f"{config.name}-{stamp}" + (f"-{n}" if n > 1 else ""))
@@ -209,7 +206,7 @@ def make_run_dir(config: RunConfig) -> Path:
     except OutputError:
         raise
     except OSError as e:
-        raise OutputError(f"runs_dir {root}: cannot write there: {e.strerror or e}") from None
+        raise cannot_write(label, e) from None
 
 
 def check_cluster(config: RunConfig) -> None:
@@ -239,7 +236,7 @@ def start(config: RunConfig, quiet: bool = False, on_evaluation=None, run_dir: P
                           f"#   python -m experiments.run --resume {run_dir}")
     except OSError as e:
         shutil.rmtree(run_dir, ignore_errors=True)
-        raise OutputError(f"{run_dir}: cannot write there: {e.strerror or e}") from None
+        raise cannot_write(str(run_dir), e) from None
     tuner = Tuner(config, run_dir, quiet=quiet, on_evaluation=on_evaluation)
     return run_dir, tuner.run()
 
