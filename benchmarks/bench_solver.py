@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import numba  # noqa: E402
 
-from experiments.solve import load_solver_config  # noqa: E402
+from solver import load_solver_config  # noqa: E402
 from solver import solve  # noqa: E402
 
 

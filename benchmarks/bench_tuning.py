@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from experiments.run import load_run_config, start  # noqa: E402
+from optimizers import tune  # noqa: E402
+from optimizers.run import load_run_config  # noqa: E402
 from optimizers.fitness import evaluate  # noqa: E402
 from optimizers.parallel import Pool  # noqa: E402
 from optimizers.tuner import make_space  # noqa: E402
@@ -33,12 +34,11 @@ from optimizers.tuner import make_space  # noqa: E402
 def run(config_name: str, out: Path, overrides: list[str]) -> dict:
     config = load_run_config(ROOT / "configs" / config_name, [f"runs_dir={out}", *overrides])
     t0 = time.perf_counter()
-    run_dir, state = start(config, quiet=True)
+    result = tune(config, quiet=True)
     wall = time.perf_counter() - t0
-    ev = pd.read_csv(run_dir / "evaluations.csv")
-    gens = pd.read_csv(run_dir / "generations.csv")
+    ev, gens = result.evaluations(), result.generations()
     sim = ev[~ev.cached]
-    return {"config": config, "dir": run_dir, "best": state["best"]["fitness"], "evaluations": len(ev),
+    return {"config": config, "dir": result.dir, "best": result.state["best"]["fitness"], "evaluations": len(ev),
             "simulated": len(sim), "aborted": int(ev.aborted.sum()), "pieces": int(sim.pieces.sum()),
             "eval_seconds": float(sim.seconds.sum()), "gen_wall": float(gens.wall_seconds.sum()), "wall": wall,
             "n_jobs": config.parallel.n_jobs, "ev": ev, "gens": gens}

@@ -162,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_intermixed_args(argv)
     from evaluators import EvaluatorError
 
-    from .config import ConfigError
-    from .solve import load_online_policy
+    from engine.config import ConfigError
+    from solver import load_online_policy
 
     try:
         config, policy = load_online_policy(args.config, args.overrides)

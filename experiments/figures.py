@@ -67,7 +67,7 @@ class Run:
 def load_run(run_dir: str | Path) -> Run:
     """Read a run directory; raises `RunError` when it is not one."""
     from .run import load_resume
-    from .config import ConfigError
+    from engine.config import ConfigError
 
     run_dir = Path(run_dir)
     for name in ("config.yaml", "evaluations.csv", "generations.csv"):

@@ -26,59 +26,14 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from functools import reduce
 from pathlib import Path
 
-
 from engine import replay_line, upload_line
+from engine.config import ConfigError
 from engine.files import OutputError, OutputSet
 from engine.provenance import provenance
-from evaluators import EvaluatorError
 from solver import SolverConfig, solve
-from solver.config import EVALUATOR_KEYS
-
-from .config import ConfigError, apply_overrides, holder, load_mapping, locate, resolve_relative, validate
-
-
-def load_solver_config(path: str | Path, overrides: list[str] = ()) -> SolverConfig:
-    """A validated solver configuration from a YAML file (`locate`: a shipped one by its name too)
-    and dotted overrides."""
-    path = locate(path)
-    data = apply_overrides(load_mapping(path), list(overrides))
-    for key in EVALUATOR_KEYS:
-        node, last = holder(data, key)
-        if node is not None and last in node:
-            node[last] = resolve_relative(node[last], path.parent)
-    return validate(SolverConfig, data, str(path))
-
-
-def load_online_policy(path: str | Path, overrides: list[str] = ()):
-    """(config, policy) of a solver YAML whose policy plays unknown pieces (`solver.online`), for the
-    programs that see one piece ahead; `ConfigError` (or `EvaluatorError`) when it cannot."""
-    from evaluators import load_evaluator
-    from solver import registry
-    from solver.online import make_policy
-
-    config = load_solver_config(path, overrides)
-    if registry.get(config.policy).known_pieces:
-        raise ConfigError(f"{path}: policy: {config.policy!r} needs the whole sequence; a player that sees one "
-                          f"piece ahead needs one of {', '.join(registry.names(known_pieces=False))}")
-    return config, make_policy(config, load_evaluator(config.evaluator))
-
-
-def check_evaluators(config: SolverConfig, origin: str) -> None:
-    """Load the policy's evaluators besides the top-level one once, so that a bad one is a
-    one-line `ConfigError` naming its key rather than an error in the middle of the search."""
-    from evaluators import load_evaluator
-
-    for key in config.evaluator_keys()[1:]:
-        source = reduce(getattr, key.split("."), config)
-        if source is None:
-            continue
-        try:
-            load_evaluator(source)
-        except EvaluatorError as e:
-            raise ConfigError(f"{origin}: {key}: {e}") from None
+from solver.files import load_evaluators, load_solver_config
 
 
 #: the files a solve writes into its folder (an ``--out`` holding others is refused)
@@ -136,13 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = list(args.overrides) + ([f"pieces={args.pieces}"] if args.pieces is not None else [])
     try:
         config = load_solver_config(args.config, overrides)
-        from evaluators import load_evaluator
-
-        try:
-            evaluator = load_evaluator(config.evaluator)
-        except EvaluatorError as e:
-            raise ConfigError(f"{args.config}: evaluator: {e}") from None
-        check_evaluators(config, args.config)
+        evaluator = load_evaluators(config, args.config)
         # the output folder is checked (and its staging folder made) before the search, not after it
         out = OutputSet(args.out or default_out(args.config), OUTPUT_FILES, exclusive=args.out is None)
     except (ConfigError, OutputError) as e:

@@ -21,12 +21,11 @@ from pathlib import Path
 import configs
 from engine import GameState, Rules, encode, get_rules, replay
 from engine.board import is_valid
+from engine.config import ConfigError
 from engine.movegen import STEP_C, STEP_D, STEP_L, STEP_R, route
 from engine.rules import SHAPE_NAMES
 from evaluators import EvaluatorError
-
-from .config import ConfigError
-from .solve import load_online_policy
+from solver import load_online_policy
 
 DEFAULT_AGENT = configs.path("tui_agent.yaml")
 

@@ -1,23 +1,38 @@
 """Tuning: search spaces over solver settings, fitness with memo and early abort, parallel
 evaluation, and the tuners (DEAP's GA, pyswarms' PSO, random search) behind one ask/tell base.
 
-- `space`: parameters by dotted path into the solver config, vector <-> config (`paths`: the one
-  dotted-path walker, shared with the command line's overrides);
+The public API (what `experiments.run`, the command line, uses too):
+
+    from optimizers import tune, resume
+    run = tune("configs/ga.yaml", ["ga.generations=3"])     # or a mapping of the same keys
+    run.best, run.dir, run.evaluations(), run.best_config()
+
+    from optimizers import load_run_config, make_space, make_optimizer   # a loop of one's own
+    config = load_run_config("configs/ga.yaml")
+    space = make_space(config); tuner = make_optimizer(config, space)
+    vectors = tuner.ask(); tuner.tell(fitness_of(vectors))               # space.config(v): a solver config
+
+The modules:
+
+- `run`: a run from a configuration (`tune`, `resume`, `Run`, `load_run_config`, `resolve`);
+- `space`: parameters by dotted path into the solver config, vector <-> config (`engine.paths`: the
+  one dotted-path walker, shared with the command line's overrides);
 - `fitness`: one evaluation (a plain dict in, a plain dict out) and the memo;
 - `early_abort`: the threshold curve from earlier generations' best finished candidates;
 - `parallel`: the map over candidates (in process, joblib loky, dask.distributed);
 - `ga`, `pso`, `random_search`: the tuners (`_base.Optimizer`);
 - `config`: the run configuration schema; `store`: the run directory's files; `state`: the run's
   state between generations (the checkpoint); `tuner`: the run loop.
-
-`experiments.run` is the command line.
 """
 
-__all__ = ["Param", "RunConfig", "Space"]
+__all__ = ["Optimizer", "Param", "Run", "RunConfig", "Space", "load_run_config", "make_optimizer", "make_space",
+           "resolve", "resume", "tune"]
 
-#: where each public name lives, imported on first use: the solve and replay commands use
-#: `optimizers.paths` alone and need not load DEAP and pyswarms through `config`
-_LAZY = {"RunConfig": ".config", "Param": ".space", "Space": ".space"}
+#: where each public name lives, imported on first use: `import optimizers` alone loads neither
+#: DEAP nor pyswarms
+_LAZY = {"RunConfig": ".config", "Param": ".space", "Space": ".space", "Optimizer": "._base",
+         "make_optimizer": ".tuner", "make_space": ".tuner",
+         **{name: ".run" for name in ("Run", "load_run_config", "resolve", "resume", "tune")}}
 
 
 def __getattr__(name):
@@ -26,3 +41,7 @@ def __getattr__(name):
 
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -27,7 +27,7 @@ import numpy as np
 
 from evaluators.registry import canonical, names as feature_names
 
-from .paths import get_dotted, set_dotted
+from engine.paths import get_dotted, set_dotted
 
 FEATURE_PREFIX = "evaluator.features."
 #: significant digits a float gene keeps when decoded: genes an ulp or so apart, as crossover

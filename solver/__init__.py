@@ -14,6 +14,7 @@ with registry.assembling_once():  # `SolverConfig` assembled once, when every po
     from ._base import Policy, Progress
     from .config import BacksearchConfig, BeamConfig, GreedyConfig, LookaheadConfig, ProfileDPConfig, SolverConfig
     from .record import RecordMismatch, attach_record
+    from .files import load_evaluators, load_online_policy, load_solver_config
     from .registry import RegistryError, register
     from .result import SolveResult
     from .solve import default_pieces, solve
@@ -24,5 +25,5 @@ with registry.assembling_once():  # `SolverConfig` assembled once, when every po
 __all__ = [
     "BacksearchConfig", "BeamConfig", "GreedyConfig", "LookaheadConfig", "Policy", "ProfileDPConfig", "Progress",
     "RecordMismatch", "RegistryError", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
-    "register", "registry", "solve",
+    "load_evaluators", "load_online_policy", "load_solver_config", "register", "registry", "solve",
 ]

@@ -1,5 +1,5 @@
 """The solver's configuration: one schema, the single source of truth for keys, types, defaults and
-the configuration reference. Files are read by `experiments.config`; this module only validates data.
+the configuration reference. Files are read by `engine.config`; this module only validates data.
 
 `SolverConfig` holds the keys every run has (`SolverKeys`) and, assembled from the registry of
 policies (`solver.registry`), the `policy` key (one of the registered names) and one section per

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import run as run_cli
-from experiments.solve import load_solver_config
+from optimizers import run as tuning
+from solver import load_solver_config
 from solver import solve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,8 +22,8 @@ SHRINK = {
 def test_classic_tuning_run(tmp_path, algorithm):
     overrides = [*SHRINK[algorithm], "solver.pieces=250", "solver.online.games=2", "parallel.n_jobs=1",
                  "rescore.top=2", "rescore.overrides.pieces=400", f"runs_dir={tmp_path}"]
-    config = run_cli.load_run_config(ROOT / "configs" / f"{algorithm}_classic.yaml", overrides)
-    run_dir, _ = run_cli.start(config, quiet=True)
+    config = tuning.load_run_config(ROOT / "configs" / f"{algorithm}_classic.yaml", overrides)
+    run_dir = tuning.tune(config).dir
     with open(run_dir / "evaluations.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 8

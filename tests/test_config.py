@@ -1,8 +1,8 @@
-"""experiments.config: dotted overrides on the command line."""
+"""engine.config: dotted overrides on the command line."""
 
 import pytest
 
-from experiments.config import ConfigError, apply_overrides
+from engine.config import ConfigError, apply_overrides
 
 BASE = {"beam": {"width": 30, "clear_min_height": [16, 16, 17, 17]},
         "space": [{"path": "beam.score_gap", "low": 500, "high": 5000}]}
@@ -42,7 +42,7 @@ def test_override_values_read_as_yaml_12():
 
 
 def test_config_files_are_mappings_and_problems_name_the_file(tmp_path):
-    from experiments.config import load_mapping
+    from engine.config import load_mapping
 
     path = tmp_path / "c.yaml"
     path.write_text("beam: {width: 1e2}\n")
@@ -68,7 +68,7 @@ def test_config_files_are_mappings_and_problems_name_the_file(tmp_path):
 
 
 def test_holder_finds_the_mapping_of_a_dotted_key():
-    from experiments.config import holder
+    from engine.config import holder
 
     data = {"beam": {"width": 3}, "space": [{"path": "x"}]}
     assert holder(data, "beam.width") == (data["beam"], "width")
@@ -81,7 +81,7 @@ def test_holder_finds_the_mapping_of_a_dotted_key():
 def test_validation_problems_are_one_line_with_the_dotted_key():
     from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-    from experiments.config import validate
+    from engine.config import validate
 
     class Inner(BaseModel):
         model_config = ConfigDict(extra="forbid")

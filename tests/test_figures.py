@@ -14,7 +14,7 @@ import yaml
 from nbclient import NotebookClient
 
 from experiments import figures, report
-from experiments import run as run_cli
+from optimizers import run as tuning
 from test_tuning import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ def tiny_runs(tmp_path_factory):
                                            "early_abort": {"enabled": False}, "space": [*TINY["space"], choice]})):
         path = root / f"{name}.yaml"
         path.write_text(yaml.safe_dump({**TINY, **changes, "name": name, "runs_dir": str(root / "runs")}))
-        run_dir, _ = run_cli.start(run_cli.load_run_config(path), quiet=True)
+        run_dir = tuning.tune(path).dir
         out.append(run_dir)
     return out
 

@@ -149,8 +149,8 @@ def test_mcts_time_budget():
 
 
 def test_each_policy_reads_its_own_section_and_the_old_keys_say_where_they_went(tmp_path):
-    from experiments.config import ConfigError
-    from experiments.solve import load_solver_config
+    from engine.config import ConfigError
+    from solver import load_solver_config
 
     preview = make_policy(config("preview", preview={"keep": 3, "objective": "last"}))
     expect = make_policy(config("expect", expect={"keep": 5, "reduce": "min"}))

@@ -12,9 +12,9 @@ from pydantic import Field
 from engine.lock import spawn_state
 from engine.movegen import placements_into
 from evaluators import board_values, priority
-from experiments.config import ConfigError
+from engine.config import ConfigError
 from experiments.reference import configuration_reference
-from experiments.solve import load_online_policy, load_solver_config
+from solver import load_online_policy, load_solver_config
 from solver import SolverConfig, registry, solve
 from solver._base import best_first, value_child
 from solver.config import Strict

@@ -19,8 +19,8 @@ import experiments, configs
 assert Path(experiments.__file__).is_relative_to(Path(sys.argv[1])), experiments.__file__
 from experiments.bot import DEFAULT_CONFIG
 from experiments.tui import DEFAULT_AGENT
-from experiments.solve import load_online_policy, load_solver_config
-from experiments.run import load_run_config
+from solver import load_online_policy, load_solver_config
+from optimizers import load_run_config
 config, policy = load_online_policy(DEFAULT_CONFIG)
 assert config.policy == "preview", config.policy
 load_online_policy(DEFAULT_AGENT)

@@ -239,7 +239,7 @@ def test_pieces_within_the_base():
     ({"windw": 9}, "profile_dp.windw: unknown key"),
 ])
 def test_config_errors(override, message):
-    from experiments.config import ConfigError, validate
+    from engine.config import ConfigError, validate
 
     with pytest.raises(ConfigError) as e:
         validate(SolverConfig, {"policy": "profile_dp", "profile_dp": override}, "x.yaml")
@@ -251,16 +251,17 @@ def test_tuning_runs_over_profile_dp_settings(tmp_path):
     space, shrunk), and its best.yaml replays to the tuned score in the solver."""
     from pathlib import Path
 
-    from experiments import run as run_cli
-    from experiments.solve import load_solver_config
+    from optimizers import run as tuning
+    from solver import load_solver_config
 
     shipped = Path(__file__).resolve().parents[1] / "configs" / "dp-random.yaml"
     overrides = ["random.samples=3", "random.generations=2", "pieces=160", "solver.profile_dp.states=300",
                  f"runs_dir={tmp_path}", "parallel.n_jobs=1"]
-    config = run_cli.load_run_config(shipped, overrides)
+    config = tuning.load_run_config(shipped, overrides)
     assert [p.path for p in config.space] == ["profile_dp.cells_weight", "profile_dp.bumpiness_weight",
                                               "profile_dp.window"]
-    run_dir, state = run_cli.start(config, quiet=True)
+    run = tuning.tune(config)
+    run_dir, state = run.dir, run.state
     best = load_solver_config(run_dir / "best.yaml")
     assert best.policy == "profile_dp" and best.profile_dp.states == 300
     assert solve(best, record=False).score == best.meta["score"] > 0

@@ -9,6 +9,7 @@ import yaml
 import engine.files as files
 from engine.files import FolderLock
 from experiments import run as run_cli
+from optimizers import run as tuning
 from test_tuning import TINY, write_config
 
 SMALL = {**TINY, "ga": {**TINY["ga"], "generations": 2}, "pieces": 60}
@@ -22,8 +23,8 @@ def run_main(*args):
 def finished(tmp_path_factory):
     """A finished small run, copied afresh by `run_copy` for each test that damages it."""
     tmp = tmp_path_factory.mktemp("finished")
-    config = run_cli.load_run_config(write_config(tmp, SMALL), [])
-    run_dir, _ = run_cli.start(config, quiet=True)
+    config = tuning.load_run_config(write_config(tmp, SMALL), [])
+    run_dir = tuning.tune(config).dir
     return run_dir
 
 
@@ -64,9 +65,9 @@ def test_a_full_disk_is_found_before_the_run(tmp_path, capsys, monkeypatch):
 
 
 def test_two_runs_in_the_same_second_get_two_directories(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_cli.time, "strftime", lambda fmt: "20261124-120000")
-    config = run_cli.load_run_config(write_config(tmp_path, SMALL), [])
-    a, b = run_cli.make_run_dir(config), run_cli.make_run_dir(config)
+    monkeypatch.setattr(tuning.time, "strftime", lambda fmt: "20261124-120000")
+    config = tuning.load_run_config(write_config(tmp_path, SMALL), [])
+    a, b = tuning.make_run_dir(config), tuning.make_run_dir(config)
     assert (a.name, b.name) == ("tiny-20261124-120000", "tiny-20261124-120000-2")
 
 
@@ -74,10 +75,10 @@ def test_a_config_yaml_that_cannot_be_written_leaves_no_run_directory(tmp_path, 
     def full(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(run_cli, "write_yaml", full)
-    config = run_cli.load_run_config(write_config(tmp_path, SMALL), [])
+    monkeypatch.setattr(tuning, "write_yaml", full)
+    config = tuning.load_run_config(write_config(tmp_path, SMALL), [])
     with pytest.raises(files.OutputError, match="cannot write there: No space left on device"):
-        run_cli.start(config, quiet=True)
+        tuning.tune(config)
     assert list((tmp_path / "runs").iterdir()) == []
 
 

@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from experiments import run as run_cli
-from experiments.solve import load_solver_config
 from optimizers import fitness
+from optimizers import run as tuning
 from optimizers.config import EarlyAbortConfig
 from optimizers.early_abort import EarlyAbort, reference_curve
 from optimizers.space import Param, Space
 from optimizers.store import RunStore
-from solver import solve
+from solver import load_solver_config, solve
 
 TINY = {
     "name": "tiny",
@@ -46,9 +46,9 @@ def write_config(tmp_path, data=None, name="run.yaml", **changes):
 
 
 def start(tmp_path, overrides=(), data=None, on_evaluation=None, **changes):
-    config = run_cli.load_run_config(write_config(tmp_path, data, **changes), list(overrides))
-    run_dir, state = run_cli.start(config, quiet=True, on_evaluation=on_evaluation)
-    return run_dir, state
+    config = tuning.load_run_config(write_config(tmp_path, data, **changes), list(overrides))
+    run = tuning.tune(config, on_evaluation=on_evaluation)
+    return run.dir, run.state
 
 
 def rows(run_dir, name="evaluations.csv"):
@@ -329,7 +329,7 @@ def test_resume_after_an_interruption_equals_an_uninterrupted_run(tmp_path, algo
 
     before = fitness.SIMULATIONS
     resumed_rows = []
-    state = run_cli.resume(cut, quiet=True, on_evaluation=resumed_rows.append)
+    state = tuning.resume(cut, on_evaluation=resumed_rows.append).state
     resumed_sims = fitness.SIMULATIONS - before
     assert all((r["generation"], r["index"]) not in {(s["generation"], s["index"]) for s in seen} for r in resumed_rows)
     assert first_sims + resumed_sims == whole_sims  # no finished evaluation simulated again
@@ -439,7 +439,7 @@ def test_init_from_a_previous_best_yaml(tmp_path):
 def test_shipped_configs_validate(name):
     from pathlib import Path
 
-    config = run_cli.load_run_config(Path(__file__).resolve().parents[1] / "configs" / name)
+    config = tuning.load_run_config(Path(__file__).resolve().parents[1] / "configs" / name)
     assert config.solver["evaluator"]["name"] == "chys_quality"
     if name == "ga-record.yaml":  # the full-width tuning: fewer, costlier candidates, pruned by the record
         assert config.solver["beam"]["width"] == 9041 and config.pieces is None and config.rescore is None
@@ -496,7 +496,7 @@ def test_the_swarm_topologies_are_the_configs_choices():
 
 
 def test_settings_by_dotted_path():
-    from optimizers.paths import PathError
+    from engine.paths import PathError
     from optimizers.space import with_settings
 
     base = {"beam": {"width": 20, "clear_min_height": [16, 17]}, "online": None,
@@ -517,7 +517,7 @@ def test_the_run_state_round_trips_through_the_legacy_checkpoint_mapping(tmp_pat
     from optimizers.state import RunState
     from optimizers.tuner import Tuner
 
-    config = run_cli.load_run_config(write_config(tmp_path), ["ga.generations=2"])
+    config = tuning.load_run_config(write_config(tmp_path), ["ga.generations=2"])
     checkpoint = Tuner(config, tmp_path).fresh_state().to_checkpoint()
     assert list(checkpoint) == ["generation", "optimizer", "early_abort", "history", "best", "rescored", "done"]
     history = {"generation": 0, "best": 2.0, "mean": 1.5, "median": 1.5, "worst": 1.0, "evaluations": 2,

@@ -1,6 +1,6 @@
 """Dotted paths into nested configuration data: ``beam.width``, ``space.0.low`` (a part that is a
 whole number indexes a list that is already there). The one walker behind the command line's
-overrides (`experiments.config.apply_overrides`), the search space's settings and the re-scoring's
+overrides (`engine.config.apply_overrides`), the search space's settings and the re-scoring's
 (`optimizers.space.set_path`, `optimizers.space.with_settings`).
 """
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.files import YamlError, load_yaml, parse_yaml
 from engine.validation import format_validation_error
-from optimizers.paths import PathError, get_dotted, set_dotted
+from engine.paths import PathError, get_dotted, set_dotted
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -68,7 +68,7 @@ def parse_override(item: str, origin: str = "command line") -> tuple[str, Any]:
 def apply_overrides(data: dict, overrides: list[str], origin: str = "command line") -> dict:
     """A copy of ``data`` with each ``dotted.key=value`` set (`parse_override`). A part that is a
     whole number indexes a list that is already there (``space.0.low=100``,
-    ``beam.clear_min_height.2=18``); missing mappings are made (`optimizers.paths.set_dotted`)."""
+    ``beam.clear_min_height.2=18``); missing mappings are made (`engine.paths.set_dotted`)."""
     data = copy.deepcopy(data)
     for item in overrides:
         key, value = parse_override(item, origin)
