@@ -53,7 +53,8 @@ def run_fill(seed, open_):
 @njit(cache=True, inline="always")
 def copy_rows(dst, src):
     """``dst[y] = src[y]`` for every row (a loop: numba's ``dst[:] = src`` allocates a temporary
-    copy of the source on every call)."""
+    copy of the source on every call, and compiles its shape-mismatch message: seconds of every
+    cold compile)."""
     for y in range(src.shape[0]):
         dst[y] = src[y]
 

@@ -37,6 +37,9 @@ STEP_LETTERS = "LRDC"
 XOFF = 8  # bit x + XOFF of a mask stands for centre column x (room for centres left of the wall)
 EXTRA_ROWS = 4  # centre rows 0 .. height + EXTRA_ROWS - 1 are searched
 PAD = 4  # `fit_masks`' row words reach this many rows above and below the searched centre rows
+#: the four rotation states, as an argument of the kernels (a numpy integer: numba compiles a
+#: callee once per literal value, so a literal 4 beside a variable count would compile it twice)
+ALL_STATES = np.int64(4)
 
 
 @njit(cache=True)
@@ -197,6 +200,15 @@ def farthest(free, sx):
     return max(sx + XOFF - lowest, highest - sx - XOFF)
 
 
+@njit(cache=True, inline="always")
+def copy_layer(dst, src):
+    """``dst[s, y] = src[s, y]`` for a (states, rows) frontier, by a loop: numba compiles an array
+    assignment ``dst[:] = src`` with its shape-mismatch message, seconds of every cold compile."""
+    for s in range(src.shape[0]):
+        for y in range(src.shape[1]):
+            dst[s, y] = src[s, y]
+
+
 @njit(cache=True)
 def search(sc, sx, sy, ss, max_steps, store, states):
     """Breadth-first search from the spawn (sx, sy, ss) over at most ``max_steps`` steps, in a graph
@@ -245,7 +257,7 @@ def search(sc, sx, sy, ss, max_steps, store, states):
         front[s, sky] = m
         visited[s, sky] |= m
     if store:
-        layers[0] = front
+        copy_layer(layers[0], front)
     while d < max_steps:
         top = min(hi + 1, rows - 1)
         new_lo = rows
@@ -283,7 +295,7 @@ def search(sc, sx, sy, ss, max_steps, store, states):
             d -= 1
             break
         if store:
-            layers[d] = front
+            copy_layer(layers[d], front)
         lo = new_lo
         hi = new_hi
     return d
@@ -303,7 +315,7 @@ def drop_placements_into(board, rules, shape, sc, out):
     the board. Rows (x, y, state) of ``out``, ordered by state, then y, then x; returns how many."""
     cells, alias, width = rules.cells[shape], rules.alias[shape], rules.width
     fit, free = sc.fit, sc.free
-    fit_masks(board, cells, width, fit, free, 4, sc.ext, sc.lowest, sc.shift)
+    fit_masks(board, cells, width, fit, free, ALL_STATES, sc.ext, sc.lowest, sc.shift)
     rows = fit.shape[1]
     n = 0
     for c in range(4):
@@ -473,8 +485,8 @@ def route_into(board, rules, shape, spawn_state, tx, ty, ts, sc, out):
     Among shortest routes, the one found by walking back from the target preferring D, then L, R,
     C, so routes end with their drops and begin with rotations and shifts."""
     alias = rules.alias[shape]
-    fit_masks(board, rules.cells[shape], rules.width, sc.fit, sc.free, 4, sc.ext, sc.lowest, sc.shift)
-    d_max = search(sc, rules.spawn_x, rules.spawn_y, spawn_state, rules.max_steps, True, 4)
+    fit_masks(board, rules.cells[shape], rules.width, sc.fit, sc.free, ALL_STATES, sc.ext, sc.lowest, sc.shift)
+    d_max = search(sc, rules.spawn_x, rules.spawn_y, spawn_state, rules.max_steps, True, ALL_STATES)
     if d_max < 0:
         return -1
     layers = sc.layers

@@ -38,7 +38,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from engine.board import popcount
+from engine.board import copy_rows, popcount
 from engine.lock import spawn_blocked, spawn_state
 from evaluators import load_evaluator
 
@@ -236,7 +236,7 @@ def _step(sequence, rules, pspec, sspec, settings, threshold, state, work, board
     t = st[T]
     if t >= sequence.shape[0]:
         return DONE
-    board[:] = state.hist[t]
+    copy_rows(board, state.hist[t])
     floor = st[BASE_END]  # read before `_mode` may give the base up at this very piece
     mode = _mode(st, t, settings)
     choice = _choose(board, t, sequence, rules, pspec, sspec, settings, mode, work)

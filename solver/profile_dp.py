@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from engine.board import place, popcount
+from engine.board import copy_rows, place, popcount
 from engine.lock import lock_points, spawn_state
 from engine.movegen import MoveScratch, capacity, new_scratch, placements_into, rows_for
 from evaluators import board_values, priority
@@ -684,7 +684,7 @@ def replay_moves(h, codes, shapes, tables, win, out_place):
         out_place[t, 0] = tables.moves[shape, m, MOVE_X]
         out_place[t, 1] = cy
         out_place[t, 2] = tables.moves[shape, m, MOVE_STATE]
-        h[:] = nh
+        copy_rows(h, nh)
     return True
 
 

@@ -29,7 +29,8 @@ DEAD = 1e15
 #: the tetromino shapes, numbered 0 .. SHAPES - 1
 SHAPES = 7
 #: ply levels of the workspace (see the module docstring)
-CURRENT, NEXT, TREE = range(3)
+CURRENT, NEXT, TREE = (np.int64(level) for level in range(3))  # numba types a global int as a
+# literal and compiles a callee once per literal value: numpy integers are one type
 PLY_LEVELS = 3
 
 
@@ -62,7 +63,7 @@ def workspace(height: int, width: int, n_features: int) -> Workspace:
                      np.zeros(height, np.uint16))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def ply_scratch(ws, level):
     """The valuing scratch (`solver._base.ValueScratch`) of ply ``level``."""
     return ValueScratch(ws.pvals[level], ws.locked[level], ws.cleared[level])

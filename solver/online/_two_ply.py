@@ -14,6 +14,7 @@ from typing import Literal, NamedTuple
 from numba import njit
 from pydantic import Field
 
+from engine.board import copy_rows
 from engine.lock import lock_piece, spawn_state
 from engine.movegen import placements_into
 from evaluators import board_values, priority
@@ -44,7 +45,7 @@ def two_ply_search(settings: TwoPlyConfig, worst: bool = False) -> TwoPly:
     return TwoPly(int(settings.keep), settings.objective == "last", bool(worst))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def first_ply(board, shape, t, rules, spec, ws):
     """Value every placement of the current piece into ``ws.values`` (-DEAD for a dead child) and
     its tie-break rank into ``ws.ranks``; returns (n, order): ``order`` the placement indices, best
@@ -62,11 +63,11 @@ def first_ply(board, shape, t, rules, spec, ws):
     return n, best_first(ws.values, ws.ranks, n)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def child_board(board, shape, k, t, rules, ws, out):
     """The first-ply child of placement ``k`` (of ``ws.found[CURRENT]``) of piece ``t`` into ``out``."""
     found = ws.found[CURRENT]
-    out[:] = board
+    copy_rows(out, board)
     lock_piece(out, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit, objmode
 from pydantic import Field
 
+from engine.board import copy_rows
 from engine.lock import GOING_ON, PIECE_LIMIT, lock_piece, spawn_blocked, spawn_state
 from engine.movegen import capacity, placements_into
 from evaluators import board_values
@@ -314,7 +315,7 @@ def rollout(board, t, preview, pieces, rules, spec, ws, rng):
     ``board`` (copied into ``ws.spare``), piece ``t`` first; returns (points, last value, lost):
     the value is NaN when no piece was placed, 0 when the game ended."""
     out = ws.spare
-    out[:] = board
+    copy_rows(out, board)
     found = ws.found[NEXT]
     points = 0
     last = np.nan
