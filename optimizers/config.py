@@ -1,36 +1,19 @@
-"""The tuning run's configuration: one schema for keys, types, defaults and the README's reference.
-Files are read by `experiments.run`; this module only validates data.
+"""The tuning run's configuration: one schema for keys, types, defaults and the configuration
+reference. Files are read by `optimizers.run`; this module only validates data.
+
+`RunConfig` holds the keys every run has (`RunKeys`) and, assembled from the registry of tuners
+(`optimizers.tuners`), the ``algorithm`` key (one of the registered names) and one section per
+tuner, named after it: its ``Settings``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
-from .ga import CROSSOVERS as _CROSSOVERS, MUTATIONS as _MUTATIONS, SELECTIONS as _SELECTIONS
-
-# the GA's operator names are its tables' keys: an operator is added in `optimizers.ga` alone
-SELECTIONS = tuple(_SELECTIONS)
-CROSSOVERS = tuple(_CROSSOVERS)
-MUTATIONS = tuple(_MUTATIONS)
-#: pyswarms' names of its position and velocity handlers (`BoundaryHandler`, `VelocityHandler`)
-BOUNDARIES = ("reflective", "nearest", "periodic", "random", "shrink", "intermediate")
-VELOCITY_HANDLERS = ("unmodified", "adjust", "invert", "zero")
-#: the swarm's topologies (`optimizers.pso.TOPOLOGIES` has one entry for each)
-TOPOLOGIES = ("star", "ring")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-def _known(kind: str, names: tuple[str, ...]):
-    def check(cls, v):
-        if v not in names:
-            raise ValueError(f"unknown {kind} {v!r} (known: {', '.join(names)})")
-        return v
-    return check
+from ._settings import Strict, TunerSettings
+from .tuners import TUNERS
 
 
 class ParamSpec(Strict):
@@ -62,91 +45,6 @@ class ParamSpec(Strict):
         if self.low > self.high:
             raise ValueError(f"low: low ({self.low:g}) > high ({self.high:g})")
         return self
-
-
-class SelectionConfig(Strict):
-    """``ga.selection``: how parents are picked (DEAP's sel* operators)."""
-
-    name: str = Field("tournament", description=f"one of {', '.join(SELECTIONS)}")
-    tournsize: int = Field(3, ge=2, description="tournament size (tournament)")
-    _name = field_validator("name")(classmethod(_known("selection operator", SELECTIONS)))
-
-
-class CrossoverConfig(Strict):
-    """``ga.crossover``: how two parents mix (DEAP's cx* operators)."""
-
-    name: str = Field("blend", description=f"one of {', '.join(CROSSOVERS)}")
-    alpha: float = Field(0.3, ge=0, description="blend: extent of the interval around the parents")
-    indpb: float = Field(0.5, ge=0, le=1, description="uniform: probability of swapping each gene")
-    eta: float = Field(15.0, gt=0, description="sbx: crowding degree (high: children near the parents)")
-    _name = field_validator("name")(classmethod(_known("crossover operator", CROSSOVERS)))
-
-
-class MutationConfig(Strict):
-    """``ga.mutation``: how a child is perturbed (DEAP's mut* operators)."""
-
-    name: str = Field("gaussian", description=f"one of {', '.join(MUTATIONS)}")
-    sigma: float = Field(0.15, gt=0, description="gaussian: standard deviation as a share of each gene's range")
-    indpb: float = Field(0.5, ge=0, le=1, description="probability of mutating each gene")
-    eta: float = Field(20.0, gt=0, description="polynomial_bounded: crowding degree")
-    _name = field_validator("name")(classmethod(_known("mutation operator", MUTATIONS)))
-
-
-class GAConfig(Strict):
-    """``ga``: a generational genetic algorithm on DEAP's operators: elites (the best of the hall of
-    fame) are kept, the rest of each generation is selected, then mated with probability ``cxpb``
-    and mutated with probability ``mutpb`` (DEAP's varAnd). Genes are clipped to their bounds."""
-
-    population: int = Field(16, ge=2, description="individuals per generation")
-    generations: int = Field(10, ge=1, description="generations, the first (the initial population) included")
-    cxpb: float = Field(0.7, ge=0, le=1, description="probability of mating a pair")
-    mutpb: float = Field(0.8, ge=0, le=1, description="probability of mutating an individual")
-    elitism: int = Field(1, ge=0, description="best individuals ever (hall of fame) copied into each new generation")
-    hall_of_fame: int = Field(10, ge=1, description="distinct best individuals kept")
-    selection: SelectionConfig = Field(default_factory=SelectionConfig)
-    crossover: CrossoverConfig = Field(default_factory=CrossoverConfig)
-    mutation: MutationConfig = Field(default_factory=MutationConfig)
-
-    @model_validator(mode="after")
-    def _sizes(self):
-        if self.elitism >= self.population:
-            raise ValueError(f"elitism: must be below the population ({self.population})")
-        if self.elitism > self.hall_of_fame:
-            raise ValueError(f"elitism: elites come from the hall of fame ({self.hall_of_fame}): at most that many")
-        return self
-
-
-class PSOConfig(Strict):
-    """``pso``: particle swarm optimisation on pyswarms' backend, stepped one iteration (generation)
-    at a time: cost = -fitness, personal bests, the topology's best, new velocities and positions."""
-
-    particles: int = Field(16, ge=2, description="particles (candidates per iteration)")
-    iterations: int = Field(10, ge=1, description="iterations (generations), the first included")
-    topology: Literal[TOPOLOGIES] = Field("star", description="`star`: global best; `ring`: best of the k nearest")
-    k: int = Field(3, ge=1, description="ring: neighbours considered")
-    p: Literal[1, 2] = Field(2, description="ring: Minkowski norm of the neighbourhood (1 or 2)")
-    c1: float = Field(1.5, ge=0, description="cognitive weight (pull to the particle's best)")
-    c2: float = Field(1.5, ge=0, description="social weight (pull to the neighbourhood's best)")
-    w: float = Field(0.7, ge=0, description="inertia")
-    boundary: str = Field("reflective", description=f"position bounds handling: {', '.join(BOUNDARIES)}")
-    velocity: str = Field("unmodified", description=f"velocity handling: {', '.join(VELOCITY_HANDLERS)}")
-    clamp: float | None = Field(0.25, gt=0, description="most velocity per iteration, as a share of each gene's range (null: none)")
-    _boundary = field_validator("boundary")(classmethod(_known("boundary strategy", BOUNDARIES)))
-    _velocity = field_validator("velocity")(classmethod(_known("velocity strategy", VELOCITY_HANDLERS)))
-
-    @model_validator(mode="after")
-    def _ring(self):
-        if self.topology == "ring" and self.k >= self.particles:
-            raise ValueError(f"k: a ring needs fewer neighbours than particles ({self.particles})")
-        return self
-
-
-class RandomConfig(Strict):
-    """``random``: uniform samples of the space, the baseline a tuner must beat at equal budget
-    (the first candidate is the initial point unless ``init: random``)."""
-
-    samples: int = Field(16, ge=1, description="candidates per generation")
-    generations: int = Field(10, ge=1, description="generations")
 
 
 class EarlyAbortConfig(Strict):
@@ -190,15 +88,11 @@ class RescoreConfig(Strict):
     overrides: dict[str, Any] = Field(default_factory=dict, description="dotted solver settings, e.g. `{beam.width: 9041, pieces: null}`")
 
 
-class RunConfig(Strict):
+class RunKeys(Strict):
     """A tuning run (`python -m experiments.run CONFIG`)."""
 
     name: str = Field(description="run name: the run directory is `<runs_dir>/<name>-<YYYYmmdd-HHMMSS>`")
     seed: int = Field(0, description="seed of the run's random generator (everything random derives from it)")
-    algorithm: Literal["ga", "pso", "random"] = Field("ga", description="the tuner")
-    ga: GAConfig = Field(default_factory=GAConfig)
-    pso: PSOConfig = Field(default_factory=PSOConfig)
-    random: RandomConfig = Field(default_factory=RandomConfig)
     solver_config: str | None = Field(None, description="the base solver YAML (relative to this file), or give `solver`")
     solver: dict[str, Any] | None = Field(None, description="the base solver config as a mapping (default: the solver defaults)")
     pieces: int | None = Field(None, ge=1, description="pieces each candidate plays (overrides the solver's `pieces`)")
@@ -227,9 +121,26 @@ class RunConfig(Strict):
         return self
 
     @property
+    def settings(self) -> TunerSettings:
+        """The chosen tuner's section."""
+        return getattr(self, self.algorithm)
+
+    @property
     def generations(self) -> int:
-        return {"ga": self.ga.generations, "pso": self.pso.iterations, "random": self.random.generations}[self.algorithm]
+        return self.settings.budget(len(self.space))[0]
 
     @property
     def population(self) -> int:
-        return {"ga": self.ga.population, "pso": self.pso.particles, "random": self.random.samples}[self.algorithm]
+        """Candidates per generation."""
+        return self.settings.budget(len(self.space))[1]
+
+
+#: the default tuner
+DEFAULT_ALGORITHM = "ga"
+
+RunConfig = create_model(
+    "RunConfig", __base__=RunKeys, __module__=__name__, __doc__=RunKeys.__doc__,
+    algorithm=(Literal[tuple(TUNERS)], Field(DEFAULT_ALGORITHM, description="the tuner: " + ", ".join(TUNERS))),
+    **{name: (cls.Settings, Field(default_factory=cls.Settings, description=(cls.Settings.__doc__ or "").split("\n")[0]))
+       for name, cls in TUNERS.items()},
+)

@@ -36,15 +36,11 @@ from ._base import Optimizer
 from .config import RunConfig
 from .early_abort import EarlyAbort
 from .fitness import Memo, Record, canonical, evaluate
-from .ga import GA
 from .parallel import Pool
-from .pso import PSO
-from .random_search import RandomSearch
 from .space import Param, Space, with_settings
 from .state import Best, Rescored, RunState
 from .store import Evaluation, GenerationStats, Rescoring, RunStore
-
-OPTIMIZERS: dict[str, type[Optimizer]] = {"ga": GA, "pso": PSO, "random": RandomSearch}
+from .tuners import get as get_tuner
 
 log = logging.getLogger("optimizers.run")
 #: seconds between two drawings of fitness.png while a run goes on (a drawing costs a few tenths of a second)
@@ -72,8 +68,7 @@ def make_space(config: RunConfig) -> Space:
 
 
 def make_optimizer(config: RunConfig, space: Space) -> Optimizer:
-    settings = getattr(config, config.algorithm)
-    return OPTIMIZERS[config.algorithm](space, settings, np.random.default_rng(config.seed), init=config.init,
+    return get_tuner(config.algorithm)(space, config.settings, np.random.default_rng(config.seed), init=config.init,
                                        init_sigma=config.init_sigma)
 
 

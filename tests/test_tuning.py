@@ -145,7 +145,7 @@ def test_blend_crossover_keeps_genes_equal_in_both_parents_exactly():
 
     from deap import tools
 
-    from optimizers.ga import _blend
+    from optimizers.tuners.ga import _blend
 
     a0, b0 = [0.163, 0.21, 2200.0], [0.163, 0.25, 2100.0]
     random.seed(5)
@@ -305,9 +305,19 @@ class Interrupt(Exception):
     pass
 
 
-@pytest.mark.parametrize("algorithm", ["ga", "pso"])
+#: each tuner on TINY's budget scale: a few candidates, three generations
+SMALL_RUNS = {
+    "ga": [],
+    "pso": ["algorithm=pso", "pso.particles=6", "pso.iterations=3", "pso.boundary=shrink"],
+    "random": ["algorithm=random", "random.samples=6", "random.generations=3"],
+    "cmaes": ["algorithm=cmaes", "cmaes.population=6", "cmaes.generations=3", "cmaes.sigma=0.3"],
+    "cem": ["algorithm=cem", "cem.samples=6", "cem.generations=3", "cem.elite=0.5"],
+}
+
+
+@pytest.mark.parametrize("algorithm", ["ga", "pso", "cmaes", "cem"])
 def test_resume_after_an_interruption_equals_an_uninterrupted_run(tmp_path, algorithm):
-    over = [] if algorithm == "ga" else ["algorithm=pso", "pso.particles=6", "pso.iterations=3", "pso.boundary=shrink"]
+    over = SMALL_RUNS[algorithm]
     before = fitness.SIMULATIONS
     whole, whole_state = start(tmp_path / "a", overrides=over)
     whole_sims = fitness.SIMULATIONS - before
@@ -391,10 +401,9 @@ def test_bad_override_from_the_real_command_line(tmp_path):
 # best.yaml is the export to the solver
 
 
-@pytest.mark.parametrize("algorithm", ["ga", "pso", "random"])
+@pytest.mark.parametrize("algorithm", list(SMALL_RUNS))
 def test_best_yaml_runs_in_the_solver_with_the_tuned_score(tmp_path, algorithm):
-    over = {"ga": [], "pso": ["algorithm=pso", "pso.particles=6", "pso.iterations=3"],
-            "random": ["algorithm=random", "random.samples=6", "random.generations=3"]}[algorithm]
+    over = SMALL_RUNS[algorithm]
     run_dir, state = start(tmp_path, overrides=over)
     for name in ("config.yaml", "evaluations.csv", "generations.csv", "best.yaml", "fitness.png", "run.log",
                  "checkpoint.pkl"):
@@ -458,10 +467,9 @@ def test_shipped_configs_validate(name):
 
 
 def test_every_ga_operator_is_a_table_entry_the_config_accepts():
-    from optimizers import ga
-    from optimizers.config import CROSSOVERS, MUTATIONS, SELECTIONS, GAConfig
+    from optimizers.tuners import ga
+    from optimizers.tuners.ga import CROSSOVERS, MUTATIONS, SELECTIONS, GAConfig
 
-    assert (SELECTIONS, CROSSOVERS, MUTATIONS) == (tuple(ga.SELECTIONS), tuple(ga.CROSSOVERS), tuple(ga.MUTATIONS))
     space = Space([Param("a", "float", -1, 1), Param("b", "int", 0, 5), Param("c", "choice", choices=("x", "y"))],
                   {"a": 0.0, "b": 2, "c": "x"})
     combos = [(s, c, m) for s in SELECTIONS for c in CROSSOVERS for m in MUTATIONS]
@@ -486,8 +494,8 @@ def test_every_ga_operator_is_a_table_entry_the_config_accepts():
 def test_the_swarm_topologies_are_the_configs_choices():
     from typing import get_args
 
-    from optimizers import pso
-    from optimizers.config import PSOConfig
+    from optimizers.tuners import pso
+    from optimizers.tuners.pso import PSOConfig
 
     assert tuple(pso.TOPOLOGIES) == get_args(PSOConfig.model_fields["topology"].annotation)
     ring = PSOConfig(topology="ring", k=2, p=1)

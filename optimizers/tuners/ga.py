@@ -27,9 +27,12 @@ from typing import Callable
 
 import numpy as np
 from deap import algorithms, base, tools
+from pydantic import Field, field_validator, model_validator
 
-from ._base import Optimizer
-from .space import SpaceError
+from .._base import Optimizer
+from .._settings import Strict, TunerSettings, known
+from ..space import SpaceError
+from . import register
 
 #: the least width a gene's range is given for DEAP's bounded operators, which divide by it
 MIN_SPAN = 1e-9
@@ -198,9 +201,65 @@ MUTATIONS: dict[str, Callable] = {
 
 # ------------------------------------------------------------------------------------------------
 
+class SelectionConfig(Strict):
+    """``ga.selection``: how parents are picked (DEAP's sel* operators)."""
 
+    name: str = Field("tournament", description=f"one of {', '.join(SELECTIONS)}")
+    tournsize: int = Field(3, ge=2, description="tournament size (tournament)")
+    _name = field_validator("name")(known("selection operator", SELECTIONS))
+
+
+class CrossoverConfig(Strict):
+    """``ga.crossover``: how two parents mix (DEAP's cx* operators)."""
+
+    name: str = Field("blend", description=f"one of {', '.join(CROSSOVERS)}")
+    alpha: float = Field(0.3, ge=0, description="blend: extent of the interval around the parents")
+    indpb: float = Field(0.5, ge=0, le=1, description="uniform: probability of swapping each gene")
+    eta: float = Field(15.0, gt=0, description="sbx: crowding degree (high: children near the parents)")
+    _name = field_validator("name")(known("crossover operator", CROSSOVERS))
+
+
+class MutationConfig(Strict):
+    """``ga.mutation``: how a child is perturbed (DEAP's mut* operators)."""
+
+    name: str = Field("gaussian", description=f"one of {', '.join(MUTATIONS)}")
+    sigma: float = Field(0.15, gt=0, description="gaussian: standard deviation as a share of each gene's range")
+    indpb: float = Field(0.5, ge=0, le=1, description="probability of mutating each gene")
+    eta: float = Field(20.0, gt=0, description="polynomial_bounded: crowding degree")
+    _name = field_validator("name")(known("mutation operator", MUTATIONS))
+
+
+class GAConfig(TunerSettings):
+    """``ga``: a generational genetic algorithm on DEAP's operators: elites (the best of the hall of
+    fame) are kept, the rest of each generation is selected, then mated with probability ``cxpb``
+    and mutated with probability ``mutpb`` (DEAP's varAnd). Genes are clipped to their bounds."""
+
+    population: int = Field(16, ge=2, description="individuals per generation")
+    generations: int = Field(10, ge=1, description="generations, the first (the initial population) included")
+    cxpb: float = Field(0.7, ge=0, le=1, description="probability of mating a pair")
+    mutpb: float = Field(0.8, ge=0, le=1, description="probability of mutating an individual")
+    elitism: int = Field(1, ge=0, description="best individuals ever (hall of fame) copied into each new generation")
+    hall_of_fame: int = Field(10, ge=1, description="distinct best individuals kept")
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    crossover: CrossoverConfig = Field(default_factory=CrossoverConfig)
+    mutation: MutationConfig = Field(default_factory=MutationConfig)
+
+    @model_validator(mode="after")
+    def _sizes(self):
+        if self.elitism >= self.population:
+            raise ValueError(f"elitism: must be below the population ({self.population})")
+        if self.elitism > self.hall_of_fame:
+            raise ValueError(f"elitism: elites come from the hall of fame ({self.hall_of_fame}): at most that many")
+        return self
+
+    def budget(self, dim: int) -> tuple[int, int]:
+        return self.generations, self.population
+
+
+@register
 class GA(Optimizer):
     name = "ga"
+    Settings = GAConfig
 
     def __init__(self, space, settings, rng, **kw):
         super().__init__(space, settings, rng, **kw)

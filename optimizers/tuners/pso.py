@@ -20,12 +20,15 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Literal, NamedTuple
 
 import numpy as np
 
-from ._base import Optimizer
-from .config import TOPOLOGIES as TOPOLOGY_NAMES
+from pydantic import Field, field_validator, model_validator
+
+from .._base import Optimizer
+from .._settings import TunerSettings, known
+from . import register
 
 LOGGING = Path(__file__).resolve().parent / "_pyswarms_logging.yaml"
 
@@ -63,12 +66,43 @@ TOPOLOGIES: dict[str, Topology] = {
     "star": Topology(Star, lambda s: {}),
     "ring": Topology(lambda: Ring(static=False), lambda s: {"p": s.p, "k": s.k}),
 }
-if tuple(TOPOLOGIES) != TOPOLOGY_NAMES:
-    raise ImportError(f"optimizers.pso: TOPOLOGIES {tuple(TOPOLOGIES)} differ from the config's {TOPOLOGY_NAMES}")
+#: pyswarms' names of its position and velocity handlers (`BoundaryHandler`, `VelocityHandler`)
+BOUNDARIES = ("reflective", "nearest", "periodic", "random", "shrink", "intermediate")
+VELOCITY_HANDLERS = ("unmodified", "adjust", "invert", "zero")
 
 
+class PSOConfig(TunerSettings):
+    """``pso``: particle swarm optimisation on pyswarms' backend, stepped one iteration (generation)
+    at a time: cost = -fitness, personal bests, the topology's best, new velocities and positions."""
+
+    particles: int = Field(16, ge=2, description="particles (candidates per iteration)")
+    iterations: int = Field(10, ge=1, description="iterations (generations), the first included")
+    topology: Literal[tuple(TOPOLOGIES)] = Field("star", description="`star`: global best; `ring`: best of the k nearest")
+    k: int = Field(3, ge=1, description="ring: neighbours considered")
+    p: Literal[1, 2] = Field(2, description="ring: Minkowski norm of the neighbourhood (1 or 2)")
+    c1: float = Field(1.5, ge=0, description="cognitive weight (pull to the particle's best)")
+    c2: float = Field(1.5, ge=0, description="social weight (pull to the neighbourhood's best)")
+    w: float = Field(0.7, ge=0, description="inertia")
+    boundary: str = Field("reflective", description=f"position bounds handling: {', '.join(BOUNDARIES)}")
+    velocity: str = Field("unmodified", description=f"velocity handling: {', '.join(VELOCITY_HANDLERS)}")
+    clamp: float | None = Field(0.25, gt=0, description="most velocity per iteration, as a share of each gene's range (null: none)")
+    _boundary = field_validator("boundary")(known("boundary strategy", BOUNDARIES))
+    _velocity = field_validator("velocity")(known("velocity strategy", VELOCITY_HANDLERS))
+
+    @model_validator(mode="after")
+    def _ring(self):
+        if self.topology == "ring" and self.k >= self.particles:
+            raise ValueError(f"k: a ring needs fewer neighbours than particles ({self.particles})")
+        return self
+
+    def budget(self, dim: int) -> tuple[int, int]:
+        return self.iterations, self.particles
+
+
+@register
 class PSO(Optimizer):
     name = "pso"
+    Settings = PSOConfig
 
     def __init__(self, space, settings, rng, **kw):
         super().__init__(space, settings, rng, **kw)

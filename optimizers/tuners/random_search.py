@@ -5,12 +5,28 @@ same budget. The first candidate is the initial point (as for the other tuners) 
 from __future__ import annotations
 
 import numpy as np
+from pydantic import Field
 
-from ._base import Optimizer
+from .._base import Optimizer
+from .._settings import TunerSettings
+from . import register
 
 
+class RandomConfig(TunerSettings):
+    """``random``: uniform samples of the space, the baseline a tuner must beat at equal budget
+    (the first candidate is the initial point unless ``init: random``)."""
+
+    samples: int = Field(16, ge=1, description="candidates per generation")
+    generations: int = Field(10, ge=1, description="generations")
+
+    def budget(self, dim: int) -> tuple[int, int]:
+        return self.generations, self.samples
+
+
+@register
 class RandomSearch(Optimizer):
     name = "random"
+    Settings = RandomConfig
 
     @property
     def generations(self) -> int:

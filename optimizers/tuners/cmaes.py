@@ -1,0 +1,112 @@
+"""CMA-ES on DEAP's `deap.cma.Strategy`, stepped one generation at a time by the run loop.
+
+The strategy lives in the unit cube (each gene's range scaled to [0, 1], as the swarm does), so
+``sigma`` is a share of every parameter's range. One generation:
+
+    candidates <- strategy.generate()      (lambda draws from N(centroid, sigma^2 C))
+    fitness    <- the run loop's evaluation of the candidates, held to the bounds (``bounds``)
+    strategy.update(candidates by fitness) (the mu best move the centroid; C and sigma adapt)
+
+Bounds (``bounds``): ``clip`` evaluates each draw clipped to the box and tells the strategy the
+clipped point; ``penalty`` evaluates the clipped point but tells the strategy the draw itself with
+its fitness lowered by ``penalty`` times its squared distance to the box (in range shares), which
+keeps the strategy's own statistics unbiased near a bound.
+
+With ``init: point`` the centroid starts at the initial point and the first candidate of the first
+generation is that point itself (like every tuner here); with ``init: random`` the centroid is a
+uniform draw. DEAP draws from numpy's global random state: every call runs under
+`library_random`, the tuner's own state, pickled with it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from deap import cma
+from pydantic import Field, model_validator
+
+from .._base import Optimizer
+from .._settings import TunerSettings
+from ..space import SpaceError
+from . import register
+from .ga import Individual
+
+
+class CMAESConfig(TunerSettings):
+    """``cmaes``: the covariance matrix adaptation evolution strategy (DEAP's `cma.Strategy`) in the
+    unit cube of the space: ``sigma`` is a share of each parameter's range."""
+
+    generations: int = Field(10, ge=1, description="generations, the first included")
+    population: int | None = Field(None, ge=2, description="lambda, candidates per generation (null: 4 + 3 ln(dimensions))")
+    parents: int | None = Field(None, ge=1, description="mu, the best candidates that move the mean (null: half the population)")
+    sigma: float = Field(0.2, gt=0, description="initial step size, as a share of each parameter's range")
+    weights: Literal["superlinear", "linear", "equal"] = Field("superlinear", description="the parents' recombination weights")
+    bounds: Literal["clip", "penalty"] = Field(
+        "penalty", description="`clip`: the strategy is told the clipped point; `penalty`: the draw itself, its fitness "
+                               "lowered by `penalty` x its squared distance to the box")
+    penalty: float = Field(1e6, ge=0, description="penalty: fitness lost per squared range share outside the box")
+
+    @model_validator(mode="after")
+    def _sizes(self):
+        if self.population is not None and self.parents is not None and self.parents > self.population:
+            raise ValueError(f"parents: at most the population ({self.population})")
+        return self
+
+    def lam(self, dim: int) -> int:
+        """lambda for ``dim`` parameters: the setting, or DEAP's default 4 + 3 ln(dim)."""
+        return self.population if self.population is not None else int(4 + 3 * np.log(max(dim, 1)))
+
+    def budget(self, dim: int) -> tuple[int, int]:
+        return self.generations, self.lam(dim)
+
+
+@register
+class CMAES(Optimizer):
+    name = "cmaes"
+    Settings = CMAESConfig
+
+    def __init__(self, space, settings, rng, **kw):
+        super().__init__(space, settings, rng, **kw)
+        self.lam = settings.lam(space.dim)
+        start = self._unit(self.init_point) if self.init != "random" else self.rng.uniform(0.0, 1.0, space.dim)
+        options = {"lambda_": self.lam, "weights": settings.weights}
+        if settings.parents is not None:
+            if settings.parents > self.lam:
+                raise SpaceError(f"cmaes.parents: at most the population ({self.lam} for {space.dim} parameters)")
+            options["mu"] = settings.parents
+        self.strategy = cma.Strategy(centroid=list(start), sigma=settings.sigma, **options)
+        self.draws: list[Individual] = []
+
+    @property
+    def generations(self) -> int:
+        return self.settings.generations
+
+    def _unit(self, x: np.ndarray) -> np.ndarray:
+        span = np.where(self.space.upper > self.space.lower, self.space.upper - self.space.lower, 1.0)
+        return (np.asarray(x, dtype=np.float64) - self.space.lower) / span
+
+    def _genes(self, u: np.ndarray) -> np.ndarray:
+        return self.space.lower + np.clip(u, 0.0, 1.0) * (self.space.upper - self.space.lower)
+
+    def ask(self) -> np.ndarray:
+        with self.library_random():
+            self.draws = self.strategy.generate(Individual)
+        if self.generation == 0 and self.init != "random":
+            self.draws[0][:] = [float(v) for v in self.strategy.centroid]  # the initial point itself
+        return np.array([self._genes(np.asarray(d)) for d in self.draws])
+
+    def tell(self, fitness: np.ndarray) -> None:
+        s = self.settings
+        for d, f in zip(self.draws, np.asarray(fitness, dtype=np.float64)):
+            u = np.asarray(d)
+            inside = np.clip(u, 0.0, 1.0)
+            if s.bounds == "clip":
+                d[:] = [float(v) for v in inside]
+            else:
+                f -= s.penalty * float(((u - inside) ** 2).sum())
+            d.fitness.values = (float(f),)
+        with self.library_random():
+            self.strategy.update(self.draws)
+        self.draws = []
+        self.generation += 1
