@@ -1,9 +1,10 @@
 """Tuning benchmark (run by hand; prints, asserts nothing):
 
-    python benchmarks/bench_tuning.py [--seeds 1 2 3] [--generations N] [--out DIR]
+    python benchmarks/bench_tuning.py [--seeds 1 2 3] [--generations N] [--tuners ga cem ...] [--out DIR]
 
-1. GA vs random search vs PSO (configs/ga.yaml, random.yaml, pso.yaml): final best fitness per
-   seed, at the same number of evaluations (population x generations);
+1. every registered tuner with a shipped config of its name (configs/ga.yaml, random.yaml,
+   pso.yaml, cmaes.yaml, cem.yaml: one space, 288 evaluations each): final best fitness per
+   seed, at the same number of evaluations (population x generations); ``--tuners`` picks some;
 2. configs/ga.yaml with and without early abort: pieces simulated, wall time, final best;
 3. no false abort: every candidate early abort stopped is run to the end (no threshold) and its
    final fitness compared with the K-th best finished fitness its threshold was built from;
@@ -29,6 +30,7 @@ from optimizers.run import load_run_config  # noqa: E402
 from optimizers.fitness import evaluate  # noqa: E402
 from optimizers.parallel import Pool  # noqa: E402
 from optimizers.tuner import make_space  # noqa: E402
+from optimizers.tuners import TUNERS  # noqa: E402
 
 
 def run(config_name: str, out: Path, overrides: list[str]) -> dict:
@@ -74,16 +76,19 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--generations", type=int, help="fewer generations (a quick look)")
     parser.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")
+    shipped = [name for name in TUNERS if (ROOT / "configs" / f"{name}.yaml").is_file()]
+    parser.add_argument("--tuners", nargs="+", choices=shipped, default=shipped, help="the tuners compared in part 1")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-tuning-"))
-    gen = {"ga.yaml": "ga.generations", "random.yaml": "random.generations", "pso.yaml": "pso.iterations"}
+    gen = {f"{name}.yaml": f"{name}.{'iterations' if 'iterations' in TUNERS[name].Settings.model_fields else 'generations'}"
+           for name in TUNERS}
     extra = lambda name: [f"{gen[name]}={args.generations}"] if args.generations else []
 
     print(f"runs in {out}/\n")
     print("1. final best fitness at equal evaluations (configs/*.yaml)")
     print(f"{'algorithm':<10}{'seed':>5}{'evaluations':>13}{'simulated':>11}{'aborted':>9}{'best':>11}{'wall s':>9}")
     runs: dict[str, list[dict]] = {}
-    for name in ("ga.yaml", "random.yaml", "pso.yaml"):
+    for name in dict.fromkeys(["ga.yaml", *(f"{t}.yaml" for t in args.tuners)]):  # ga: parts 2-4 read it
         for seed in args.seeds:
             r = run(name, out, [f"seed={seed}", *extra(name)])
             runs.setdefault(name, []).append(r)

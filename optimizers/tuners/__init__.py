@@ -45,6 +45,9 @@ def _discover() -> None:
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):
             importlib.import_module(f"{__name__}.{info.name}")
+    ordered = sorted(TUNERS.items())  # by name, whatever order the modules registered in
+    TUNERS.clear()
+    TUNERS.update(ordered)
 
 
 _discover()
