@@ -80,6 +80,21 @@ class ParallelConfig(Strict):
     threads: int | None = Field(None, ge=1, description="numba threads per evaluation (default: 1 when n_jobs > 1, else all cores)")
 
 
+class GamesConfig(Strict):
+    """``games``: how candidates of a policy for unknown pieces (scored on the solver's
+    ``online.games`` seeded games, capped at ``pieces``) are compared. Every candidate of a
+    generation plays the same seeds (common random numbers), so their differences are the
+    policies', not the pieces'."""
+
+    seeds: Literal["fixed", "per_generation"] = Field(
+        "fixed", description="`fixed`: every generation plays the solver's seeds (seed, seed + 1, ...); `per_generation`: "
+                             "generation g plays seeds seed + g x games, ...: new games each generation, so a lucky "
+                             "candidate carried over (an elite) is scored again on them")
+    topout_penalty: float = Field(
+        0.0, ge=0, description="points taken from the fitness times the share of games lost before the cap: a fitness "
+                               "that sees survival, which a short cap rewards too little")
+
+
 class RescoreConfig(Strict):
     """``rescore``: re-run the top candidates with final solver overrides (a wider beam, the whole
     sequence); best.yaml is then the best re-scored one."""
@@ -102,6 +117,7 @@ class RunKeys(Strict):
     init_from: str | None = Field(None, description="a solver YAML (e.g. a run's best.yaml) giving the initial point")
     init_sigma: float = Field(0.1, ge=0, description="perturbation of the initial point, as a share of each range")
     early_abort: EarlyAbortConfig = Field(default_factory=EarlyAbortConfig)
+    games: GamesConfig = Field(default_factory=GamesConfig)
     parallel: ParallelConfig = Field(default_factory=ParallelConfig)
     rescore: RescoreConfig | None = Field(None, description="final re-scoring of the top candidates (null: none)")
     runs_dir: str = Field("runs", description="where run directories are created")

@@ -103,9 +103,20 @@ def aborted_record(curve, piece: int, threshold: float, aborted_fitness: str) ->
     }
 
 
+def games_fitness(score: float, games: dict | None, topout_penalty: float) -> float:
+    """The fitness of a finished candidate: its score, less ``topout_penalty`` times the share of its
+    seeded games (``games``: the result's ``extra["games"]``, None for the known sequence) that ended
+    before the cap."""
+    if not topout_penalty or not games or not games["ends"]:
+        return float(score)
+    lost = sum(end != "capped" for end in games["ends"])
+    return float(score) - topout_penalty * lost / len(games["ends"])
+
+
 def evaluate(task: dict) -> dict:
     """Play ``task["config"]`` (a solver config mapping) under ``task["threshold"]`` (a per-piece
-    array or None) with ``task["threads"]`` numba threads; returns ``{"record": ..., "curve": [...]}``."""
+    array or None) with ``task["threads"]`` numba threads; returns ``{"record": ..., "curve": [...]}``.
+    A finished candidate's fitness is `games_fitness` (``task["topout_penalty"]``, 0 if absent)."""
     global SIMULATIONS
     start = time.perf_counter()
     import numba
@@ -123,7 +134,8 @@ def evaluate(task: dict) -> dict:
     if result.aborted:
         record = aborted_record(curve, int(result.abort_piece), float(result.abort_threshold), task["aborted_fitness"])
     else:
-        record = {"fitness": float(result.score), "score": int(result.score), "pieces": len(curve),
+        fitness = games_fitness(result.score, result.extra.get("games"), task.get("topout_penalty", 0.0))
+        record = {"fitness": fitness, "score": int(result.score), "pieces": len(curve),
                   "stop": result.stop, "aborted": False, "abort_piece": None, "threshold": None}
     record["seconds"] = time.perf_counter() - start
     return {"record": record, "curve": curve}

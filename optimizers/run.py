@@ -32,7 +32,7 @@ from engine.validation import problem
 from evaluators import EvaluatorError, load_evaluator
 from solver import SolverConfig, load_solver_config
 
-from .config import RunConfig
+from .config import GamesConfig, RunConfig
 from .fitness import canonical
 from .space import SpaceError, get_path, with_settings
 from .tuner import Tuner, make_optimizer, make_space
@@ -96,6 +96,13 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
     else:
         solver = validate(SolverConfig, config.solver or {}, origin, "solver")
         base = _solver_dict(solver, origin, "solver", base_dir)
+    if config.games != GamesConfig():
+        from solver import registry
+
+        if registry.get(base["policy"]).known_pieces:
+            key = "games.seeds" if config.games.seeds != "fixed" else "games.topout_penalty"
+            raise ConfigError(f"{origin}: {key}: the policy {base['policy']!r} plays the known sequence, not seeded "
+                              "games (games settings apply to a policy for unknown pieces)")
     space_data = [s.model_dump() for s in config.space]
     if config.init_from is not None:
         path, start_data = solver_file("init_from", config.init_from)

@@ -72,6 +72,18 @@ def make_optimizer(config: RunConfig, space: Space) -> Optimizer:
                                        init_sigma=config.init_sigma)
 
 
+def generation_seed(solver: dict, g: int) -> int:
+    """The first seed generation ``g`` plays under ``games.seeds: per_generation``: the solver's
+    seed (else its rules' own) plus ``g`` times its games, so no two generations share a game."""
+    from engine import get_rules
+
+    base = solver.get("seed")
+    if base is None:
+        base = get_rules(solver.get("rules", "geek")).pieces.seed
+    games = (solver.get("online") or {}).get("games", 1)
+    return int(base) + g * int(games)
+
+
 def spread(values) -> dict:
     """best, mean, median and worst of ``values``."""
     a = np.asarray(values, dtype=np.float64)
@@ -236,7 +248,16 @@ class Tuner:
     def _task(self, config: dict, threshold, pool: Pool) -> dict:
         """The plain task `fitness.evaluate` takes."""
         return {"config": config, "threshold": threshold, "threads": pool.threads,
-                "aborted_fitness": self.config.early_abort.aborted_fitness}
+                "aborted_fitness": self.config.early_abort.aborted_fitness,
+                "topout_penalty": self.config.games.topout_penalty}
+
+    def candidate_config(self, values: list, g: int) -> dict:
+        """The solver config of a candidate of generation ``g``: the space's, with the generation's
+        seeds under ``games.seeds: per_generation``."""
+        data = self.space.config(values)
+        if self.config.games.seeds == "per_generation":
+            data = with_settings(data, {"seed": generation_seed(data, g)})
+        return data
 
     # ------------------------------------------------------------------ one generation
     def run_generation(self, pool: Pool, g: int) -> None:
@@ -252,7 +273,7 @@ class Tuner:
         """The tuner's candidates for generation ``g`` and the threshold they are held to."""
         started = time.perf_counter()
         values = [self.space.decode(v) for v in self.state.optimizer.ask()]
-        candidates = [Candidate(i, v, *canonical(self.space.config(v))) for i, v in enumerate(values)]
+        candidates = [Candidate(i, v, *canonical(self.candidate_config(v, g))) for i, v in enumerate(values)]
         early = self.state.early_abort
         return Generation(g, candidates, early.threshold(), early.kth_best(), started)
 

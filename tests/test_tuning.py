@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
+from engine.config import ConfigError
 from experiments import run as run_cli
 from optimizers import fitness
 from optimizers import run as tuning
@@ -541,3 +542,56 @@ def test_the_run_state_round_trips_through_the_legacy_checkpoint_mapping(tmp_pat
     assert {k: again[k] for k in ("generation", "history", "best", "rescored", "done")} == \
            {k: checkpoint[k] for k in ("generation", "history", "best", "rescored", "done")}
     assert [list(h) for h in again["history"]] == [list(history)]  # the columns in their order
+
+
+# ------------------------------------------------------------------------------------------------
+# seeded games: common random numbers, seeds per generation, a fitness that sees top-outs
+
+GAMES_RUN = {
+    "name": "games", "seed": 2, "algorithm": "random", "random": {"samples": 4, "generations": 3},
+    "solver": {"policy": "one_ply", "rules": "course", "evaluator": "el_tetris", "seed": 40, "pieces": 60,
+               "online": {"games": 2}},
+    "space": [{"path": "evaluator.features.holes", "low": -10, "high": 0},
+              {"path": "evaluator.features.landing_height", "low": -10, "high": 0}],
+    "early_abort": {"enabled": False}, "parallel": {"threads": 1},
+}
+
+
+@pytest.mark.parametrize("seeds", ["fixed", "per_generation"])
+def test_every_candidate_of_a_generation_plays_the_same_seeds(tmp_path, seeds):
+    from optimizers.config import GamesConfig
+    from optimizers.tuner import Tuner
+
+    config = tuning.load_run_config(write_config(tmp_path, GAMES_RUN), [f"games.seeds={seeds}"])
+    tuner = Tuner(config, tmp_path / "run", quiet=True)
+    tuner.state = tuner.fresh_state()
+    firsts = []
+    for g in range(3):
+        gen = tuner.propose(g)
+        tuner.state.optimizer.tell(np.zeros(len(gen.candidates)))
+        played = {c.config["seed"] for c in gen.candidates}
+        assert len(played) == 1  # common random numbers within the generation
+        firsts.append(played.pop())
+    assert firsts == ([40, 40, 40] if seeds == "fixed" else [40, 42, 44])  # 2 games a generation
+    assert GamesConfig().seeds == "fixed"
+
+
+def test_topout_penalty_takes_the_share_of_games_lost(tmp_path):
+    from optimizers.fitness import games_fitness
+
+    games = {"ends": ["capped", "stuck", "capped", "spawn_blocked"]}
+    assert games_fitness(1000, games, 400) == 800 and games_fitness(1000, games, 0) == 1000
+    assert games_fitness(1000, None, 400) == 1000  # the known sequence has no games
+    stacker = {**GAMES_RUN, "space": [  # weights that pile pieces up: some games top out before the cap
+        {"path": "evaluator.features.holes", "low": -10, "high": 10, "init": 5},
+        {"path": "evaluator.features.landing_height", "low": -5, "high": 10, "init": 8}]}
+    run_dir, state = start(tmp_path, data=stacker, overrides=["games.topout_penalty=100000", "solver.pieces=400"])
+    ev = rows(run_dir)
+    lost = [r for r in ev if float(r["fitness"]) < float(r["score"])]
+    assert lost and all(float(r["score"]) - float(r["fitness"]) in (50000.0, 100000.0) for r in lost)
+
+
+def test_games_settings_need_a_policy_of_seeded_games(tmp_path):
+    path = write_config(tmp_path, TINY)
+    with pytest.raises(ConfigError, match=r"games.seeds: the policy 'beam' plays the known sequence"):
+        tuning.load_run_config(path, ["games.seeds=per_generation"])
