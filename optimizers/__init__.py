@@ -1,5 +1,6 @@
 """Tuning: search spaces over solver settings, fitness with memo and early abort, parallel
-evaluation, and the tuners (DEAP's GA, pyswarms' PSO, random search) behind one ask/tell base.
+evaluation, and the tuners (DEAP's GA and CMA-ES, pyswarms' PSO, the noisy cross-entropy method,
+random search) behind one ask/tell base.
 
 The public API (what `experiments.run`, the command line, uses too):
 
@@ -20,7 +21,8 @@ The modules:
 - `fitness`: one evaluation (a plain dict in, a plain dict out) and the memo;
 - `early_abort`: the threshold curve from earlier generations' best finished candidates;
 - `parallel`: the map over candidates (in process, joblib loky, dask.distributed);
-- `ga`, `pso`, `random_search`: the tuners (`_base.Optimizer`);
+- `tuners`: the tuners, one module each, registered by name (`_base.Optimizer`, their settings
+  `_settings.TunerSettings`);
 - `config`: the run configuration schema; `store`: the run directory's files; `state`: the run's
   state between generations (the checkpoint); `tuner`: the run loop.
 """
