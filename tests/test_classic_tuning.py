@@ -40,3 +40,16 @@ def test_classic_tuning_run(tmp_path, algorithm):
     assert games_fitness(result.score, result.extra["games"], config.games.topout_penalty) == pytest.approx(meta["fitness"])
     assert result.extra["games"]["seeds"] == BEST_SEEDS[algorithm] and result.extra["games"]["cap"] == 400
     assert len({r["fitness"] for r in rows}) > 1  # the weights matter
+
+
+@pytest.mark.slow
+def test_the_recorded_classic_check_replays():
+    """results/classic/cem_classic-best-check-1M.json: its first game, played again, gives its score."""
+    import json
+
+    check = json.loads((ROOT / "results" / "classic" / "cem_classic-best-check-1M.json").read_text())["games"]
+    best = load_solver_config(ROOT / "results" / "classic" / "cem_classic-best.yaml", [
+        f"seed={check['seeds'][0]}", "online.games=1", f"pieces={check['cap']}"])
+    result = solve(best)
+    assert (result.score, result.pieces) == (check["scores"][0], check["pieces"][0])
+    assert check["mean"] > 3_575_307 and check["capped"] == 10  # El-Tetris's weights, untuned: 3,575,307
