@@ -56,8 +56,10 @@ class Workspace(NamedTuple):
 
 def workspace(height: int, width: int, n_features: int) -> Workspace:
     """A `Workspace` for boards of ``height`` x ``width`` and evaluators of ``n_features`` slots."""
-    cap = capacity(height, width)
-    return Workspace(new_scratch(rows_for(height), 1), np.zeros((PLY_LEVELS, cap, 3), np.int64),
+    # the kernels' Python functions (numpy arrays of the same layout), so that building a workspace
+    # loads no compiled kernel: a warm protocol bot's first answer waits for the one it plays with
+    cap = capacity.py_func(height, width)
+    return Workspace(new_scratch.py_func(rows_for.py_func(height), 1), np.zeros((PLY_LEVELS, cap, 3), np.int64),
                      np.zeros((PLY_LEVELS, n_features)), np.zeros((PLY_LEVELS, height), np.uint16),
                      np.zeros((PLY_LEVELS, height), np.uint16), np.zeros(cap), np.zeros(cap, np.int64),
                      np.zeros(height, np.uint16))
@@ -69,7 +71,7 @@ def ply_scratch(ws, level):
     return ValueScratch(ws.pvals[level], ws.locked[level], ws.cleared[level])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def ply(level, board, shape, t, rules, spec, ws):
     """The best placement of piece ``t`` of ``shape`` on ``board``, as greedy chooses it
     (`solver.greedy.best_placement`, placements written into ``ws.found[level]``): (its index, its

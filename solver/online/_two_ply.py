@@ -71,7 +71,7 @@ def child_board(board, shape, k, t, rules, ws, out):
     lock_piece(out, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def two_ply(board, shape, t, lo, hi, rules, spec, ws, search):
     """Index into ``ws.found[CURRENT]`` of the placement of the current piece worth most over two
     plies (-1 when every child is dead), following each of the ``search.keep`` best first-ply
