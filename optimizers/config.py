@@ -112,6 +112,10 @@ class RunKeys(Strict):
     solver: dict[str, Any] | None = Field(None, description="the base solver config as a mapping (default: the solver defaults)")
     pieces: int | None = Field(None, ge=1, description="pieces each candidate plays (overrides the solver's `pieces`)")
     space: list[ParamSpec] = Field(min_length=1, description="the tuned parameters")
+    normalize: list[str] = Field(
+        default_factory=list, description="space paths (float parameters, two or more) scaled together to the initial "
+                                          "point's norm in every candidate: for a policy that ranks placements by a "
+                                          "linear evaluator, whose argmax ignores the weights' scale")
     init: Literal["point", "random"] = Field(
         "point", description="`point`: the initial point and perturbations of it; `random`: uniform samples")
     init_from: str | None = Field(None, description="a solver YAML (e.g. a run's best.yaml) giving the initial point")

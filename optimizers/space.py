@@ -170,9 +170,11 @@ def check_path(data: dict, path: str) -> None:
 class Space:
     """The parameters and the base solver configuration they are applied to."""
 
-    def __init__(self, params: Sequence[Param], base: dict):
+    def __init__(self, params: Sequence[Param], base: dict, normalize: Sequence[str] = ()):
         self.params = list(params)
         self.base = copy.deepcopy(base)
+        self.normalize: list[int] = []  # indices of the parameters scaled together (`config`)
+        self.norm = 0.0
         if not self.params:
             raise SpaceError("space: give at least one parameter")
         seen = {}
@@ -189,6 +191,40 @@ class Space:
         self.lower = np.array([p.lower for p in self.params])
         self.upper = np.array([p.upper for p in self.params])
         self.init_values = [self._initial(i, p) for i, p in enumerate(self.params)]
+        self._group(list(normalize))
+
+    def _group(self, paths: list[str]) -> None:
+        """The parameters ``paths`` names are scaled together by `config` to the initial point's
+        norm; each must be a float parameter of the space."""
+        if not paths:
+            return
+        where = {p.path: i for i, p in enumerate(self.params)}
+        for k, path in enumerate(paths):
+            i = where.get(path)
+            if i is None:
+                raise SpaceError(f"normalize.{k}: {path} is not a parameter of the space")
+            if self.params[i].type != "float":
+                raise SpaceError(f"normalize.{k}: {path} is {self.params[i].type}; only float parameters scale")
+            if i in self.normalize:
+                raise SpaceError(f"normalize.{k}: {path} is listed twice")
+            self.normalize.append(i)
+        if len(self.normalize) < 2:
+            raise SpaceError("normalize: give at least two parameters (one alone would be a constant)")
+        self.norm = float(np.linalg.norm([self.init_values[i] for i in self.normalize]))
+        if self.norm == 0:
+            raise SpaceError("normalize: the initial point's values there are all 0 (no norm to keep)")
+
+    def scaled(self, values) -> list:
+        """``values`` with the `normalize` group scaled to the initial point's norm (an all-zero
+        group is left as it is); floats to 12 significant digits, as decoding gives them."""
+        values = list(values)
+        if not self.normalize:
+            return values
+        norm = float(np.linalg.norm([values[i] for i in self.normalize]))
+        if norm > 0:
+            for i in self.normalize:
+                values[i] = float(f"{values[i] * self.norm / norm:.{FLOAT_DIGITS}g}")
+        return values
 
     def _initial(self, i: int, p: Param):
         where = f"space.{i}.init"
@@ -250,8 +286,10 @@ class Space:
         return self.clip(out)
 
     def config(self, values) -> dict:
-        """The base solver configuration with the parameters set to ``values`` (a new mapping)."""
-        return with_settings(self.base, {p.path: v for p, v in zip(self.params, values)})
+        """The base solver configuration with the parameters set to ``values`` (a new mapping), the
+        `normalize` group scaled (`scaled`): candidates that differ only in that group's scale are
+        one configuration, to the solver and to the memo."""
+        return with_settings(self.base, {p.path: v for p, v in zip(self.params, self.scaled(values))})
 
     def values_in(self, data: dict) -> list:
         """The parameters' values in a solver configuration mapping (None where it has none)."""

@@ -64,7 +64,7 @@ def base_solver(config: RunConfig) -> dict:
 def make_space(config: RunConfig) -> Space:
     params = [Param(path=s.path, type=s.type, low=s.low, high=s.high,
                     choices=tuple(s.choices) if s.choices is not None else None, init=s.init) for s in config.space]
-    return Space(params, base_solver(config))
+    return Space(params, base_solver(config), config.normalize)
 
 
 def make_optimizer(config: RunConfig, space: Space) -> Optimizer:

@@ -595,3 +595,26 @@ def test_games_settings_need_a_policy_of_seeded_games(tmp_path):
     path = write_config(tmp_path, TINY)
     with pytest.raises(ConfigError, match=r"games.seeds: the policy 'beam' plays the known sequence"):
         tuning.load_run_config(path, ["games.seeds=per_generation"])
+
+
+def test_normalize_scales_the_group_to_the_initial_norm(tmp_path):
+    from optimizers.space import SpaceError
+
+    space = Space([Param("evaluator.features.holes", "float", -10, 0), Param("evaluator.features.wells", "float", -10, 0),
+                   Param("beam.width", "int", 1, 50)],
+                  {"evaluator": {"features": {"holes": -3.0, "wells": -4.0}}, "beam": {"width": 10}},
+                  normalize=["evaluator.features.holes", "evaluator.features.wells"])
+    assert space.norm == 5.0
+    a, b = space.config([-6.0, -8.0, 7]), space.config([-0.6, -0.8, 7])
+    assert a == b and a["evaluator"]["features"] == {"holes": -3.0, "wells": -4.0} and a["beam"]["width"] == 7
+    assert space.config([-1.0, 0.0, 7])["evaluator"]["features"] == {"holes": -5.0, "wells": 0.0}
+    for group, message in ((["beam.width", "evaluator.features.holes"], "normalize.0: beam.width is int"),
+                           (["evaluator.features.holes"], "at least two"),
+                           (["evaluator.features.nope", "evaluator.features.holes"], "not a parameter")):
+        with pytest.raises(SpaceError, match=message):
+            Space(space.params, space.base, normalize=group)
+    config = tuning.load_run_config(write_config(tmp_path, GAMES_RUN), [
+        "normalize=[evaluator.features.holes, evaluator.features.landing_height]"])
+    assert config.normalize == ["evaluator.features.holes", "evaluator.features.landing_height"]
+    with pytest.raises(ConfigError, match="normalize.0: evaluator.features.wells is not a parameter"):
+        tuning.load_run_config(write_config(tmp_path, GAMES_RUN), ["normalize=[evaluator.features.wells, x]"])
