@@ -55,6 +55,20 @@ class Optimizer(ABC):
     def tell(self, fitness: np.ndarray) -> None:
         """The fitness of the vectors of the last `ask`; advances to the next generation."""
 
+    def settings_at(self, generation: int) -> dict:
+        """Dotted solver settings every candidate of ``generation`` plays with (a multi-fidelity
+        tuner's rung: more pieces, a wider beam); none by default."""
+        return {}
+
+    def compared(self, generation: int) -> bool:
+        """Whether evaluations of ``generation`` compete for the run's best (a multi-fidelity tuner:
+        only those at the highest fidelity reached); all by default."""
+        return True
+
+    def aborts_at(self, generation: int) -> bool:
+        """Whether ``generation``'s candidates are held to the early-abort threshold; all by default."""
+        return True
+
     def initial(self, n: int) -> np.ndarray:
         """The first generation: the initial point and perturbations of it, or uniform samples."""
         if self.init == "random":

@@ -154,9 +154,21 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
         except (AttributeError, TypeError, KeyError) as e:
             raise ConfigError(f"{origin}: rescore.overrides: cannot apply ({e})") from None
     try:
-        make_optimizer(config, space)
+        tuner = make_optimizer(config, space)
     except SpaceError as e:
         raise ConfigError(f"{origin}: {e}") from None
+    for g in range(tuner.generations):  # a multi-fidelity tuner's settings per generation (rung)
+        rung = tuner.settings_at(g)
+        if not rung:
+            continue
+        where = f"{origin}: {config.algorithm}: the settings of generation {g} ({rung})"
+        try:
+            canonical(with_settings(space.config(space.init_values), rung))
+        except ValidationError as e:
+            key, msg = problem(e)
+            raise ConfigError(f"{where}: {key}: {msg}") from None
+        except (PathError, AttributeError, TypeError, KeyError) as e:
+            raise ConfigError(f"{where}: cannot apply ({e})") from None
     if config.parallel.backend == "dask":
         try:
             import dask.distributed  # noqa: F401

@@ -255,6 +255,9 @@ class Tuner:
         """The solver config of a candidate of generation ``g``: the space's, with the generation's
         seeds under ``games.seeds: per_generation``."""
         data = self.space.config(values)
+        rung = self.state.optimizer.settings_at(g)
+        if rung:
+            data = with_settings(data, rung)
         if self.config.games.seeds == "per_generation":
             data = with_settings(data, {"seed": generation_seed(data, g)})
         return data
@@ -275,6 +278,8 @@ class Tuner:
         values = [self.space.decode(v) for v in self.state.optimizer.ask()]
         candidates = [Candidate(i, v, *canonical(self.candidate_config(v, g))) for i, v in enumerate(values)]
         early = self.state.early_abort
+        if not self.state.optimizer.aborts_at(g):
+            return Generation(g, candidates, None, None, started)
         return Generation(g, candidates, early.threshold(), early.kth_best(), started)
 
     def _progress(self, gen: Generation):
@@ -392,7 +397,8 @@ class Tuner:
     def _best_so_far(self) -> Best:
         """The best evaluation so far: the highest fitness among finished ones (aborted ones only
         when none finished), the earliest on ties."""
-        rows = list(self.evaluations.values())
+        compared = self.state.optimizer.compared
+        rows = [e for e in self.evaluations.values() if compared(e.generation)] or list(self.evaluations.values())
         finished = [e for e in rows if not e.record.aborted] or rows
         return Best.of(min(finished, key=lambda e: (-e.record.fitness, e.generation, e.index)))
 
@@ -409,7 +415,8 @@ class Tuner:
     def _top_distinct(self) -> list[Evaluation]:
         """The ``rescore.top`` best evaluations of distinct configs: finished ones first, then by
         fitness, the earliest on ties."""
-        ranked = sorted(self.evaluations.values(),
+        compared = self.state.optimizer.compared
+        ranked = sorted((e for e in self.evaluations.values() if compared(e.generation)),
                         key=lambda e: (e.record.aborted, -e.record.fitness, e.generation, e.index))
         top, seen = [], set()
         for e in ranked:
@@ -427,7 +434,8 @@ class Tuner:
         rows: dict[int, Rescoring] = {}
         todo = []  # (rank, evaluation, key, config) to simulate
         for rank, e in enumerate(self._top_distinct()):
-            key, data = canonical(with_settings(self.space.config(e.values), self.config.rescore.overrides))
+            tuned = with_settings(self.space.config(e.values), self.state.optimizer.settings_at(e.generation))
+            key, data = canonical(with_settings(tuned, self.config.rescore.overrides))
             if rank in written and written[rank].key == key:
                 rows[rank] = written[rank]
             else:
@@ -465,6 +473,9 @@ class Tuner:
             return None
         source = rescored or best
         data = self.space.config(source.values)
+        rung = self.state.optimizer.settings_at(source.generation)
+        if rung:  # a multi-fidelity tuner's candidate at the fidelity it was scored at
+            data = with_settings(data, rung)
         if rescored is not None:
             data = with_settings(data, self.config.rescore.overrides)
         data = SolverConfig.model_validate(data).model_dump(mode="json")

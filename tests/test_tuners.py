@@ -102,3 +102,19 @@ def test_cmaes_first_candidate_is_the_initial_point_and_parents_are_checked():
         CMAES(space, CMAESConfig(parents=8), np.random.default_rng(4))
     with pytest.raises(ValueError, match="parents: at most the population"):
         CMAESConfig(population=4, parents=5)
+
+
+def test_sha_promotes_the_best_third_rung_after_rung():
+    from optimizers.tuners.sha import SHA, SHAConfig
+
+    settings = SHAConfig(candidates=9, eta=3, rungs=[{"settings": {"pieces": 10}}, {"settings": {"pieces": 20}},
+                                                     {"settings": {"pieces": 40}, "early_abort": True}])
+    assert [settings.size(r) for r in range(3)] == [9, 3, 1] and settings.budget(2) == (3, 9)
+    tuner = SHA(box(), settings, np.random.default_rng(5))
+    x0 = tuner.ask()
+    assert x0.shape == (9, 3) and tuner.settings_at(0) == {"pieces": 10} and not tuner.aborts_at(0)
+    tuner.tell(np.array([5, 1, 9, 3, 9, 0, 2, 8, 4.0]))  # the best three: 2, 4 (tied at 9, in order), 7
+    x1 = tuner.ask()
+    assert np.array_equal(x1, x0[[2, 4, 7]]) and tuner.compared(0)
+    tuner.tell(np.array([1.0, 7.0, 3.0]))
+    assert np.array_equal(tuner.ask(), x0[[4]]) and tuner.aborts_at(2) and not tuner.compared(0)

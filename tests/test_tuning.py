@@ -618,3 +618,19 @@ def test_normalize_scales_the_group_to_the_initial_norm(tmp_path):
     assert config.normalize == ["evaluator.features.holes", "evaluator.features.landing_height"]
     with pytest.raises(ConfigError, match="normalize.0: evaluator.features.wells is not a parameter"):
         tuning.load_run_config(write_config(tmp_path, GAMES_RUN), ["normalize=[evaluator.features.wells, x]"])
+
+
+def test_successive_halving_end_to_end(tmp_path):
+    rungs = "[{settings: {pieces: 60, beam.width: 4}}, {settings: {pieces: 120, beam.width: 8}, early_abort: true}]"
+    run_dir, state = start(tmp_path, overrides=["algorithm=sha", "sha.candidates=6", "sha.eta=3", f"sha.rungs={rungs}"])
+    ev = rows(run_dir)
+    assert [sum(r["generation"] == str(g) for r in ev) for g in (0, 1)] == [6, 2]
+    first = [r for r in ev if r["generation"] == "0"]
+    assert max(int(r["pieces"]) for r in first) == 60 and not any(r["aborted"] == "True" for r in first)
+    best = load_solver_config(run_dir / "best.yaml")
+    assert (best.pieces, best.beam.width, best.meta["generation"]) == (120, 8, 1)  # the last rung only competes
+    assert best.meta["fitness"] == max(float(r["fitness"]) for r in ev if r["generation"] == "1")
+    assert solve(best).score == best.meta["score"]
+    with pytest.raises(ConfigError, match=r"sha: the settings of generation 1 .*beam.width"):
+        tuning.load_run_config(write_config(tmp_path / "bad", TINY), [
+            "algorithm=sha", "sha.rungs=[{settings: {pieces: 60}}, {settings: {beam.width: 0}}]"])

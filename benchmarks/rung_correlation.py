@@ -1,0 +1,108 @@
+"""Rank correlation between the rungs of a multi-fidelity ladder (run by hand; prints, asserts nothing):
+
+    python benchmarks/rung_correlation.py [CONFIG] [--samples 16] [--rungs 0 1 2] [--out DIR] [key=value ...]
+
+CONFIG (default configs/sha-geek.yaml) is a run config whose tuner has rungs (``algorithm: sha``).
+``--samples`` settings are drawn as its first rung draws them (the initial point, then Gaussian
+perturbations of it, ``init_sigma`` of each range), each is scored at every rung in ``--rungs``
+(each rung's solver settings, no early abort), and the Spearman rank correlation of every pair of
+rungs is printed: how well a cheap rung's order predicts a costly one's decides the ladder
+(which rungs, how many candidates each keeps).
+
+Every score is appended to DIR/scores.jsonl as it finishes (default DIR: results/rung-correlation/
+<config name>); a later call with the same samples and rungs reads them back and scores only the
+missing ones, so a long measurement survives being stopped. DIR/summary.json holds the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from engine.files import write_json  # noqa: E402
+from optimizers.fitness import canonical, evaluate  # noqa: E402
+from optimizers.parallel import Pool  # noqa: E402
+from optimizers.run import load_run_config  # noqa: E402
+from optimizers.space import with_settings  # noqa: E402
+from optimizers.tuner import make_optimizer, make_space  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", nargs="?", default=str(ROOT / "configs" / "sha-geek.yaml"))
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    parser.add_argument("--samples", type=int, default=16)
+    parser.add_argument("--rungs", type=int, nargs="+", help="rung indices to score (default: all)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_intermixed_args(argv)
+    config = load_run_config(args.config, args.overrides)
+    space = make_space(config)
+    tuner = make_optimizer(config, space)
+    rungs = args.rungs if args.rungs is not None else list(range(tuner.generations))
+    out = args.out or ROOT / "results" / "rung-correlation" / config.name
+    out.mkdir(parents=True, exist_ok=True)
+    vectors = space.around(np.random.default_rng(config.seed), args.samples, space.point(), config.init_sigma)
+    values = [space.decode(v) for v in vectors]
+
+    log = out / "scores.jsonl"
+    done: dict[tuple[int, str], dict] = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            row = json.loads(line)
+            done[(row["rung"], row["key"])] = row
+    jobs = []
+    for r in rungs:
+        for i, v in enumerate(values):
+            key, data = canonical(with_settings(space.config(v), tuner.settings_at(r)))
+            if (r, key) not in done:
+                jobs.append((r, i, key, data))
+    print(f"{config.name}: {args.samples} samples x rungs {rungs}: {len(jobs)} to score, "
+          f"{args.samples * len(rungs) - len(jobs)} read back from {log}", flush=True)
+    pool = Pool(config.parallel)
+    started = time.perf_counter()
+
+    def finished(j: int, result: dict) -> None:
+        r, i, key, _ = jobs[j]
+        rec = result["record"]
+        row = {"rung": r, "sample": i, "key": key, "fitness": rec["fitness"], "score": rec["score"],
+               "pieces": rec["pieces"], "seconds": round(rec["seconds"], 2)}
+        done[(r, key)] = row
+        with open(log, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(f"  rung {r} sample {i:>3}: {rec['fitness']:>12,.0f} in {rec['seconds']:7.1f} s "
+              f"({time.perf_counter() - started:,.0f} s so far)", flush=True)
+
+    try:
+        tasks = [{"config": data, "threshold": None, "threads": pool.threads, "aborted_fitness": "score_at_abort"}
+                 for *_, data in jobs]
+        pool.map(evaluate, tasks, on_result=finished)
+    finally:
+        pool.close()
+
+    table = pd.DataFrame({f"rung {r}": [done[(r, canonical(with_settings(space.config(v), tuner.settings_at(r)))[0])]["fitness"]
+                                        for v in values] for r in rungs})
+    corr = table.corr(method="spearman")
+    print("\nSpearman rank correlation between rungs (settings of each: "
+          + "; ".join(f"{r}: {tuner.settings_at(r)}" for r in rungs) + ")")
+    print(corr.round(3).to_string())
+    seconds = {f"rung {r}": float(np.mean([done[(r2, k)]["seconds"] for (r2, k) in done if r2 == r])) for r in rungs}
+    print("mean seconds per evaluation: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+    write_json(out / "summary.json", {
+        "config": str(args.config), "overrides": args.overrides, "samples": args.samples,
+        "rungs": {str(r): tuner.settings_at(r) for r in rungs}, "parameters": space.names,
+        "values": values, "fitness": table.to_dict(orient="list"), "spearman": corr.round(4).to_dict(),
+        "mean_seconds": seconds})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
