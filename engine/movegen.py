@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from .board import popcount, run_fill
+from .dispatch import FunctionTable
 
 STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
 STEP_LETTERS = "LRDC"
@@ -432,13 +433,27 @@ def emit_row(out, n, m, y, c):
     return n
 
 
+#: how placements are generated, chosen by the rules (`Rules.placement`) when a kernel is compiled:
+#: a kernel compiled for drop-only rules holds no move search, and the reverse (`KernelRules`'s
+#: ``placements`` and ``lowest_placements`` tokens)
+PLACEMENTS = FunctionTable("rules.placements")
+LOWEST_PLACEMENTS = FunctionTable("rules.lowest_placements")
+placements_by_rule = PLACEMENTS.call
+lowest_placements_by_rule = LOWEST_PLACEMENTS.call
+
+
 @njit(cache=True)
 def placements_into(board, rules, shape, spawn_state, sc, out):
     """Write every placement of ``shape`` spawning in ``spawn_state`` on ``board`` as a row
     (x, y, state) of ``out``; return how many (0 when the spawn is blocked). Rows are ordered by
-    state, then y, then x. Under drop-only rules (``step_limit < 0``): `drop_placements_into`."""
-    if rules.step_limit < 0:
-        return drop_placements_into(board, rules, shape, sc, out)
+    state, then y, then x. Under drop-only rules: `drop_placements_into`."""
+    return placements_by_rule(rules.placements, board, rules, shape, spawn_state, sc, out)
+
+
+@PLACEMENTS.register("reachable")
+@njit(cache=True)
+def reachable_placements_into(board, rules, shape, spawn_state, sc, out):
+    """`placements_into` under rules of single steps from the spawn: the resting positions `reach` finds."""
     fit, visited = sc.fit, sc.visited
     n = 0
     for c in range(reach(board, rules, shape, spawn_state, sc)):
@@ -448,12 +463,25 @@ def placements_into(board, rules, shape, spawn_state, sc, out):
     return n
 
 
+@PLACEMENTS.register("drop")
+@LOWEST_PLACEMENTS.register("drop")  # one per (state, column) already
+@njit(cache=True)
+def dropped_placements_into(board, rules, shape, spawn_state, sc, out):
+    """`placements_into` under drop-only rules (`drop_placements_into`; the spawn state plays no part)."""
+    return drop_placements_into(board, rules, shape, sc, out)
+
+
 @njit(cache=True)
 def lowest_placements_into(board, rules, shape, spawn_state, sc, out):
     """`placements_into` keeping only the lowest placement of each (state, centre column), in the
     same order (state, then y, then x)."""
-    if rules.step_limit < 0:
-        return drop_placements_into(board, rules, shape, sc, out)  # one per (state, column) already
+    return lowest_placements_by_rule(rules.lowest_placements, board, rules, shape, spawn_state, sc, out)
+
+
+@LOWEST_PLACEMENTS.register("reachable")
+@njit(cache=True)
+def lowest_reachable_placements_into(board, rules, shape, spawn_state, sc, out):
+    """`lowest_placements_into` under rules of single steps from the spawn."""
     fit, visited, found = sc.fit, sc.visited, sc.nxt  # found[0, k], found[1, k]: a row, its lowest
     rows = fit.shape[1]
     n = 0

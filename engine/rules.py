@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -119,7 +119,9 @@ class KernelRules(NamedTuple):
     spawn in state ``index mod 4`` (else 0); ``piece_limit``: -1 for none; ``step_limit``:
     ``max_steps``, or -1 for drop-only placements (the move generator's bound); ``max_steps``: the
     steps a route may take (a record's bound, drop-only rules included); ``full_row``: a full
-    row's bits."""
+    row's bits; ``placements`` and ``lowest_placements``: the move generator's entries for
+    `Rules.placement` (`engine.movegen.PLACEMENTS`), chosen when a kernel is compiled, so that a
+    kernel holds only the placement code of its rules."""
 
     cells: np.ndarray
     alias: np.ndarray
@@ -137,6 +139,8 @@ class KernelRules(NamedTuple):
     step_limit: int
     max_steps: int
     full_row: int
+    placements: Any
+    lowest_placements: Any
 
 
 @dataclass(frozen=True)
@@ -252,12 +256,14 @@ class Rules:
     @cached_property
     def kernel(self) -> KernelRules:
         """The rules as the kernels read them (`KernelRules`)."""
+        from .movegen import LOWEST_PLACEMENTS, PLACEMENTS  # the move generator reads the rules
         return KernelRules(
             cells=self.cells, alias=self.alias, periods=self.periods, scores=self.scores, width=self.width, height=self.height,
             spawn_x=self.spawn_x, spawn_y=self.spawn_y, cycle_states=self.spawn_state == "cycle",
             score_by_cells=self.score_by_cells, top_out_all_rows=self.top_out == "all_rows",
             spawn_must_drop=self.spawn_must_drop, piece_limit=-1 if self.piece_limit is None else self.piece_limit,
-            step_limit=self.step_limit, max_steps=self.max_steps, full_row=self.full_row)
+            step_limit=self.step_limit, max_steps=self.max_steps, full_row=self.full_row,
+            placements=PLACEMENTS.token(self.placement), lowest_placements=LOWEST_PLACEMENTS.token(self.placement))
 
     @property
     def step_limit(self) -> int:
