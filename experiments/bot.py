@@ -7,7 +7,7 @@ CONFIG (default configs/play.yaml) is a solver configuration whose policy is one
 the classic matrices, drops only, 10/25/40/55 points for 1-4 lines).
 
 The first answer waits for the bot's kernels: loaded from numba's cache in about a second, or
-compiled (about half a minute here) when the cache is cold, after installing or changing the code.
+compiled (about 12 s here) when the cache is cold, after installing or changing the code.
 ``--warm-up`` compiles them ahead and exits: run it once before a judge with a time limit. A line
 longer than 64 characters is an error, read no further.
 """
