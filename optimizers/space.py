@@ -260,6 +260,16 @@ class Space:
     def encode(self, values) -> np.ndarray:
         return np.array([p.encode(v) for p, v in zip(self.params, values)], dtype=np.float64)
 
+    def to_unit(self, genes) -> np.ndarray:
+        """Genes in the unit cube: each range scaled to [0, 1] (a range of one value to 0), so that
+        a share of it means the same for every parameter (the swarm, CMA-ES and CEM search there)."""
+        span = np.where(self.upper > self.lower, self.upper - self.lower, 1.0)
+        return (np.asarray(genes, dtype=np.float64) - self.lower) / span
+
+    def from_unit(self, u) -> np.ndarray:
+        """The genes of a point of the unit cube, clipped to it (`to_unit`'s inverse inside it)."""
+        return self.lower + np.clip(np.asarray(u, dtype=np.float64), 0.0, 1.0) * (self.upper - self.lower)
+
     def clip(self, vector) -> np.ndarray:
         return np.clip(np.asarray(vector, dtype=np.float64), self.lower, self.upper)
 

@@ -63,7 +63,7 @@ class CEM(Optimizer):
 
     def __init__(self, space, settings, rng, **kw):
         super().__init__(space, settings, rng, **kw)
-        self.mean = self._unit(self.init_point) if self.init != "random" else self.rng.uniform(0.0, 1.0, space.dim)
+        self.mean = self.space.to_unit(self.init_point) if self.init != "random" else self.rng.uniform(0.0, 1.0, space.dim)
         self.std = np.full(space.dim, float(settings.sigma))
         self.drawn: np.ndarray | None = None
 
@@ -71,17 +71,13 @@ class CEM(Optimizer):
     def generations(self) -> int:
         return self.settings.generations
 
-    def _unit(self, x: np.ndarray) -> np.ndarray:
-        span = np.where(self.space.upper > self.space.lower, self.space.upper - self.space.lower, 1.0)
-        return (np.asarray(x, dtype=np.float64) - self.space.lower) / span
-
     def ask(self) -> np.ndarray:
         n = self.settings.samples
         u = np.clip(self.mean + self.std * self.rng.standard_normal((n, self.space.dim)), 0.0, 1.0)
         if self.generation == 0 and self.init != "random":
             u[0] = np.clip(self.mean, 0.0, 1.0)  # the initial point itself
         self.drawn = u
-        return self.space.lower + u * (self.space.upper - self.space.lower)
+        return self.space.from_unit(u)
 
     def tell(self, fitness: np.ndarray) -> None:
         s = self.settings

@@ -69,7 +69,7 @@ class CMAES(Optimizer):
     def __init__(self, space, settings, rng, **kw):
         super().__init__(space, settings, rng, **kw)
         self.lam = settings.lam(space.dim)
-        start = self._unit(self.init_point) if self.init != "random" else self.rng.uniform(0.0, 1.0, space.dim)
+        start = self.space.to_unit(self.init_point) if self.init != "random" else self.rng.uniform(0.0, 1.0, space.dim)
         options = {"lambda_": self.lam, "weights": settings.weights}
         if settings.parents is not None:
             if settings.parents > self.lam:
@@ -82,19 +82,12 @@ class CMAES(Optimizer):
     def generations(self) -> int:
         return self.settings.generations
 
-    def _unit(self, x: np.ndarray) -> np.ndarray:
-        span = np.where(self.space.upper > self.space.lower, self.space.upper - self.space.lower, 1.0)
-        return (np.asarray(x, dtype=np.float64) - self.space.lower) / span
-
-    def _genes(self, u: np.ndarray) -> np.ndarray:
-        return self.space.lower + np.clip(u, 0.0, 1.0) * (self.space.upper - self.space.lower)
-
     def ask(self) -> np.ndarray:
         with self.library_random():
             self.draws = self.strategy.generate(Individual)
         if self.generation == 0 and self.init != "random":
             self.draws[0][:] = [float(v) for v in self.strategy.centroid]  # the initial point itself
-        return np.array([self._genes(np.asarray(d)) for d in self.draws])
+        return np.array([self.space.from_unit(np.asarray(d)) for d in self.draws])
 
     def tell(self, fitness: np.ndarray) -> None:
         s = self.settings

@@ -136,23 +136,16 @@ class PSO(Optimizer):
     def generations(self) -> int:
         return self.settings.iterations
 
-    def _unit(self, x: np.ndarray) -> np.ndarray:
-        span = np.where(self.space.upper > self.space.lower, self.space.upper - self.space.lower, 1.0)
-        return np.clip((x - self.space.lower) / span, 0.0, 1.0)
-
-    def _genes(self, u: np.ndarray) -> np.ndarray:
-        return self.space.lower + np.clip(u, 0.0, 1.0) * (self.space.upper - self.space.lower)
-
     def ask(self) -> np.ndarray:
         s = self.settings
         if self.swarm is None:
-            start = self._unit(self.initial(s.particles))
+            start = self.space.to_unit(self.initial(s.particles))
             with self.library_random():
                 self.swarm = create_swarm(n_particles=s.particles, dimensions=self.space.dim,
                                           options={"c1": s.c1, "c2": s.c2, "w": s.w}, bounds=self.bounds,
                                           init_pos=start, clamp=self.clamp)
             self.swarm.pbest_cost = np.full(s.particles, np.inf)
-        return self._genes(self.swarm.position)
+        return self.space.from_unit(self.swarm.position)
 
     def tell(self, fitness: np.ndarray) -> None:
         sw = self.swarm
