@@ -78,7 +78,8 @@ def speed(args) -> int:
 def games(args) -> int:
     policy, rules = make(args.evaluator, args.rules, args.height)
     play_games(policy, [0], 2)  # compile or load the kernels
-    out = {"evaluator": args.evaluator, "rules": args.rules, "width": rules.width, "height": rules.height,
+    out = {"command": " ".join(["python", "benchmarks/bench_standard.py", *sys.argv[1:]]),
+           "evaluator": args.evaluator, "rules": args.rules, "width": rules.width, "height": rules.height,
            "cap": args.cap, "commit": commit(), "date": time.strftime("%Y-%m-%d %H:%M"),
            "machine": platform.node(), "ci95_method": CI_METHOD, "games": []}
     for seed in range(args.seed, args.seed + args.games):
@@ -108,7 +109,7 @@ def main() -> int:
     for name in ("speed", "games"):
         p = sub.add_parser(name)
         p.add_argument("--evaluator", default="dellacherie")
-        p.add_argument("--rules", default="standard", choices=("standard", "standard_clear_first"))
+        p.add_argument("--rules", default="standard", choices=("standard", "standard_clear_first", "standard_10x10"))
         p.add_argument("--height", type=int, help="rows of the board (default: the preset's 20)")
         if name == "speed":
             p.add_argument("--pieces", type=int, default=1_000_000)

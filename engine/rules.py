@@ -418,13 +418,18 @@ STANDARD = Rules(
 #: completes, and the game ends only if one of its cells is still above them.
 STANDARD_CLEAR_FIRST = replace(STANDARD, name="standard_clear_first", overflow="clear_first")
 
+#: `STANDARD` on the literature's small board, 10 x 10 (Scherrer et al. 2015 report it beside
+#: 10 x 20): games of thousands of rows, which end in seconds, so that a series is played to the
+#: end instead of to a cap.
+STANDARD_10X10 = replace(STANDARD, name="standard_10x10", height=10)
+
 PRESETS = {"geek": GEEK, "classic": CLASSIC, "course": COURSE, "standard": STANDARD,
-           "standard_clear_first": STANDARD_CLEAR_FIRST}
+           "standard_clear_first": STANDARD_CLEAR_FIRST, "standard_10x10": STANDARD_10X10}
 
 
 def get_rules(name: str) -> Rules:
-    """The preset called ``name`` (``geek``, ``classic``, ``course``, ``standard`` or
-    ``standard_clear_first``)."""
+    """The preset called ``name`` (``geek``, ``classic``, ``course``, ``standard``,
+    ``standard_clear_first`` or ``standard_10x10``)."""
     try:
         return PRESETS[name]
     except KeyError:

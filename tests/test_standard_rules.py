@@ -71,6 +71,8 @@ def test_presets():
         assert rules.pieces.kind == "uniform" and rules.piece_limit is None and rules.top_out == "none"
         assert not rules.kernel.preview
     assert (STANDARD.overflow, STANDARD_CLEAR_FIRST.overflow) == ("end", "clear_first")
+    small = get_rules("standard_10x10")
+    assert small == replace(STANDARD, name="standard_10x10", height=10)
     assert (GEEK.overflow, COURSE.overflow, GEEK.preview, COURSE.preview) == ("discard", "discard", True, True)
     with pytest.raises(ValueError, match="overflow must be one of"):
         replace(STANDARD, overflow="keep")
