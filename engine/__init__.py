@@ -13,13 +13,14 @@ from .lock import END_NAMES, GOING_ON, LockResult, lock_copy, lock_piece, spawn_
 from .movegen import MoveScratch, capacity, placements, route, scratch
 from .record import Record, RecordError, encode, extract, parse, replay_line, upload_line, validate
 from .replay import ReplayResult, final_board, replay, replay_record
-from .rules import CLASSIC, COURSE, GEEK, PRESETS, KernelRules, PieceSource, Rules, get_rules
+from .rules import (CLASSIC, COURSE, GEEK, PRESETS, STANDARD, STANDARD_10X10, STANDARD_CLEAR_FIRST, KernelRules,
+                    PieceSource, Rules, get_rules)
 from .state import GameState, Transition
 
 __all__ = [
     "BOARD_DTYPE", "CLASSIC", "COURSE", "END_NAMES", "GEEK", "GOING_ON", "GameState", "KernelRules", "LockResult",
-    "MoveScratch", "PRESETS", "PieceSource", "Record", "RecordError", "ReplayResult", "Rules", "Transition",
-    "capacity", "encode", "extract", "final_board", "from_strings", "get_rules", "lock_copy", "lock_piece",
-    "parse", "placements", "replay", "replay_line", "replay_record", "route", "scratch", "spawn_blocked",
-    "spawn_state", "to_strings", "upload_line", "validate",
+    "MoveScratch", "PRESETS", "PieceSource", "Record", "RecordError", "ReplayResult", "Rules", "STANDARD",
+    "STANDARD_10X10", "STANDARD_CLEAR_FIRST", "Transition", "capacity", "encode", "extract", "final_board",
+    "from_strings", "get_rules", "lock_copy", "lock_piece", "parse", "placements", "replay", "replay_line",
+    "replay_record", "route", "scratch", "spawn_blocked", "spawn_state", "to_strings", "upload_line", "validate",
 ]

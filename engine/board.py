@@ -84,13 +84,9 @@ def clear_rows(board, full):
 
 
 @njit(cache=True, inline="always")
-def count_and_clear(board, full):
-    """Count, then clear, in place.
-
-    Returns ``(cells, full_rows, occupied_rows)`` counted before clearing: occupied cells on the
-    board, rows equal to ``full``, rows holding at least one occupied cell. Full rows are then
-    removed; the rows above them move down and empty rows enter at the top.
-    """
+def count_rows(board, full):
+    """``(cells, full_rows, occupied_rows)``: occupied cells on the board, rows equal to ``full``,
+    rows holding at least one occupied cell."""
     height = board.shape[0]
     cells = 0
     full_rows = 0
@@ -100,6 +96,17 @@ def count_and_clear(board, full):
         occupied_rows += r != 0
         cells += popcount(r)
         full_rows += r == full
+    return cells, full_rows, occupied_rows
+
+
+@njit(cache=True, inline="always")
+def count_and_clear(board, full):
+    """Count, then clear, in place.
+
+    Returns ``(cells, full_rows, occupied_rows)`` counted before clearing (`count_rows`). Full rows
+    are then removed; the rows above them move down and empty rows enter at the top.
+    """
+    cells, full_rows, occupied_rows = count_rows(board, full)
     if full_rows:
         clear_rows(board, full)
     return cells, full_rows, occupied_rows

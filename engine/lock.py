@@ -7,14 +7,21 @@ before any row was cleared (the ones the rules score and end the game by). `lock
 rule on a copy of a board, keeping the board as it was just before the clear (what an evaluator's
 placement features read). They are inlined into their callers (numba ``inline="always"``): a call
 per child in a search's inner loop would otherwise cost more than the lock. `spawn_state` and
-`spawn_blocked` say where and whether the next piece appears.
+`spawn_blocked` say where and whether the next piece appears; `lost` says whether a lock's end is
+a lost game (what every search avoids).
 
-Game over, in this order (GEEK_RULES.md "Replay"):
+Game over, in this order (GEEK_RULES.md "Replay", then the family's other rules):
 1. ``top_out_all_rows`` and every row holds an occupied cell after the lock: ``TOP_TOUCHED``, the
    piece scores nothing;
-2. the piece is number ``piece_limit`` (1-based): ``PIECE_LIMIT``, it scores nothing;
-3. else the lock scores ``scores[f] x cells`` (``x 1`` unless ``score_by_cells``) for ``f`` full
-   rows, which are then removed.
+2. the piece has cells above the board's top row (it *overflows* by ``above`` rows) and the rules'
+   ``overflow`` is `OVERFLOW_END`: ``OVERFLOW``, nothing is cleared and the piece scores nothing;
+   or it is `OVERFLOW_CLEAR_FIRST` and the lock fills fewer than ``above`` rows (a cell would stay
+   above the top once they are cleared): ``OVERFLOW``, the piece scores nothing. Under
+   `OVERFLOW_DISCARD` (the contest) such cells are dropped and the lock goes on;
+3. the piece is number ``piece_limit`` (1-based): ``PIECE_LIMIT``, it scores nothing;
+4. else the lock scores ``scores[f] x cells`` (``x 1`` unless ``score_by_cells``) for ``f`` full
+   rows, which are then removed; under `OVERFLOW_CLEAR_FIRST` the piece's cells above the top row
+   then move down by ``f`` rows onto the board.
 """
 
 from __future__ import annotations
@@ -24,22 +31,25 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .board import clear_rows, copy_rows, count_and_clear, is_valid, place
+from .board import clear_rows, copy_rows, count_rows, is_valid, place
+from .rules import OVERFLOW_CLEAR_FIRST, OVERFLOW_DISCARD, OVERFLOW_END
 
-END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit", "sequence_end")
+END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit", "sequence_end", "overflow")
 #: `LockResult.end` of a lock after which the game goes on
 GOING_ON = -1
-RECORD_END, TOP_TOUCHED, SPAWN_BLOCKED, PIECE_LIMIT, SEQUENCE_END = range(len(END_NAMES))
+RECORD_END, TOP_TOUCHED, SPAWN_BLOCKED, PIECE_LIMIT, SEQUENCE_END, OVERFLOW = range(len(END_NAMES))
 
 
 class LockResult(NamedTuple):
     """What one lock did (numba compiles it as a tuple: free to return from a kernel).
 
-    - ``end``: `GOING_ON`, `TOP_TOUCHED` or `PIECE_LIMIT`;
-    - ``lines``: full rows, removed by the lock (counted whatever ``end`` is);
+    - ``end``: `GOING_ON`, `TOP_TOUCHED`, `OVERFLOW` or `PIECE_LIMIT`;
+    - ``lines``: full rows, removed by the lock (counted whatever ``end`` is; 0 when an overflow
+      under `OVERFLOW_END` cleared nothing);
     - ``points``: points scored (0 when the lock ends the game);
-    - ``cells``: occupied cells on the board after the piece was placed, before the clear;
-    - ``occupied_rows``: rows holding an occupied cell, likewise.
+    - ``cells``: occupied cells on the board after the piece was placed, before the clear (the
+      piece's cells above the top row included, unless the rules discard them);
+    - ``occupied_rows``: rows of the board holding an occupied cell, likewise.
     """
 
     end: int
@@ -67,22 +77,70 @@ def lock_points(rules, lines, cells, number):
 
 
 @njit(cache=True, inline="always")
-def judge(rules, number, cells, full, occupied):
+def judge(rules, number, cells, full, occupied, above):
     """The rule of a lock of piece ``number`` (1-based) that left ``cells`` occupied cells, ``full``
     full rows and ``occupied`` rows holding a cell (counted after the piece was placed, before the
-    clear): game over, then the score (`lock_points`). Returns the `LockResult`."""
+    clear) with ``above`` rows of the piece above the board's top row (`overflow_rows`): game over,
+    then the score (`lock_points`). Returns the `LockResult`; the caller removes ``lines`` rows."""
     if rules.top_out_all_rows and occupied == rules.height:
         return LockResult(TOP_TOUCHED, full, 0, cells, occupied)
+    if above > 0:
+        if rules.overflow == OVERFLOW_END:
+            return LockResult(OVERFLOW, 0, 0, cells, occupied)
+        if rules.overflow == OVERFLOW_CLEAR_FIRST and above > full:
+            return LockResult(OVERFLOW, full, 0, cells, occupied)
     end = PIECE_LIMIT if number == rules.piece_limit else GOING_ON
     return LockResult(end, full, lock_points(rules, full, cells, number), cells, occupied)
 
 
 @njit(cache=True, inline="always")
-def settle(board, rules, number):
-    """The lock of piece ``number`` (1-based), just placed on ``board``: count the board, `judge`,
-    then clear the full rows in place. Returns the `LockResult`."""
-    cells, full, occupied = count_and_clear(board, rules.full_row)
-    return judge(rules, number, cells, full, occupied)
+def lost(end):
+    """Whether a lock whose `LockResult.end` is ``end`` lost the game (top touched, overflow): a
+    search never chooses such a lock while another one survives."""
+    return end == TOP_TOUCHED or end == OVERFLOW
+
+
+@njit(cache=True, inline="always")
+def overflow_rows(rules, piece, y):
+    """Rows of a piece with offsets ``piece`` at centre row ``y`` above the board's top row (0 when
+    it is inside, and always 0 under `OVERFLOW_DISCARD`, whose locks drop such cells)."""
+    if rules.overflow == OVERFLOW_DISCARD:
+        return 0
+    top = y + piece[0, 1]
+    for k in range(1, 4):
+        top = min(top, y + piece[k, 1])
+    return max(0, -top)
+
+
+@njit(cache=True, inline="always")
+def place_overflow(board, piece, x, y, lines):
+    """The cells of the piece above the top row, moved down by the ``lines`` rows its lock cleared
+    (`OVERFLOW_CLEAR_FIRST`; the lock made sure they land on the board, in the rows the clear left
+    empty)."""
+    for k in range(4):
+        r = y + piece[k, 1]
+        if r < 0:
+            board[r + lines] |= np.uint16(1 << (x + piece[k, 0]))
+
+
+@njit(cache=True, inline="always")
+def settle(board, rules, number, piece, x, y):
+    """The lock of piece ``number`` (1-based) with offsets ``piece`` at (x, y), just placed on
+    ``board`` (the cells on the board): count the board, `judge`, then clear the full rows in place
+    (and bring the cells above the top row down under `OVERFLOW_CLEAR_FIRST`). Returns the
+    `LockResult`."""
+    above = overflow_rows(rules, piece, y)
+    cells, full, occupied = count_rows(board, rules.full_row)
+    if above > 0:
+        for k in range(4):
+            if y + piece[k, 1] < 0:
+                cells += 1
+    lock = judge(rules, number, cells, full, occupied, above)
+    if lock.lines:
+        clear_rows(board, rules.full_row)
+    if above > 0 and lock.end == GOING_ON:
+        place_overflow(board, piece, x, y, lock.lines)
+    return lock
 
 
 @njit(cache=True, inline="always")
@@ -93,10 +151,13 @@ def lock_counted(board, rules, shape, state, x, y, number, cells, occupied):
     piece = rules.cells[shape, state]
     height = board.shape[0]
     full_row = rules.full_row
+    above = overflow_rows(rules, piece, y)
     full = 0
     for k in range(4):
         r = y + piece[k, 1]
         if r < 0:
+            if above > 0:
+                cells += 1
             continue
         before = board[r]
         board[r] |= np.uint16(1 << (x + piece[k, 0]))
@@ -113,27 +174,33 @@ def lock_counted(board, rules, shape, state, x, y, number, cells, occupied):
                 first = False
         if first and np.int64(board[r]) == full_row:
             full += 1
-    if full:
+    lock = judge(rules, number, cells, full, occupied, above)
+    if lock.lines:
         clear_rows(board, full_row)
-    return judge(rules, number, cells, full, occupied)
+    if above > 0 and lock.end == GOING_ON:
+        place_overflow(board, piece, x, y, lock.lines)
+    return lock
 
 
 @njit(cache=True, inline="always")
 def lock_piece(board, rules, shape, state, x, y, number):
     """Lock piece ``number`` (1-based) of ``shape`` in ``state`` centred at (x, y) on ``board``, in
     place (placed, then full rows cleared); returns its `LockResult`."""
-    place(board, rules.cells[shape, state], x, y)
-    return settle(board, rules, number)
+    piece = rules.cells[shape, state]
+    place(board, piece, x, y)
+    return settle(board, rules, number, piece, x, y)
 
 
 @njit(cache=True, inline="always")
 def lock_copy(parent, rules, shape, state, x, y, number, locked, cleared):
     """`lock_piece` on a copy of ``parent``: ``locked`` receives the board with the piece placed,
-    before the clear, and ``cleared`` the board after it; ``parent`` is unchanged."""
+    before the clear (without its cells above the top row), and ``cleared`` the board after it;
+    ``parent`` is unchanged."""
+    piece = rules.cells[shape, state]
     copy_rows(locked, parent)
-    place(locked, rules.cells[shape, state], x, y)
+    place(locked, piece, x, y)
     copy_rows(cleared, locked)
-    return settle(cleared, rules, number)
+    return settle(cleared, rules, number, piece, x, y)
 
 
 @njit(cache=True)

@@ -9,7 +9,8 @@ Terms:
   and Z states 0/2 and 1/3, O's four) give the same cells and count once, under the lowest state.
 - under drop-only rules (``max_steps < 0`` in the kernels, ``Rules.placement == "drop"``), a
   placement is instead where a piece falling straight down from above the board, in any state and
-  column, comes to rest, provided all its cells are inside the board (`drop_placements_into`).
+  column, comes to rest, provided all its cells are inside the board (`drop_placements_into`; under
+  the ``clear_first`` overflow rule, wherever it rests).
 
 The search is bit-parallel: ``fit[s, y]`` holds, at bit ``x + XOFF``, whether the piece in state
 ``s`` with its centre at (x, y) is valid; a breadth-first search then advances whole rows of
@@ -32,6 +33,7 @@ from numba import njit
 
 from .board import popcount, run_fill
 from .dispatch import FunctionTable
+from .rules import OVERFLOW_CLEAR_FIRST
 
 STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
 STEP_LETTERS = "LRDC"
@@ -313,11 +315,14 @@ def resting_mask(visited, fit, s, y):
 def drop_placements_into(board, rules, shape, sc, out):
     """Drop-only placements: for each distinct state, every column where the piece fits above the
     board, dropped straight down to the first row it cannot enter; kept when every cell is inside
-    the board. Rows (x, y, state) of ``out``, ordered by state, then y, then x; returns how many."""
+    the board, or always under the ``clear_first`` overflow rule (a piece resting partly above the
+    top row may survive its lock; `engine.lock` judges it). Rows (x, y, state) of ``out``, ordered
+    by state, then y, then x; returns how many."""
     cells, alias, width = rules.cells[shape], rules.alias[shape], rules.width
     fit, free = sc.fit, sc.free
     fit_masks(board, cells, width, fit, free, ALL_STATES, sc.ext, sc.lowest, sc.shift)
     rows = fit.shape[1]
+    above_ok = rules.overflow == OVERFLOW_CLEAR_FIRST
     n = 0
     for c in range(4):
         if alias[c] != c:
@@ -333,7 +338,7 @@ def drop_placements_into(board, rules, shape, sc, out):
             f = fit[c, cy] if cy >= 0 else fit_row(board, cells[c], width, cy)
             rest = falling & ~f  # these rest in row cy - 1
             falling &= f
-            if cy - 1 + lo >= 0:
+            if above_ok or cy - 1 + lo >= 0:
                 while rest:
                     low = rest & -rest
                     out[n, 0] = popcount(low - 1) - XOFF

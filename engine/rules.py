@@ -63,8 +63,25 @@ CLASSIC_MATRICES = {
 }
 
 
+#: The literature's simplified game (Thiéry and Scherrer's MdpTetris, ``data/pieces4.dat``): each
+#: shape's distinct orientations in that simulator's order (the first as its piece file draws it, each
+#: next one turned a quarter counter-clockwise), as boxes written top row first. The anchor (dx, dy)
+#: = (0, 0) is the box's top-left corner, so a drop placement's x is the box's leftmost column
+#: (MdpTetris's 1-based ``column`` minus one) and its state is MdpTetris's orientation; a shape with
+#: fewer than four orientations repeats them (state s has orientation s mod n).
+STANDARD_MATRICES = {
+    "I": ["# # # #", "####"],
+    "L": ["### #..", "#. #. ##", "..# ###", "## .# .#"],
+    "J": ["#.. ###", ".# .# ##", "### ..#", "## #. #."],
+    "T": ["#. ## #.", ".#. ###", ".# ## .#", "### .#."],
+    "O": ["## ##"],
+    "S": ["#. ## .#", ".## ##."],
+    "Z": [".# ## #.", "##. .##"],
+}
+
+
 def offsets_from_matrix(matrix: str) -> list[tuple[int, int]]:
-    """Offsets (column, row) of the `#` cells of a 4x4 box written as four space-separated rows."""
+    """Offsets (column, row) of the `#` cells of a box written as space-separated rows, top first."""
     rows = matrix.split()
     return [(x, y) for y, row in enumerate(rows) for x, ch in enumerate(row) if ch == "#"]
 
@@ -95,6 +112,39 @@ class PieceSource:
             raise ValueError(f"unknown piece source kind {self.kind!r} (expected 'lcg' or 'uniform')")
         return _lcg_sequence(n, seed, self.multiplier, self.increment, self.modulus, self.weights).copy()
 
+    def stream(self, seed: int | None = None) -> "PieceStream":
+        """The same sequence drawn a part at a time (`PieceStream`): a game of millions of pieces
+        never holds them all."""
+        return PieceStream(self, self.seed if seed is None else seed)
+
+
+class PieceStream:
+    """`PieceSource.sequence` a part at a time: ``take(n)`` returns the next ``n`` shapes (int64), so
+    that the parts joined are exactly ``sequence(total, seed)`` (numpy's generator keeps its state
+    between draws, the ``lcg`` its value)."""
+
+    def __init__(self, source: PieceSource, seed: int):
+        self.source = source
+        if source.kind == "uniform":
+            self._rng = np.random.Generator(np.random.PCG64(seed))
+        elif source.kind == "lcg":
+            self._v = seed
+            self._bounds = np.cumsum(source.weights)
+        else:
+            raise ValueError(f"unknown piece source kind {source.kind!r} (expected 'lcg' or 'uniform')")
+
+    def take(self, n: int) -> np.ndarray:
+        if self.source.kind == "uniform":
+            return self._rng.integers(0, 7, size=n).astype(np.int64)
+        s = self.source
+        draws = np.empty(n, np.int64)
+        v = self._v
+        for i in range(n):
+            v = (v * s.multiplier + s.increment) % s.modulus
+            draws[i] = v
+        self._v = v
+        return np.searchsorted(self._bounds, draws % int(self._bounds[-1]), side="right").astype(np.int64)
+
 
 @lru_cache(maxsize=8)
 def _lcg_sequence(n: int, seed: int, multiplier: int, increment: int, modulus: int, weights: tuple[int, ...]):
@@ -119,9 +169,11 @@ class KernelRules(NamedTuple):
     spawn in state ``index mod 4`` (else 0); ``piece_limit``: -1 for none; ``step_limit``:
     ``max_steps``, or -1 for drop-only placements (the move generator's bound); ``max_steps``: the
     steps a route may take (a record's bound, drop-only rules included); ``full_row``: a full
-    row's bits; ``placements`` and ``lowest_placements``: the move generator's entries for
-    `Rules.placement` (`engine.movegen.PLACEMENTS`), chosen when a kernel is compiled, so that a
-    kernel holds only the placement code of its rules."""
+    row's bits; ``overflow``: the index of `Rules.overflow` in `OVERFLOW_RULES` (`OVERFLOW_DISCARD`,
+    `OVERFLOW_END`, `OVERFLOW_CLEAR_FIRST`); ``preview``: whether a policy is shown the next piece;
+    ``placements`` and ``lowest_placements``: the move generator's entries for `Rules.placement`
+    (`engine.movegen.PLACEMENTS`), chosen when a kernel is compiled, so that a kernel holds only
+    the placement code of its rules."""
 
     cells: np.ndarray
     alias: np.ndarray
@@ -139,8 +191,15 @@ class KernelRules(NamedTuple):
     step_limit: int
     max_steps: int
     full_row: int
+    overflow: int
+    preview: bool
     placements: Any
     lowest_placements: Any
+
+
+#: `Rules.overflow`: what a lock does with cells of the piece above the board's top row
+OVERFLOW_RULES = ("discard", "end", "clear_first")
+OVERFLOW_DISCARD, OVERFLOW_END, OVERFLOW_CLEAR_FIRST = range(len(OVERFLOW_RULES))
 
 
 @dataclass(frozen=True)
@@ -152,6 +211,13 @@ class Rules:
     Game over:
     - ``top_out == "all_rows"``: after a lock, if every row holds an occupied cell ("top touched");
       the piece scores nothing;
+    - ``overflow`` (cells of the locked piece above the board's top row): ``"discard"``, they are
+      dropped and the game goes on (the contest engine); ``"end"``, the lock ends the game
+      ("overflow"), nothing is cleared and the piece scores nothing (MdpTetris's simplified game with
+      ``allow_lines_after_overflow`` 0); ``"clear_first"``, the full rows are cleared first, the
+      cells above move down with the rows above the cleared ones, and only a cell still above the
+      top row ends the game ("overflow", the piece scoring nothing), else they stay on the board
+      (``allow_lines_after_overflow`` 1);
     - the piece numbered ``piece_limit`` (1-based) ends the game when it locks and scores nothing;
     - a new piece whose spawn position is invalid ("spawn blocked"), or, with ``spawn_must_drop``,
       that cannot move down one row from it.
@@ -160,8 +226,11 @@ class Rules:
     Placements: ``"reachable"``, every resting position reachable from the spawn by at most
     ``max_steps`` single steps (tucks and slides included); ``"drop"``, the piece is rotated and
     shifted above the board and falls straight down until it rests (no slides under overhangs), and
-    only a resting position wholly inside the board counts. With ``"drop"`` the spawn is never
-    blocked: the game ends when a piece has no placement.
+    only a resting position wholly inside the board counts, except under ``overflow ==
+    "clear_first"``, where every resting position does (the lock then judges it). With ``"drop"``
+    the spawn is never blocked: the game ends when a piece has no placement (under ``overflow ==
+    "end"`` this is the game over: every position leaves a cell above the top row).
+    Preview: ``preview``, a policy is shown the next piece as well as the current one.
     """
 
     name: str
@@ -179,6 +248,8 @@ class Rules:
     piece_limit: int | None
     max_steps: int = 100  # unit steps allowed per piece (the contest's limit)
     placement: str = "reachable"  # "reachable" (single steps from the spawn) or "drop" (see below)
+    overflow: str = "discard"  # one of OVERFLOW_RULES (see above)
+    preview: bool = True  # a policy sees the next piece too
 
     def __post_init__(self):
         if not 4 <= self.width <= 16:
@@ -193,6 +264,11 @@ class Rules:
             raise ValueError(f"rules {self.name!r}: placement must be 'reachable' or 'drop'")
         if self.top_out not in ("all_rows", "none"):
             raise ValueError(f"rules {self.name!r}: top_out must be 'all_rows' or 'none'")
+        if self.overflow not in OVERFLOW_RULES:
+            raise ValueError(f"rules {self.name!r}: overflow must be one of {', '.join(OVERFLOW_RULES)}")
+        if self.overflow == "clear_first" and self.width < 5:
+            raise ValueError(f"rules {self.name!r}: overflow 'clear_first' needs a width of at least 5 "
+                             "(four cells above the board could otherwise fill a row there)")
         cells = self.cells
         if np.abs(cells).max() > 3:
             raise ValueError(f"rules {self.name!r}: offsets must lie within -3..3")
@@ -263,6 +339,7 @@ class Rules:
             score_by_cells=self.score_by_cells, top_out_all_rows=self.top_out == "all_rows",
             spawn_must_drop=self.spawn_must_drop, piece_limit=-1 if self.piece_limit is None else self.piece_limit,
             step_limit=self.step_limit, max_steps=self.max_steps, full_row=self.full_row,
+            overflow=OVERFLOW_RULES.index(self.overflow), preview=self.preview,
             placements=PLACEMENTS.token(self.placement), lowest_placements=LOWEST_PLACEMENTS.token(self.placement))
 
     @property
@@ -317,11 +394,49 @@ CLASSIC = Rules(
 #: down (no slides), spawning at column 3 of the 4x4 box.
 COURSE = replace(CLASSIC, name="course", width=10, height=20, spawn_x=3, spawn_must_drop=False, placement="drop")
 
-PRESETS = {"geek": GEEK, "classic": CLASSIC, "course": COURSE}
+#: The literature's benchmark (Thiéry and Scherrer's "simplified" game, MdpTetris's standard game:
+#: ``new_game(0, 10, 20, 0, ...)``): 10 x 20, the seven pieces i.i.d. uniform, each placed by choosing
+#: one of its distinct orientations and a column and dropping it from the top (`STANDARD_MATRICES`),
+#: no preview, one point per row cleared, and the game over when the dropped piece does not fit inside
+#: the 20 rows (nothing cleared first: ``allow_lines_after_overflow`` 0, the rule of MdpTetris's
+#: ``mdptetris_play_games``, which the published scores of fixed weights come from).
+STANDARD = Rules(
+    name="standard",
+    width=10,
+    height=20,
+    offsets=tuple(tuple(tuple(offsets_from_matrix(m[k % len(m)])) for k in range(4))
+                  for m in (STANDARD_MATRICES[n] for n in SHAPE_NAMES)),
+    spawn_x=4,  # unused by drop placements (a tie-break may read it)
+    spawn_y=0,
+    spawn_state="zero",
+    pieces=PieceSource(kind="uniform", seed=0),
+    score_table=(0, 1, 2, 3, 4),
+    score_by_cells=False,
+    top_out="none",
+    spawn_must_drop=False,
+    piece_limit=None,
+    placement="drop",
+    overflow="end",
+    preview=False,
+)
+
+#: `STANDARD` with MdpTetris's other overflow rule (``allow_lines_after_overflow`` 1, the default of
+#: its learning programs): a piece resting partly above the 20 rows first clears the rows it
+#: completes, and the game ends only if one of its cells is still above them.
+STANDARD_CLEAR_FIRST = replace(STANDARD, name="standard_clear_first", overflow="clear_first")
+
+#: `STANDARD` on the literature's small board, 10 x 10 (Scherrer et al. 2015 report it beside
+#: 10 x 20): games of thousands of rows, which end in seconds, so that a series is played to the
+#: end instead of to a cap.
+STANDARD_10X10 = replace(STANDARD, name="standard_10x10", height=10)
+
+PRESETS = {"geek": GEEK, "classic": CLASSIC, "course": COURSE, "standard": STANDARD,
+           "standard_clear_first": STANDARD_CLEAR_FIRST, "standard_10x10": STANDARD_10X10}
 
 
 def get_rules(name: str) -> Rules:
-    """The preset called ``name`` (``geek``, ``classic`` or ``course``)."""
+    """The preset called ``name`` (``geek``, ``classic``, ``course``, ``standard``,
+    ``standard_clear_first`` or ``standard_10x10``)."""
     try:
         return PRESETS[name]
     except KeyError:

@@ -116,8 +116,11 @@ def main(argv: list[str] | None = None) -> int:
         out.discard()  # whatever was not committed
     if result.record is None and "games" in result.extra:
         g = result.extra["games"]
+        ci = f" (95% CI {g['ci95'][0]:,.0f} .. {g['ci95'][1]:,.0f})" if g["ci95"] else ""
+        capped = f"{g['capped']} capped" + (" (a capped game's score is a lower bound, and so is the mean)"
+                                            if g["capped"] else "")
         print(f"{len(g['scores'])} games (seeds {g['seeds'][0]}..{g['seeds'][-1]}, cap {g['cap']:,}): mean "
-              f"{g['mean']:,.0f}, std {g['std']:,.0f}, min {g['min']:,}, max {g['max']:,}, {g['capped']} capped, "
+              f"{g['mean']:,.0f}{ci}, std {g['std']:,.0f}, min {g['min']:,}, max {g['max']:,}, {capped}, "
               f"{result.pieces:,} pieces in {result.seconds:.1f} s; written to {out.target}/")
         return 0
     print(f"{result.score:,} points, {result.pieces:,} pieces ({result.end}; {result.stop}) in "

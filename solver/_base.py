@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from engine import Rules
-from engine.lock import GOING_ON, TOP_TOUCHED, lock_copy, lock_piece
+from engine.lock import GOING_ON, lock_copy, lock_piece, lost
 from evaluators import Evaluator, Placement, evaluate
 
 from .config import SolverConfig
@@ -59,10 +59,10 @@ def value_child(board, rules, shape, s, x, y, number, spec, vs):
     """Lock piece ``number`` (1-based) of ``shape`` at (x, y, s) on a copy of ``board`` (`lock_copy`:
     ``vs.locked`` and ``vs.cleared`` receive the board before and after the clear) and value it with
     the evaluator ``spec`` (``vs.pvals``: the parent's values, filled by the caller with
-    `evaluators.board_values`). Returns (alive, value): ``alive`` is False when the lock touches the
-    top (the game would be lost)."""
+    `evaluators.board_values`). Returns (alive, value): ``alive`` is False when the lock loses the
+    game (`engine.lock.lost`: it touches the top, or overflows under rules that end the game so)."""
     lock = lock_copy(board, rules, shape, s, x, y, number, vs.locked, vs.cleared)
-    if lock.end == TOP_TOUCHED:
+    if lost(lock.end):
         return False, 0.0
     p = Placement(board, vs.locked, vs.cleared, rules.cells[shape, s], x, y, lock.lines, lock.points, rules.width)
     return True, evaluate(p, vs.pvals, spec)

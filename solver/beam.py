@@ -41,7 +41,7 @@ from numba import get_num_threads, njit, prange
 
 from engine.board import copy_rows, place, popcount
 from engine.dispatch import FunctionTable
-from engine.lock import TOP_TOUCHED, lock_counted, spawn_state
+from engine.lock import lock_counted, lost, spawn_state
 from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
 
@@ -331,7 +331,7 @@ def lock_nodes(lo, hi, st, kids, shape, number, rules, cfg, ruled):
             kids.parent[j] = i
             kids.code[j] = code
             kids.lines[j] = f
-            alive = lock.end != TOP_TOUCHED
+            alive = not lost(lock.end)
             if alive and cfg.top_row_free and (parent[0] != 0 or reaches_top_row(rules.cells[shape, s], y)):
                 alive = False
             if alive and f > 0 and ruled and (st.heights[i] < cfg.min_height[f] or st.cells[i] < cfg.min_cells[f]):

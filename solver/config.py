@@ -15,7 +15,7 @@ from typing import Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from engine import get_rules
+from engine import PRESETS, get_rules
 
 
 class Strict(BaseModel):
@@ -156,7 +156,7 @@ class SolverKeys(Strict):
     """A solver run: which policy plays which pieces with which evaluator."""
 
     policy: str = Field("beam", description="the search policy (one of the registered policies)")
-    rules: Literal["geek", "classic", "course"] = Field("geek", description="rules preset")
+    rules: Literal[tuple(PRESETS)] = Field("geek", description="rules preset")
     seed: int | None = Field(None, description="piece source seed (random-piece rules; default the preset's)")
     pieces: int | None = Field(
         None, ge=1,

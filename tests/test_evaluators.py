@@ -71,8 +71,8 @@ def children(parent, rules, shape, state, number):
 def test_presets_load():
     names = E.preset_names()
     assert names == sorted([
-        "backsearch_points", "chys_quality", "el_tetris", "lecture_v1", "lecture_v2", "lecture_v2_aggressive",
-        "lecture_v2_balanced", "lecture_v2_conservative", "pierre_dellacherie",
+        "backsearch_points", "bcts", "bdu", "chys_quality", "dellacherie", "el_tetris", "lecture_v1", "lecture_v2",
+        "lecture_v2_aggressive", "lecture_v2_balanced", "lecture_v2_conservative", "pierre_dellacherie",
     ])
     for name in names:
         ev = E.load_evaluator(name)
@@ -304,7 +304,7 @@ ERRORS = [
      "features.lines_cleared.delta: a placement feature has no parent value; delta applies to board features only"),
     ("features: {holes: 1, covered_empty_cells: 2}",
      "features.covered_empty_cells: same feature as holes (covered_empty_cells is an alias); give it once"),
-    ("features: {holes: 1}\ntie_break: random", "tie_break: unknown tie-break 'random' (known: null, pd_priority)"),
+    ("features: {holes: 1}\ntie_break: random", "tie_break: unknown tie-break 'random' (known: null, pd_priority, state_then_column)"),
     ("features: {holes: 1}\nweights: {}", "weights: unknown key (known: name, description, features, tie_break)"),
     ("name: x", "features: missing key"),
     ("features: {}", "features: no feature given"),

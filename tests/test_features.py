@@ -38,12 +38,15 @@ def board_from(text, width=10, height=20):
 
 B = board_from(BOARD_B)
 
+#: the per-column features (Bertsekas and Tsitsiklis's), columns 0..15
+COLUMN_FEATURES = tuple(f"column_height_{x}" for x in range(16)) + tuple(f"column_height_diff_{x}" for x in range(15))
 #: the built-in board features (a test may register more for a while: these are the ones with hand values)
 BUILTIN = ("row_transitions", "interior_row_transitions", "column_transitions", "occupied_cells",
            "occupied_rows", "buried_cells", "wells", "rows_with_holes", "holes", "open_holes", "covered_holes",
            "aggregate_height", "max_height", "bumpiness", "platforms", "steps_up_1", "steps_up_2",
-           "steps_up_3plus", "steps_down_1", "steps_down_2", "steps_down_3plus")
-PLACEMENT = ("landing_height", "eroded_cells", "lines_cleared", "points_gained")
+           "steps_up_3plus", "steps_down_1", "steps_down_2", "steps_down_3plus", "wells_empty_below",
+           "hole_depth", "constant") + COLUMN_FEATURES
+PLACEMENT = ("landing_height", "eroded_cells", "lines_cleared", "points_gained", "landing_height_zero_based")
 
 
 def measure(name, board, width=10):
@@ -105,6 +108,16 @@ EXPECTED_B = {
     # well cells: (0,15) (0,16) (0,17) | (2,17) (2,18) | (4,18) (4,19) | (8,18) | (9,16)
     # runs 3, 2, 2, 1, 1 -> 6 + 3 + 3 + 1 + 1
     "wells": 14,
+    # each well cell 1 + the empty cells below it: (0,15) 3, (0,16) 2, (0,17) 1 | (2,17) 2 (over
+    # (2,18)), (2,18) 1 | (4,18) 2 (over (4,19), then the floor), (4,19) 1 | (8,18) 1 | (9,16) 1; no
+    # well cell has a non-well empty cell below it here, so this equals wells (see the next test)
+    "wells_empty_below": 14,
+    # occupied runs sitting on an empty cell: (2,15) on (2,16); (7,16) on (7,17); (8,16) on (8,17)
+    "hole_depth": 3,
+    "constant": 1,
+    **{f"column_height_{x}": h for x, h in enumerate((2, 5, 5, 3, 0, 2, 6, 4, 4, 3, 0, 0, 0, 0, 0, 0))},
+    # |h[x] - h[x + 1]| for x = 0..8; no column 10 on this board: 0 from x = 9 on
+    **{f"column_height_diff_{x}": d for x, d in enumerate((3, 0, 2, 3, 2, 4, 2, 0, 1, 0, 0, 0, 0, 0, 0))},
 }
 
 
@@ -125,7 +138,8 @@ def test_empty_board():
     expected = dict.fromkeys(BUILTIN, 0)
     expected.update(row_transitions=40,        # 20 empty rows, 2 each (the two walls)
                     column_transitions=10,     # each empty column meets the floor once
-                    platforms=9)               # all 9 neighbouring pairs at height 0
+                    platforms=9,               # all 9 neighbouring pairs at height 0
+                    constant=1)
     assert {n: measure(n, empty) for n in BUILTIN} == expected
 
 
@@ -205,6 +219,79 @@ def test_eroded_cells():
     assert F.eroded_cells(placement(parent, locked, cleared, I_VERTICAL, 9, 18, lines)) == 4
     # No clear, no erosion.
     assert F.eroded_cells(placement(parent, parent, parent, I_VERTICAL, 9, 18, 0)) == 0
+
+
+# MdpTetris's own example for its feature 6 (the docstring of get_well_sums_dellacherie), 8 wide,
+# the well cells marked o:
+#   ........        ........
+#   ........        ........
+#   ...X....        ...X....
+#   ...XX...        ...XX...
+#   .X.XX...        oXoXX...
+#   .XXXXX.X        oXXXXXoX
+#   .XXXXX.X        oXXXXXoX
+#   XXXXX..X        XXXXX..X
+#   ...XXX.X        ...XXXoX
+#   X.X..X.X        XoX..XoX
+MDP_WELLS = from_strings("""
+    ........
+    ........
+    ...X....
+    ...XX...
+    .X.XX...
+    .XXXXX.X
+    .XXXXX.X
+    XXXXX..X
+    ...XXX.X
+    X.X..X.X
+""", width=8, height=10)
+
+
+def test_wells_empty_below_on_mdptetris_example():
+    # column 0: 3 + 2 + 1; columns 1 and 2: 1 each; column 6: its two upper well cells have 4 and 3
+    # empty cells below them (the empty (6, 7) between them and the lower two is no well cell: its
+    # left neighbour is empty too), the lower two 2 and 1: 5 + 4 + 2 + 1. MdpTetris says 20.
+    assert measure("wells_empty_below", MDP_WELLS, 8) == 6 + 1 + 1 + 12
+    # runs of well cells only: 6 + 1 + 1 + (1 + 2) + (1 + 2)
+    assert measure("wells", MDP_WELLS, 8) == 14
+    # a plain well of depth 3 under no cover: both give 1 + 2 + 3
+    well = from_strings("#.#\n#.#\n#.#", width=3, height=4)
+    assert measure("wells_empty_below", well, 3) == measure("wells", well, 3) == 6
+    # well cells (1, 1) and (3, 1); (1, 2) and (1, 3) are no well cells (their left neighbours are
+    # empty) but lie below (1, 1): it counts 1 + 2, (3, 1) (on (3, 2)) 1, against wells' 1 + 1
+    shaft = from_strings("....\n#.#.\n...#\n...#", width=4, height=4)
+    assert measure("wells_empty_below", shaft, 4) == 3 + 1
+    assert measure("wells", shaft, 4) == 1 + 1
+
+
+def test_hole_depth():
+    # Per column of MDP_WELLS, from the floor up, the occupied runs that sit on an empty cell:
+    # x0: X . X . . -> the run (0,7): 1;  x1: . . X X X X . -> 4;  x2: X . X X X . -> 3;
+    # x3: . X X X X X X X -> 7;  x4: . X X X X X . -> 6;  x5: X X . X X . -> 2;  x6: none;
+    # x7: X X X X X on the floor -> 0.
+    assert measure("hole_depth", MDP_WELLS, 8) == 1 + 4 + 3 + 7 + 6 + 2
+    # the notes' column E, F, E, F, F (from the floor up): the first F (over the floor's empty cell) 1,
+    # the top two (over the second empty cell) 2: 3, where counting every cell above each hole gives 5
+    column = from_strings("#\n#\n.\n#\n.", width=1, height=5)
+    assert measure("hole_depth", column, 1) == 3
+    assert measure("holes", column, 1) == 2
+    assert measure("hole_depth", from_strings("#\n#", width=1, height=4), 1) == 0   # on the floor: no hole
+
+
+def test_landing_height_zero_based():
+    empty = np.zeros(20, np.uint16)
+
+    def landing(cells, y):
+        p = placement(empty, empty, empty, cells, 4, y)
+        assert F.landing_height_zero_based(p) == F.landing_height(p) - 1
+        return F.landing_height_zero_based(p)
+
+    # MdpTetris's examples: a flat I on the floor 0, an O on the floor 0.5, a vertical I 1.5
+    assert landing(I_FLAT, 19) == 0.0
+    assert landing(GEEK.cells[4, 0], 19) == 0.5       # the O's cells are rows 18 and 19
+    assert landing(I_VERTICAL, 18) == 1.5            # rows 16..19
+    assert landing(I_VERTICAL, 10) == 9.5            # rows 8..11: bottom row 8 from the floor, + 1.5
+    assert landing(I_FLAT, -1) == 20.0               # one row above a 20-row board (an overflow)
 
 
 def test_feature_vector_by_name():
@@ -332,6 +419,31 @@ def ref_features(g):
             else:
                 run = 0
     out["wells"] = wells
+    sums = 0  # MdpTetris's feature 6: each well cell, 1 + the empty cells directly below it
+    for x in range(width):
+        for y in range(height):
+            left = x == 0 or g[y][x - 1]
+            right = x == width - 1 or g[y][x + 1]
+            if not g[y][x] and left and right:
+                k = y
+                while k < height and not g[k][x]:
+                    sums += 1
+                    k += 1
+    out["wells_empty_below"] = sums
+    depth = 0  # occupied cells whose unbroken occupied run downwards ends on an empty cell
+    for x in range(width):
+        for y in range(height):
+            k = y
+            while k < height and g[k][x]:
+                k += 1
+            if g[y][x] and k < height:
+                depth += 1
+    out["hole_depth"] = depth
+    out["constant"] = 1
+    for x in range(16):
+        out[f"column_height_{x}"] = h[x] if x < width else 0
+    for x in range(15):
+        out[f"column_height_diff_{x}"] = abs(h[x] - h[x + 1]) if x + 1 < width else 0
     return out
 
 

@@ -69,8 +69,11 @@ class OnlinePolicy:
 
     def choose(self, board: np.ndarray, t: int, shape: int, preview: int = -1) -> np.ndarray | None:
         """The placement (x, y, state) for piece ``t`` (0-based) of ``shape`` on ``board``, with the
-        preview's shape or -1; None when every placement ends the game."""
+        preview's shape or -1 (not passed on under rules that show no preview); None when every
+        placement ends the game."""
         board = np.ascontiguousarray(board, np.uint16)
+        if not self.rules.preview:
+            preview = -1
         kernel = type(self).choose_kernel  # on the class: a numba function is not bound to the object
         k = kernel(self.bundle, board, shape, preview, t, self.rules.kernel, self.spec, self.ws)
         return None if k < 0 else self.ws.found[CURRENT, k].copy()

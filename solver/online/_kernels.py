@@ -2,8 +2,9 @@
 
 Terms: the *current* piece is the one to place now; the *preview* is the next piece when the game
 shows it (-1 when unknown); a *child* is the board after locking a piece at one of its placements
-and clearing. A child is *dead* when its lock tops out (every row occupied under ``top_out:
-all_rows``). Values are the evaluator's (`evaluators.evaluate`).
+and clearing. A child is *dead* when its lock loses the game (`engine.lock.lost`: every row
+occupied under ``top_out: all_rows``, or a cell left above the top row under an ``overflow`` rule
+that ends the game). Values are the evaluator's (`evaluators.evaluate`).
 
 A search writes the placements of each piece it considers at a *ply level* of the workspace:
 `CURRENT` for the current piece (a policy's choice is an index into ``ws.found[CURRENT]``),

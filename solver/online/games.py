@@ -1,15 +1,18 @@
 """Seeded games for the policies of unknown pieces: N games with a piece cap, played inside numba,
 and the series as a solver result (what `solve` returns for such a policy, what tuning scores).
 
-Game ``i`` draws its pieces from the rules' source with seed ``seed + i`` (`PieceSource.sequence`,
-so a game's pieces are exactly the rules' sequence for that seed); the policy sees the current piece
-and the next one (the preview) only. A game ends when a piece's spawn is blocked, when no placement
-survives (``stuck``), when a lock ends it under the rules, or at the cap (``capped``). The
-configuration's ``online`` section says how many games a series plays.
+Game ``i`` draws its pieces from the rules' source with seed ``seed + i`` (`PieceSource.stream`, so a
+game's pieces are exactly the rules' sequence for that seed, drawn a chunk at a time: a game of
+millions of pieces never holds them all); the policy sees the current piece and, when the rules show
+it, the next one (the preview) only. A game ends when a piece's spawn is blocked, when no placement
+survives (``stuck``: under drop-only rules, no placement fits), when a lock ends it under the rules,
+or at the cap (``capped``). The configuration's ``online`` section says how many games a series
+plays. A series' summary gives the mean score with a 95% confidence interval (`mean_ci95`).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -60,17 +63,19 @@ class OnlineConfig(Strict):
 registry.register_section("online", OnlineConfig, known_pieces=False, module=__name__)
 
 
-def _play_chunk(bundle, sequence, t0, t1, board, rules, spec, ws, score, kinds):
-    """Play pieces t0 .. t1 - 1 of ``sequence`` (which holds one more piece, the last preview) on
-    ``board`` in place with the policy whose bundle is ``bundle`` (`choose`); returns (pieces
-    placed, score, end code: `PLAYING`, else an index into `GAME_ENDS`); ``kinds[f]`` counts the
-    clears of f rows."""
+def _play_chunk(bundle, pieces, t0, board, rules, spec, ws, score, kinds):
+    """Play pieces t0 .. t0 + n - 1, whose shapes are ``pieces[0 .. n - 1]`` (``pieces`` holds one
+    more, the last one's next piece), on ``board`` in place with the policy whose bundle is
+    ``bundle`` (`choose`; shown the next piece when the rules show it); returns (pieces placed,
+    score, end code: `PLAYING`, else an index into `GAME_ENDS`); ``kinds[f]`` counts the clears of
+    f rows."""
     found = ws.found[CURRENT]
-    for t in range(t0, t1):
-        shape = sequence[t]
+    for i in range(pieces.shape[0] - 1):
+        t = t0 + i
+        shape = pieces[i]
         if spawn_blocked(board, rules, shape, spawn_state(t, rules)):
             return t, score, SPAWN_BLOCKED
-        k = choose(bundle, board, shape, sequence[t + 1], t, rules, spec, ws)
+        k = choose(bundle, board, shape, pieces[i + 1] if rules.preview else -1, t, rules, spec, ws)
         if k < 0:
             return t, score, STUCK
         lock = lock_piece(board, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
@@ -79,7 +84,7 @@ def _play_chunk(bundle, sequence, t0, t1, board, rules, spec, ws, score, kinds):
         score += lock.points
         if lock.lines:
             kinds[lock.lines] += 1
-    return t1, score, PLAYING
+    return t0 + pieces.shape[0] - 1, score, PLAYING
 
 
 #: the game loop, compiled once per policy and cached on disk: for the policies of the kernel
@@ -122,16 +127,57 @@ class GamesResult:
     def capped(self) -> int:
         return sum(e == "capped" for e in self.ends)
 
+    @property
+    def ci95(self) -> tuple[float, float] | None:
+        """The mean score's 95% confidence interval (`mean_ci95`); None for fewer than 2 games."""
+        return mean_ci95(self.scores)
+
     def summary(self) -> dict:
+        ci = self.ci95
         return {
             "seeds": [int(s) for s in self.seeds], "cap": int(self.cap),
             "scores": [int(v) for v in self.scores], "pieces": [int(v) for v in self.pieces],
             "ends": list(self.ends), "mean": round(self.mean, 1), "std": round(self.std, 1),
+            "ci95": None if ci is None else [round(ci[0], 1), round(ci[1], 1)], "ci95_method": CI_METHOD,
             "min": int(np.min(self.scores)) if len(self.scores) else 0,
             "max": int(np.max(self.scores)) if len(self.scores) else 0,
             "capped": self.capped, "clears": {str(k): int(self.clear_kinds[k]) for k in range(1, 5)},
             "seconds": [round(float(s), 3) for s in self.seconds],
         }
+
+
+#: how `mean_ci95` computes the interval (written beside it in every series' summary)
+CI_METHOD = "Student t: mean +- t(0.975, n - 1) x s / sqrt(n), s the sample standard deviation (n - 1)"
+#: t(0.975, df) for df = 1 .. 30; beyond, `t975`'s Cornish-Fisher expansion (error under 1e-4)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def t975(df: int) -> float:
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (3 decimals up to 30; then
+    the Cornish-Fisher expansion around the normal quantile 1.959964)."""
+    if df < 1:
+        raise ValueError("t975: df must be at least 1")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959963984540054
+    return (z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
+
+
+def mean_ci95(scores) -> tuple[float, float] | None:
+    """The 95% confidence interval of the mean of ``scores`` (one value per game): the Student t
+    interval (`CI_METHOD`), None for fewer than 2 values. Scores per game are far from normal (rows
+    per game under the standard rules are roughly exponential), but their mean over n games is
+    close to normal for n of 10 or more; for fewer games the interval is a rough one."""
+    v = np.asarray(scores, np.float64)
+    n = len(v)
+    if n < 2:
+        return None
+    half = t975(n - 1) * float(np.std(v, ddof=1)) / math.sqrt(n)
+    m = float(np.mean(v))
+    return m - half, m + half
 
 
 def make_policy(config: SolverConfig, evaluator: Evaluator | None = None) -> OnlinePolicy:
@@ -148,7 +194,8 @@ def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None) -> tuple
     """One game: (score, pieces, end, clear kinds, seconds). ``progress(pieces, score)`` after each
     chunk."""
     rules: Rules = policy.rules
-    sequence = np.ascontiguousarray(rules.sequence(cap + 1, seed), dtype=np.int64)
+    stream = rules.pieces.stream(seed)
+    pieces = stream.take(1)
     board = np.zeros(rules.height, np.uint16)
     kinds = np.zeros(5, np.int64)
     loop = game_loop(policy)
@@ -156,8 +203,8 @@ def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None) -> tuple
     start = time.perf_counter()
     t, score, end = 0, 0, PLAYING
     while t < cap and end == PLAYING:
-        t, score, end = loop(policy.bundle, sequence, t, min(cap, t + CHUNK), board, rules.kernel, policy.spec,
-                             policy.ws, score, kinds)
+        pieces = np.concatenate((pieces[-1:], stream.take(min(cap - t, CHUNK))))  # pieces t .. t + n
+        t, score, end = loop(policy.bundle, pieces, t, board, rules.kernel, policy.spec, policy.ws, score, kinds)
         if progress:
             progress(int(t), int(score))
     return int(score), int(t), GAME_ENDS[CAPPED if end == PLAYING else end], kinds, time.perf_counter() - start

@@ -1,0 +1,78 @@
+"""The literature's benchmark as a user runs it: the evaluator presets with the published weights,
+the shipped configurations, and the mean rows per game with its 95% confidence interval in every
+series' summary (`solver.online.games.mean_ci95`)."""
+
+import json
+
+import pytest
+
+from evaluators import load_evaluator
+from experiments import solve as solve_cli
+from solver import solve
+from solver.files import load_solver_config
+from solver.online.games import CI_METHOD, mean_ci95, t975
+
+#: MdpTetris's feature files (the notes, section 7), in our feature names
+DELLACHERIE = {"landing_height_zero_based": -1, "eroded_cells": 1, "row_transitions": -1, "column_transitions": -1,
+               "holes": -4, "wells_empty_below": -1}
+BCTS = {"landing_height_zero_based": -12.62900, "eroded_cells": 6.601974, "row_transitions": -9.215815,
+        "column_transitions": -19.77356, "holes": -13.08335, "wells_empty_below": -10.48747,
+        "hole_depth": -1.611863, "rows_with_holes": -24.04087}
+
+
+def weights(name):
+    ev = load_evaluator(name)
+    assert ev.tie_break == "state_then_column" and ev.description
+    return {n: t.weight for n, t in ev.weights.items()}
+
+
+def test_presets_hold_the_published_weights():
+    assert weights("dellacherie") == DELLACHERIE
+    assert weights("bcts") == BCTS
+    bdu = weights("bdu")
+    assert len(bdu) == 28 and bdu["column_height_0"] == -13.18725 and bdu["column_height_diff_8"] == 9.122675
+    assert bdu["max_height"] == 12.36382 and bdu["holes"] == -40.64 and bdu["rows_with_holes"] == -75.47524
+
+
+def test_ci_by_hand():
+    # 1, 2, 3, 4: mean 2.5, sample std sqrt(5/3) = 1.29099, t(0.975, 3) = 3.182: 2.5 -+ 2.0540
+    lo, hi = mean_ci95([1, 2, 3, 4])
+    assert (round(lo, 3), round(hi, 3)) == (0.446, 4.554)
+    assert mean_ci95([7]) is None and mean_ci95([]) is None
+    assert mean_ci95([5, 5, 5]) == (5.0, 5.0)
+    # 100 games: t(0.975, 99) = 1.9842
+    assert t975(99) == pytest.approx(1.98422, abs=1e-4)
+    with pytest.raises(ValueError):
+        t975(0)
+
+
+def test_t_quantiles_against_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2, 5, 10, 29, 30, 31, 40, 60, 120, 1000):
+        assert t975(df) == pytest.approx(stats.t.ppf(0.975, df), abs=1e-3 if df <= 30 else 1e-4)
+
+
+def test_a_short_series_of_the_shipped_config_reports_the_interval(tmp_path, capsys):
+    config = load_solver_config("configs/standard_dellacherie.yaml", ["pieces=3000", "online.games=4"])
+    assert (config.policy, config.rules, config.evaluator, config.seed) == ("one_ply", "standard", "dellacherie", 1000)
+    g = solve(config).extra["games"]
+    assert g["seeds"] == [1000, 1001, 1002, 1003] and g["cap"] == 3000
+    lo, hi = mean_ci95(g["scores"])
+    assert g["ci95"] == [round(lo, 1), round(hi, 1)] and g["ci95_method"] == CI_METHOD
+    assert lo <= g["mean"] <= hi
+    # every game reaches the cap; 3,000 pieces bring 12,000 cells, of which at most 200 are left on
+    # the board: between 1,180 and 1,200 rows
+    assert g["capped"] == 4 and all(1_180 <= s <= 1_200 for s in g["scores"])
+    # the command prints it and writes it to summary.json
+    out = tmp_path / "out"
+    assert solve_cli.main(["configs/standard_dellacherie.yaml", "pieces=3000", "online.games=4", "--out", str(out),
+                           "--quiet"]) == 0
+    line = capsys.readouterr().out
+    assert f"95% CI {g['ci95'][0]:,.0f} .. {g['ci95'][1]:,.0f}" in line
+    assert json.loads((out / "summary.json").read_text())["games"]["ci95"] == g["ci95"]
+
+
+def test_bcts_config_loads():
+    config = load_solver_config("configs/standard_bcts.yaml")
+    assert (config.policy, config.rules, config.evaluator, config.pieces, config.online.games) == (
+        "one_ply", "standard", "bcts", 1_000_000, 10)
