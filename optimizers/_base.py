@@ -43,9 +43,16 @@ class Optimizer(ABC):
         self._np_state = np.random.RandomState(int(rng.integers(NUMPY_SEED_BOUND))).get_state()
 
     @property
-    @abstractmethod
     def generations(self) -> int:
-        """Generations of the run, the first included."""
+        """Generations of the run, the first included (its settings' `budget`)."""
+        return self.settings.budget(self.space.dim)[0]
+
+    def unit_start(self) -> np.ndarray:
+        """Where a tuner searching the unit cube (`Space.to_unit`) starts: the initial point, or a
+        uniform draw under ``init: random``."""
+        if self.init == "random":
+            return self.rng.uniform(0.0, 1.0, self.space.dim)
+        return self.space.to_unit(self.init_point)
 
     @abstractmethod
     def ask(self) -> np.ndarray:

@@ -63,13 +63,9 @@ class CEM(Optimizer):
 
     def __init__(self, space, settings, rng, **kw):
         super().__init__(space, settings, rng, **kw)
-        self.mean = self.space.to_unit(self.init_point) if self.init != "random" else self.rng.uniform(0.0, 1.0, space.dim)
+        self.mean = self.unit_start()
         self.std = np.full(space.dim, float(settings.sigma))
         self.drawn: np.ndarray | None = None
-
-    @property
-    def generations(self) -> int:
-        return self.settings.generations
 
     def ask(self) -> np.ndarray:
         n = self.settings.samples

@@ -69,7 +69,7 @@ class CMAES(Optimizer):
     def __init__(self, space, settings, rng, **kw):
         super().__init__(space, settings, rng, **kw)
         self.lam = settings.lam(space.dim)
-        start = self.space.to_unit(self.init_point) if self.init != "random" else self.rng.uniform(0.0, 1.0, space.dim)
+        start = self.unit_start()
         options = {"lambda_": self.lam, "weights": settings.weights}
         if settings.parents is not None:
             if settings.parents > self.lam:
@@ -77,10 +77,6 @@ class CMAES(Optimizer):
             options["mu"] = settings.parents
         self.strategy = cma.Strategy(centroid=list(start), sigma=settings.sigma, **options)
         self.draws: list[Individual] = []
-
-    @property
-    def generations(self) -> int:
-        return self.settings.generations
 
     def ask(self) -> np.ndarray:
         with self.library_random():

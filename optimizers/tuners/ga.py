@@ -271,10 +271,6 @@ class GA(Optimizer):
         self.offspring: list[Individual] = []
         self.hof = tools.HallOfFame(settings.hall_of_fame, similar=same_setting)
 
-    @property
-    def generations(self) -> int:
-        return self.settings.generations
-
     def toolbox(self) -> base.Toolbox:
         """DEAP's toolbox of the configured operators (``select``, ``mate``, ``mutate``)."""
         s = self.settings

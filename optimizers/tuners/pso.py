@@ -132,10 +132,6 @@ class PSO(Optimizer):
         self._make_operators()
         self.bh.memory, self.vh.memory, self.topology.neighbor_idx = bh_memory, vh_memory, neighbors
 
-    @property
-    def generations(self) -> int:
-        return self.settings.iterations
-
     def ask(self) -> np.ndarray:
         s = self.settings
         if self.swarm is None:

@@ -28,10 +28,6 @@ class RandomSearch(Optimizer):
     name = "random"
     Settings = RandomConfig
 
-    @property
-    def generations(self) -> int:
-        return self.settings.generations
-
     def ask(self) -> np.ndarray:
         x = self.space.sample(self.rng, self.settings.samples)
         if self.generation == 0 and self.init != "random":

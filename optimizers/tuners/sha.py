@@ -59,10 +59,6 @@ class SHA(Optimizer):
         super().__init__(space, settings, rng, **kw)
         self.current: np.ndarray | None = None  # the vectors of the rung being scored
 
-    @property
-    def generations(self) -> int:
-        return len(self.settings.rungs)
-
     def settings_at(self, generation: int) -> dict:
         return dict(self.settings.rungs[generation].settings)
 
