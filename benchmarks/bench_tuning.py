@@ -23,7 +23,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import pandas as pd  # noqa: E402
 
 from optimizers import tune  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402

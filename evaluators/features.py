@@ -376,16 +376,7 @@ def landing_height_zero_based(p):
     """Landing height as MdpTetris computes it (Dellacherie's feature 1 there): the row of the
     piece's lowest cell where it locked, counted from 0 at the floor, plus (the piece's height - 1)
     / 2 (a flat I on the floor: 0, an O: 0.5, a vertical I: 1.5); always ``landing_height`` - 1."""
-    height = p.board.shape[0]
-    lo = p.y + p.cells[0, 1]
-    hi = lo
-    for k in range(1, 4):
-        r = p.y + p.cells[k, 1]
-        if r < lo:
-            lo = r
-        if r > hi:
-            hi = r
-    return (height - 1 - hi) + (hi - lo) / 2.0
+    return landing_height(p) - 1.0
 
 
 @board_feature
