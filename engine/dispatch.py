@@ -84,6 +84,27 @@ def _unbox_static(typ, obj, c):
     return NativeValue(c.context.get_dummy_value())
 
 
+class Fixed(Static):
+    """A constant a kernel is compiled for (`fixed` reads it): a rule's mode that would otherwise be
+    an integer compared at every call, e.g. `KernelRules.overflow`. The comparison then folds away
+    when the kernel is compiled, and a kernel for one mode holds none of the others' code."""
+
+    __slots__ = ("value",)
+
+
+def fixed(constant):
+    """The value of a `Fixed` (in a kernel: a compile-time constant)."""
+    return constant.value
+
+
+@overload(fixed, inline="always")
+def _fixed(constant):
+    if isinstance(constant, StaticType) and isinstance(constant.value, Fixed):
+        value = constant.value.value
+        return lambda constant: value
+    return None
+
+
 class Token(Static):
     """The choice of entry ``name`` of the table ``table``, as a kernel argument."""
 

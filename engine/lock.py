@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from .board import clear_rows, copy_rows, count_rows, is_valid, place
+from .dispatch import fixed
 from .rules import OVERFLOW_CLEAR_FIRST, OVERFLOW_DISCARD, OVERFLOW_END
 
 END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit", "sequence_end", "overflow")
@@ -85,9 +86,9 @@ def judge(rules, number, cells, full, occupied, above):
     if rules.top_out_all_rows and occupied == rules.height:
         return LockResult(TOP_TOUCHED, full, 0, cells, occupied)
     if above > 0:
-        if rules.overflow == OVERFLOW_END:
+        if fixed(rules.overflow) == OVERFLOW_END:
             return LockResult(OVERFLOW, 0, 0, cells, occupied)
-        if rules.overflow == OVERFLOW_CLEAR_FIRST and above > full:
+        if fixed(rules.overflow) == OVERFLOW_CLEAR_FIRST and above > full:
             return LockResult(OVERFLOW, full, 0, cells, occupied)
     end = PIECE_LIMIT if number == rules.piece_limit else GOING_ON
     return LockResult(end, full, lock_points(rules, full, cells, number), cells, occupied)
@@ -104,7 +105,7 @@ def lost(end):
 def overflow_rows(rules, piece, y):
     """Rows of a piece with offsets ``piece`` at centre row ``y`` above the board's top row (0 when
     it is inside, and always 0 under `OVERFLOW_DISCARD`, whose locks drop such cells)."""
-    if rules.overflow == OVERFLOW_DISCARD:
+    if fixed(rules.overflow) == OVERFLOW_DISCARD:
         return 0
     top = y + piece[0, 1]
     for k in range(1, 4):

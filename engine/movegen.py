@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .board import popcount, run_fill
-from .dispatch import FunctionTable
+from .dispatch import FunctionTable, fixed
 from .rules import OVERFLOW_CLEAR_FIRST
 
 STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
@@ -322,7 +322,7 @@ def drop_placements_into(board, rules, shape, sc, out):
     fit, free = sc.fit, sc.free
     fit_masks(board, cells, width, fit, free, ALL_STATES, sc.ext, sc.lowest, sc.shift)
     rows = fit.shape[1]
-    above_ok = rules.overflow == OVERFLOW_CLEAR_FIRST
+    above_ok = fixed(rules.overflow) == OVERFLOW_CLEAR_FIRST
     n = 0
     for c in range(4):
         if alias[c] != c:

@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .dispatch import Fixed
+
 SHAPE_NAMES = ("I", "L", "J", "T", "O", "S", "Z")
 
 #: Geek contest offsets (dx, dy) per shape and state, as in GEEK_RULES.md.
@@ -170,7 +172,9 @@ class KernelRules(NamedTuple):
     ``max_steps``, or -1 for drop-only placements (the move generator's bound); ``max_steps``: the
     steps a route may take (a record's bound, drop-only rules included); ``full_row``: a full
     row's bits; ``overflow``: the index of `Rules.overflow` in `OVERFLOW_RULES` (`OVERFLOW_DISCARD`,
-    `OVERFLOW_END`, `OVERFLOW_CLEAR_FIRST`); ``preview``: whether a policy is shown the next piece;
+    `OVERFLOW_END`, `OVERFLOW_CLEAR_FIRST`) as a `engine.dispatch.Fixed` (kernels read it with
+    ``fixed(rules.overflow)``: a constant when they are compiled, so the contest's kernels hold no
+    overflow code); ``preview``: whether a policy is shown the next piece;
     ``placements`` and ``lowest_placements``: the move generator's entries for `Rules.placement`
     (`engine.movegen.PLACEMENTS`), chosen when a kernel is compiled, so that a kernel holds only
     the placement code of its rules."""
@@ -191,7 +195,7 @@ class KernelRules(NamedTuple):
     step_limit: int
     max_steps: int
     full_row: int
-    overflow: int
+    overflow: Any
     preview: bool
     placements: Any
     lowest_placements: Any
@@ -339,7 +343,7 @@ class Rules:
             score_by_cells=self.score_by_cells, top_out_all_rows=self.top_out == "all_rows",
             spawn_must_drop=self.spawn_must_drop, piece_limit=-1 if self.piece_limit is None else self.piece_limit,
             step_limit=self.step_limit, max_steps=self.max_steps, full_row=self.full_row,
-            overflow=OVERFLOW_RULES.index(self.overflow), preview=self.preview,
+            overflow=Fixed(OVERFLOW_RULES.index(self.overflow)), preview=self.preview,
             placements=PLACEMENTS.token(self.placement), lowest_placements=LOWEST_PLACEMENTS.token(self.placement))
 
     @property

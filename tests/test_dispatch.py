@@ -6,7 +6,7 @@ import pickle
 import pytest
 from numba import njit, typeof
 
-from engine.dispatch import FunctionTable, Static, StaticType, Token
+from engine.dispatch import Fixed, FunctionTable, Static, StaticType, Token, fixed
 
 SQUARES = FunctionTable("test.squares")
 
@@ -66,3 +66,18 @@ def test_a_static_value_is_its_fields():
     t = typeof(p)
     assert isinstance(t, StaticType) and t.value == p and str(t) == "Pair(1, x)"
     assert typeof(Pair(1, "x")) == t and typeof(Pair(2, "x")) != t
+
+
+@njit
+def branch_on(mode, x):
+    if fixed(mode) == 1:
+        return x + 100
+    return x
+
+
+def test_a_fixed_value_is_a_constant_of_each_compiled_kernel():
+    assert branch_on(Fixed(1), 5) == 105
+    assert branch_on(Fixed(0), 5) == 5
+    assert fixed(Fixed(7)) == 7  # from Python too
+    # one specialisation per value, told apart by numba's type (and so by its cache)
+    assert typeof(Fixed(0)) != typeof(Fixed(1)) and len(branch_on.signatures) == 2
