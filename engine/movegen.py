@@ -7,6 +7,9 @@ Terms:
 - a *placement* is a distinct set of cells of a resting position reachable from the spawn in at
   most ``max_steps`` steps (the contest allows 100 per piece). States with identical offsets (I, S
   and Z states 0/2 and 1/3, O's four) give the same cells and count once, under the lowest state.
+- under ``Rules.placement == "floating"``, the placements also include every reached position
+  that does not rest but completes at least one row if locked where it stands (the contest locks
+  a piece where it is when the next ``N`` comes): a clear in mid-air (`floating_mask`);
 - under drop-only rules (``max_steps < 0`` in the kernels, ``Rules.placement == "drop"``), a
   placement is instead where a piece falling straight down from above the board, in any state and
   column, comes to rest, provided all its cells are inside the board (`drop_placements_into`; under
@@ -458,14 +461,63 @@ def placements_into(board, rules, shape, spawn_state, sc, out):
 @PLACEMENTS.register("reachable")
 @njit(cache=True)
 def reachable_placements_into(board, rules, shape, spawn_state, sc, out):
-    """`placements_into` under rules of single steps from the spawn: the resting positions `reach` finds."""
+    """`placements_into` under rules of single steps from the spawn: the resting positions `reach`
+    finds, and with ``rules.floating`` the mid-air clears (`floating_mask`)."""
     fit, visited = sc.fit, sc.visited
+    cells = rules.cells[shape]
     n = 0
-    for c in range(reach(board, rules, shape, spawn_state, sc)):
+    states = reach(board, rules, shape, spawn_state, sc)
+    for c in range(states):
         for y in range(fit.shape[1]):
             m = resting_mask(visited, fit, c, y)
+            if rules.floating:
+                m |= floating_mask(board, cells[c], rules.full_row, visited, fit, c, y, rules, spawn_state % states)
             n = emit_row(out, n, m, y, c)
     return n
+
+
+@njit(cache=True, inline="always")
+def floating_mask(board, cells_c, full_row, visited, fit, c, y, rules, spawn_class):
+    """Positions of class ``c`` in centre row ``y`` that were reached, do not rest (one more D step
+    is valid) and complete at least one board row if locked where they stand: the contest locks a
+    piece where it is when the next ``N`` comes (GEEK_RULES.md), so such a lock clears in mid-air.
+    A row is completed at exactly one centre column, if any: the one where the piece's cells in
+    that row are the row's empty cells, so each piece row gives at most one position. The spawn
+    position itself is left out: a piece given no operation before the next ``N`` vanishes, and
+    every step from it moves it (it does not rest), so no record locks it there."""
+    height = board.shape[0]
+    below = fit[c, y + 1] if y + 1 < fit.shape[1] else np.int64(0)
+    cand = visited[c, y] & below
+    if y == rules.spawn_y and c == spawn_class:
+        cand &= ~(np.int64(1) << (rules.spawn_x + XOFF))
+    if cand == 0:
+        return np.int64(0)
+    m = np.int64(0)
+    for k in range(4):
+        r = y + cells_c[k, 1]
+        if r < 0 or r >= height:
+            continue
+        first = True  # each piece row once: from its first cell
+        for k2 in range(k):
+            if cells_c[k2, 1] == cells_c[k, 1]:
+                first = False
+        if not first:
+            continue
+        empty = np.int64(full_row) & ~np.int64(board[r])
+        if empty == 0:
+            continue
+        lo = cells_c[k, 0]  # the row's cells as bits from its leftmost one
+        for k2 in range(4):
+            if cells_c[k2, 1] == cells_c[k, 1]:
+                lo = min(lo, cells_c[k2, 0])
+        bits = np.int64(0)
+        for k2 in range(4):
+            if cells_c[k2, 1] == cells_c[k, 1]:
+                bits |= np.int64(1) << (cells_c[k2, 0] - lo)
+        x = popcount((empty & -empty) - 1) - lo  # the centre column putting its leftmost cell there
+        if x + lo >= 0 and (bits << (x + lo)) == empty:
+            m |= (np.int64(1) << (x + XOFF)) & cand
+    return m
 
 
 @PLACEMENTS.register("drop")
@@ -486,11 +538,14 @@ def lowest_placements_into(board, rules, shape, spawn_state, sc, out):
 @LOWEST_PLACEMENTS.register("reachable")
 @njit(cache=True)
 def lowest_reachable_placements_into(board, rules, shape, spawn_state, sc, out):
-    """`lowest_placements_into` under rules of single steps from the spawn."""
+    """`lowest_placements_into` under rules of single steps from the spawn; with ``rules.floating``
+    the mid-air clears too (`floating_mask`), in the same order."""
     fit, visited, found = sc.fit, sc.visited, sc.nxt  # found[0, k], found[1, k]: a row, its lowest
+    cells = rules.cells[shape]
     rows = fit.shape[1]
     n = 0
-    for c in range(reach(board, rules, shape, spawn_state, sc)):
+    states = reach(board, rules, shape, spawn_state, sc)
+    for c in range(states):
         taken = np.int64(0)
         below = np.int64(0)  # the floor: a position in the last row rests
         k = 0
@@ -502,6 +557,15 @@ def lowest_reachable_placements_into(board, rules, shape, spawn_state, sc, out):
                 found[0, k] = y
                 found[1, k] = m
                 k += 1
+        if rules.floating:  # every row, top down: its lowest positions and its mid-air clears
+            i = k - 1
+            for y in range(rows):
+                m = floating_mask(board, cells[c], rules.full_row, visited, fit, c, y, rules, spawn_state % states)
+                if i >= 0 and found[0, i] == y:
+                    m |= found[1, i]
+                    i -= 1
+                n = emit_row(out, n, m, y, c)
+            continue
         for i in range(k - 1, -1, -1):  # emitted top down, as placements_into orders them
             y = found[0, i]
             m = found[1, i]

@@ -174,7 +174,8 @@ class KernelRules(NamedTuple):
     row's bits; ``overflow``: the index of `Rules.overflow` in `OVERFLOW_RULES` (`OVERFLOW_DISCARD`,
     `OVERFLOW_END`, `OVERFLOW_CLEAR_FIRST`) as a `engine.dispatch.Fixed` (kernels read it with
     ``fixed(rules.overflow)``: a constant when they are compiled, so the contest's kernels hold no
-    overflow code); ``preview``: whether a policy is shown the next piece;
+    overflow code); ``preview``: whether a policy is shown the next piece; ``floating``: whether
+    the placements include mid-air clears (`Rules.placement` ``"floating"``);
     ``placements`` and ``lowest_placements``: the move generator's entries for `Rules.placement`
     (`engine.movegen.PLACEMENTS`), chosen when a kernel is compiled, so that a kernel holds only
     the placement code of its rules."""
@@ -197,10 +198,13 @@ class KernelRules(NamedTuple):
     full_row: int
     overflow: Any
     preview: bool
+    floating: bool
     placements: Any
     lowest_placements: Any
 
 
+#: `Rules.placement`: which positions the move generator offers (see `Rules`)
+PLACEMENT_RULES = ("reachable", "floating", "drop")
 #: `Rules.overflow`: what a lock does with cells of the piece above the board's top row
 OVERFLOW_RULES = ("discard", "end", "clear_first")
 OVERFLOW_DISCARD, OVERFLOW_END, OVERFLOW_CLEAR_FIRST = range(len(OVERFLOW_RULES))
@@ -228,7 +232,10 @@ class Rules:
     Spawn: centre (spawn_x, spawn_y), state ``piece_index mod 4`` when ``spawn_state == "cycle"``,
     else state 0.
     Placements: ``"reachable"``, every resting position reachable from the spawn by at most
-    ``max_steps`` single steps (tucks and slides included); ``"drop"``, the piece is rotated and
+    ``max_steps`` single steps (tucks and slides included); ``"floating"``, those and every reached
+    position that does not rest but completes a row when locked where it stands (a lock in mid-air:
+    the contest locks a piece wherever it is when the next piece comes; `Rules.floating`);
+    ``"drop"``, the piece is rotated and
     shifted above the board and falls straight down until it rests (no slides under overhangs), and
     only a resting position wholly inside the board counts, except under ``overflow ==
     "clear_first"``, where every resting position does (the lock then judges it). With ``"drop"``
@@ -251,7 +258,7 @@ class Rules:
     spawn_must_drop: bool
     piece_limit: int | None
     max_steps: int = 100  # unit steps allowed per piece (the contest's limit)
-    placement: str = "reachable"  # "reachable" (single steps from the spawn) or "drop" (see below)
+    placement: str = "reachable"  # one of PLACEMENT_RULES (see above)
     overflow: str = "discard"  # one of OVERFLOW_RULES (see above)
     preview: bool = True  # a policy sees the next piece too
 
@@ -264,8 +271,8 @@ class Rules:
             raise ValueError(f"rules {self.name!r}: spawn_y must be >= 0")
         if self.spawn_state not in ("cycle", "zero"):
             raise ValueError(f"rules {self.name!r}: spawn_state must be 'cycle' or 'zero'")
-        if self.placement not in ("reachable", "drop"):
-            raise ValueError(f"rules {self.name!r}: placement must be 'reachable' or 'drop'")
+        if self.placement not in PLACEMENT_RULES:
+            raise ValueError(f"rules {self.name!r}: placement must be one of {', '.join(PLACEMENT_RULES)}")
         if self.top_out not in ("all_rows", "none"):
             raise ValueError(f"rules {self.name!r}: top_out must be 'all_rows' or 'none'")
         if self.overflow not in OVERFLOW_RULES:
@@ -344,7 +351,24 @@ class Rules:
             spawn_must_drop=self.spawn_must_drop, piece_limit=-1 if self.piece_limit is None else self.piece_limit,
             step_limit=self.step_limit, max_steps=self.max_steps, full_row=self.full_row,
             overflow=Fixed(OVERFLOW_RULES.index(self.overflow)), preview=self.preview,
-            placements=PLACEMENTS.token(self.placement), lowest_placements=LOWEST_PLACEMENTS.token(self.placement))
+            floating=self.placement == "floating", placements=PLACEMENTS.token(self.generator),
+            lowest_placements=LOWEST_PLACEMENTS.token(self.generator))
+
+    @property
+    def generator(self) -> str:
+        """The move generator's entry for `placement` (`engine.movegen.PLACEMENTS`): ``"floating"``
+        is the ``"reachable"`` search with a run-time flag (`KernelRules.floating`), so that one
+        compiled kernel serves both."""
+        return "reachable" if self.placement == "floating" else self.placement
+
+    def floating(self) -> "Rules":
+        """These rules with mid-air locks that complete rows among the placements
+        (``placement="floating"``, named ``<name>+floating``); the game is the same."""
+        if self.placement == "drop":
+            raise ValueError(f"rules {self.name!r} place pieces by dropping them: no piece stops in mid-air")
+        if self.placement == "floating":
+            return self
+        return replace(self, name=f"{self.name}+floating", placement="floating")
 
     @property
     def step_limit(self) -> int:

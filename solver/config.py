@@ -164,6 +164,11 @@ class SolverKeys(Strict):
     evaluator: EvaluatorSource = Field(
         "chys_quality",
         description="evaluator: a preset name, a YAML path, or an inline mapping (for beam: its quality; for profile_dp: the base builder)")
+    floating: bool = Field(
+        False,
+        description="also offer the policy mid-air locks that clear rows: positions a piece reaches without resting "
+                    "where locking completes a row (the contest locks a piece where it stands when the next N "
+                    "comes); rules of single steps only")
     threads: int | None = Field(None, ge=1, description="numba threads (default: all cores)")
     meta: dict | None = Field(None, description="free-form notes (e.g. where a tuned config came from); ignored by the solver")
 
@@ -177,7 +182,15 @@ class SolverKeys(Strict):
             raise ValueError("evaluator: must name a preset or a file")
         if self.pieces is None and get_rules(self.rules).piece_limit is None:
             raise ValueError(f"pieces: required for rules {self.rules!r}, which have no piece limit")
+        if self.floating and get_rules(self.rules).placement == "drop":
+            raise ValueError(f"floating: rules {self.rules!r} place pieces by dropping them, so nothing locks in mid-air")
         return self
+
+    def game_rules(self):
+        """The rules the policy plays by: the preset, with mid-air clears among the placements
+        when ``floating`` (`engine.rules.Rules.floating`; the game itself is the preset's)."""
+        rules = get_rules(self.rules)
+        return rules.floating() if self.floating else rules
 
 
 class SolverConfig(SolverKeys):

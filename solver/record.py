@@ -7,7 +7,7 @@ from numba import njit
 
 from engine import Rules, encode, replay
 from engine.lock import GOING_ON, lock_piece, spawn_state
-from engine.movegen import route_into, scratch
+from engine.movegen import STEP_D, route_into, scratch
 
 from .result import SolveResult
 
@@ -41,7 +41,8 @@ def path_routes(rules, sequence, placements, sc, steps, lengths):
 
 
 def routes_along(rules: Rules, sequence: np.ndarray, placements: np.ndarray) -> list[list[int]]:
-    """A shortest route (step codes) for each placement, replaying the path from the empty board."""
+    """A shortest route (step codes) for each placement, replaying the path from the empty board
+    (a placement at the spawn position: one D step, which does not move it)."""
     placements = np.ascontiguousarray(placements, np.int64)
     n = len(placements)
     steps = np.zeros((n, max(rules.max_steps, 1)), np.int64)
@@ -52,7 +53,10 @@ def routes_along(rules: Rules, sequence: np.ndarray, placements: np.ndarray) -> 
         raise RecordMismatch(f"piece {t + 1}: placement {tuple(int(v) for v in placements[t])} is not reachable")
     if verdict == ENDED_EARLY:
         raise RecordMismatch(f"piece {t + 1}: the game ends there, yet the path goes on")
-    return [steps[t, :lengths[t]].tolist() for t in range(n)]
+    # a piece given no operation before the next N vanishes instead of locking (GEEK_RULES.md): a
+    # placement at the spawn itself (it rests there: floating ones never are) gets one D, which the
+    # replay consumes without moving it
+    return [steps[t, :lengths[t]].tolist() or [STEP_D] for t in range(n)]
 
 
 def attach_record(result: SolveResult, rules: Rules, sequence: np.ndarray, seed: int | None = None) -> SolveResult:

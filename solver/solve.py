@@ -37,7 +37,8 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     entry = registry.get(config.policy)
     if not entry.known_pieces:
         return solve_games(config, threshold, progress, evaluator)
-    rules = get_rules(config.rules)
+    game = get_rules(config.rules)
+    rules = config.game_rules()  # the game's, with the placements the config offers the policy
     pieces = config.pieces or default_pieces(rules)
     if rules.piece_limit is not None:
         pieces = min(pieces, rules.piece_limit)
@@ -47,5 +48,5 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     policy = entry.policy(config, rules, evaluator, sequence, pieces)
     result = policy.run(curve, progress, interruptible)
     if record and result.pieces:
-        attach_record(result, rules, sequence, config.seed)
+        attach_record(result, game, sequence, config.seed)
     return result

@@ -188,6 +188,27 @@ def resting_placements(board, shape, spawn_state, max_steps=MAX_STEPS_PER_PIECE)
     return result
 
 
+def reachable_positions(board, shape, spawn_state, max_steps=MAX_STEPS_PER_PIECE):
+    """Breadth-first search from the spawn over single L/R/D/C steps, as
+    resting_placements, but return {(state, cx, cy): minimum steps} for every
+    position reached in at most max_steps steps, resting or not."""
+    start = (spawn_state, SPAWN_X, SPAWN_Y)
+    if not is_valid(board, shape, *start):
+        return {}
+    distance = {start: 0}
+    queue = deque([start])
+    while queue:
+        position = queue.popleft()
+        if distance[position] == max_steps:
+            continue
+        for op in "LRDC":
+            nxt = step(board, shape, *position, op)
+            if nxt != position and nxt not in distance:
+                distance[nxt] = distance[position] + 1
+                queue.append(nxt)
+    return distance
+
+
 def lock(board, cells):
     """Place cells on a copy of the board (cells with y < 0 are dropped).
 

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 from pydantic import Field, model_validator
 
-from engine import Rules, get_rules
+from engine import Rules
 from engine._numba_cache import KERNEL_PACKAGES
 from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
 from evaluators import Evaluator, load_evaluator
@@ -187,7 +187,7 @@ def make_policy(config: SolverConfig, evaluator: Evaluator | None = None) -> Onl
     if entry.known_pieces:
         raise ValueError(f"policy {config.policy!r} plays the known sequence, not unknown pieces "
                          f"(those are {', '.join(registry.names(known_pieces=False))})")
-    return entry.policy(config, get_rules(config.rules), evaluator or load_evaluator(config.evaluator))
+    return entry.policy(config, config.game_rules(), evaluator or load_evaluator(config.evaluator))
 
 
 def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None) -> tuple[int, int, str, np.ndarray, float]:
