@@ -76,3 +76,52 @@ def test_bcts_config_loads():
     config = load_solver_config("configs/standard_bcts.yaml")
     assert (config.policy, config.rules, config.evaluator, config.pieces, config.online.games) == (
         "one_ply", "standard", "bcts", 1_000_000, 10)
+
+
+# ------------------------------------------------------------------------------------------------
+# tuned from Dellacherie's weights: the shipped configs run, and the recorded validation replays
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+STANDARD_RESULTS = ROOT / "results" / "standard"
+
+
+@pytest.mark.parametrize("algorithm, shrink", [
+    ("cem", ["cem.samples=4", "cem.generations=2"]),
+    ("cmaes", ["cmaes.population=4", "cmaes.generations=2"]),
+])
+def test_standard_tuning_configs_run(tmp_path, algorithm, shrink):
+    """configs/<algorithm>_standard.yaml, shrunk: common seeds per generation on 10 x 10 games to
+    their end, the weights kept at Dellacherie's norm, the best re-scored on unplayed seeds."""
+    import csv
+
+    import numpy as np
+
+    from optimizers import load_run_config, tune
+
+    config = load_run_config(ROOT / "configs" / f"{algorithm}_standard.yaml", [
+        *shrink, "solver.online.games=3", "parallel.n_jobs=1", "rescore.top=1", "rescore.overrides.online.games=4",
+        f"runs_dir={tmp_path}"])
+    assert config.solver["rules"] == "standard_10x10" and config.solver["evaluator"]["name"] == "dellacherie"
+    run = tune(config)
+    with open(run.dir / "evaluations.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 8
+    best = load_solver_config(run.dir / "best.yaml")
+    assert best.online.games == 4 and best.seed == 100000
+    # the weights played are scaled to the starting point's norm (a 1-ply choice ignores the scale)
+    played = [best.evaluator["features"][p.path.split(".")[-1]] for p in config.space]
+    assert np.linalg.norm(played) == pytest.approx(np.linalg.norm(list(DELLACHERIE.values())), rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["cem_standard", "cmaes_standard"])
+def test_the_recorded_tuned_players_replay_and_beat_dellacherie(name):
+    """results/standard/<name>-10x10.json: its first 50 games, played again, give its rows; its
+    interval lies above Dellacherie's (results/standard/dellacherie-10x10.json)."""
+    series = json.loads((STANDARD_RESULTS / f"{name}-10x10.json").read_text())
+    dellacherie = json.loads((STANDARD_RESULTS / "dellacherie-10x10.json").read_text())
+    assert series["n"] == dellacherie["n"] == 1000 and series["ci95"][0] > dellacherie["ci95"][1]
+    config = load_solver_config(ROOT / "configs" / "standard_dellacherie.yaml", [
+        "rules=standard_10x10", f"evaluator={STANDARD_RESULTS / f'{name}.yaml'}", "pieces=1000000000",
+        "online.games=50", f"seed={series['games'][0]['seed']}"])
+    result = solve(config)
+    assert result.extra["games"]["scores"] == [g["rows"] for g in series["games"][:50]]
