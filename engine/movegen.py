@@ -479,12 +479,13 @@ def reachable_placements_into(board, rules, shape, spawn_state, sc, out):
 @njit(cache=True, inline="always")
 def floating_mask(board, cells_c, full_row, visited, fit, c, y, rules, spawn_class):
     """Positions of class ``c`` in centre row ``y`` that were reached, do not rest (one more D step
-    is valid) and complete at least one board row if locked where they stand: the contest locks a
-    piece where it is when the next ``N`` comes (GEEK_RULES.md), so such a lock clears in mid-air.
-    A row is completed at exactly one centre column, if any: the one where the piece's cells in
-    that row are the row's empty cells, so each piece row gives at most one position. The spawn
-    position itself is left out: a piece given no operation before the next ``N`` vanishes, and
-    every step from it moves it (it does not rest), so no record locks it there."""
+    is valid) and complete at least ``rules.floating`` board rows if locked where they stand: the
+    contest locks a piece where it is when the next ``N`` comes (GEEK_RULES.md), so such a lock
+    clears in mid-air. A row is completed at exactly one centre column, if any: the one where the
+    piece's cells in that row are the row's empty cells, so each piece row names at most one
+    position, and a position completes as many rows as name it. The spawn position itself is left
+    out: a piece given no operation before the next ``N`` vanishes, and every step from it moves it
+    (it does not rest), so no record locks it there."""
     height = board.shape[0]
     below = fit[c, y + 1] if y + 1 < fit.shape[1] else np.int64(0)
     cand = visited[c, y] & below
@@ -492,7 +493,8 @@ def floating_mask(board, cells_c, full_row, visited, fit, c, y, rules, spawn_cla
         cand &= ~(np.int64(1) << (rules.spawn_x + XOFF))
     if cand == 0:
         return np.int64(0)
-    m = np.int64(0)
+    named = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # the position each piece row names
+    count = 0
     for k in range(4):
         r = y + cells_c[k, 1]
         if r < 0 or r >= height:
@@ -516,7 +518,25 @@ def floating_mask(board, cells_c, full_row, visited, fit, c, y, rules, spawn_cla
                 bits |= np.int64(1) << (cells_c[k2, 0] - lo)
         x = popcount((empty & -empty) - 1) - lo  # the centre column putting its leftmost cell there
         if x + lo >= 0 and (bits << (x + lo)) == empty:
-            m |= (np.int64(1) << (x + XOFF)) & cand
+            bit = (np.int64(1) << (x + XOFF)) & cand
+            if bit:
+                if count == 0:
+                    named = (bit, named[1], named[2], named[3])
+                elif count == 1:
+                    named = (named[0], bit, named[2], named[3])
+                elif count == 2:
+                    named = (named[0], named[1], bit, named[3])
+                else:
+                    named = (named[0], named[1], named[2], bit)
+                count += 1
+    m = np.int64(0)
+    for i in range(count):
+        rows = 0
+        for j in range(count):
+            if named[j] == named[i]:
+                rows += 1
+        if rows >= rules.floating:
+            m |= named[i]
     return m
 
 

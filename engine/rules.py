@@ -174,8 +174,9 @@ class KernelRules(NamedTuple):
     row's bits; ``overflow``: the index of `Rules.overflow` in `OVERFLOW_RULES` (`OVERFLOW_DISCARD`,
     `OVERFLOW_END`, `OVERFLOW_CLEAR_FIRST`) as a `engine.dispatch.Fixed` (kernels read it with
     ``fixed(rules.overflow)``: a constant when they are compiled, so the contest's kernels hold no
-    overflow code); ``preview``: whether a policy is shown the next piece; ``floating``: whether
-    the placements include mid-air clears (`Rules.placement` ``"floating"``);
+    overflow code); ``preview``: whether a policy is shown the next piece; ``floating``: 0, or the
+    fewest rows a mid-air lock must clear to be a placement (`Rules.placement` ``"floating"``,
+    `Rules.floating_min_rows`);
     ``placements`` and ``lowest_placements``: the move generator's entries for `Rules.placement`
     (`engine.movegen.PLACEMENTS`), chosen when a kernel is compiled, so that a kernel holds only
     the placement code of its rules."""
@@ -198,7 +199,7 @@ class KernelRules(NamedTuple):
     full_row: int
     overflow: Any
     preview: bool
-    floating: bool
+    floating: int
     placements: Any
     lowest_placements: Any
 
@@ -259,6 +260,7 @@ class Rules:
     piece_limit: int | None
     max_steps: int = 100  # unit steps allowed per piece (the contest's limit)
     placement: str = "reachable"  # one of PLACEMENT_RULES (see above)
+    floating_min_rows: int = 1  # "floating": the fewest rows a mid-air lock must clear
     overflow: str = "discard"  # one of OVERFLOW_RULES (see above)
     preview: bool = True  # a policy sees the next piece too
 
@@ -351,7 +353,7 @@ class Rules:
             spawn_must_drop=self.spawn_must_drop, piece_limit=-1 if self.piece_limit is None else self.piece_limit,
             step_limit=self.step_limit, max_steps=self.max_steps, full_row=self.full_row,
             overflow=Fixed(OVERFLOW_RULES.index(self.overflow)), preview=self.preview,
-            floating=self.placement == "floating", placements=PLACEMENTS.token(self.generator),
+            floating=self.floating_min_rows if self.placement == "floating" else 0, placements=PLACEMENTS.token(self.generator),
             lowest_placements=LOWEST_PLACEMENTS.token(self.generator))
 
     @property
@@ -361,14 +363,15 @@ class Rules:
         compiled kernel serves both."""
         return "reachable" if self.placement == "floating" else self.placement
 
-    def floating(self) -> "Rules":
-        """These rules with mid-air locks that complete rows among the placements
-        (``placement="floating"``, named ``<name>+floating``); the game is the same."""
+    def floating(self, min_rows: int = 1) -> "Rules":
+        """These rules with mid-air locks that complete at least ``min_rows`` rows among the
+        placements (``placement="floating"``, named ``<name>+floating``); the game is the same."""
         if self.placement == "drop":
             raise ValueError(f"rules {self.name!r} place pieces by dropping them: no piece stops in mid-air")
-        if self.placement == "floating":
-            return self
-        return replace(self, name=f"{self.name}+floating", placement="floating")
+        if not 1 <= min_rows <= 4:
+            raise ValueError(f"floating: min_rows must be 1..4, not {min_rows}")
+        base = self.name.removesuffix("+floating")
+        return replace(self, name=f"{base}+floating", placement="floating", floating_min_rows=min_rows)
 
     @property
     def step_limit(self) -> int:

@@ -169,6 +169,8 @@ class SolverKeys(Strict):
         description="also offer the policy mid-air locks that clear rows: positions a piece reaches without resting "
                     "where locking completes a row (the contest locks a piece where it stands when the next N "
                     "comes); rules of single steps only")
+    floating_min_rows: int = Field(
+        1, ge=1, le=4, description="floating: the fewest rows a mid-air lock must clear (4: only four-row clears)")
     threads: int | None = Field(None, ge=1, description="numba threads (default: all cores)")
     meta: dict | None = Field(None, description="free-form notes (e.g. where a tuned config came from); ignored by the solver")
 
@@ -188,9 +190,10 @@ class SolverKeys(Strict):
 
     def game_rules(self):
         """The rules the policy plays by: the preset, with mid-air clears among the placements
-        when ``floating`` (`engine.rules.Rules.floating`; the game itself is the preset's)."""
+        when ``floating``, clearing at least ``floating_min_rows`` rows (`engine.rules.Rules.floating`;
+        the game itself is the preset's)."""
         rules = get_rules(self.rules)
-        return rules.floating() if self.floating else rules
+        return rules.floating(self.floating_min_rows) if self.floating else rules
 
 
 class SolverConfig(SolverKeys):

@@ -24,16 +24,17 @@ SCRATCH = scratch(FLOATING)
 ROUTES = scratch(FLOATING, routes=True)
 
 
-def reference_floating(board, shape, spawn_state):
-    """The reference's floating placements as engine rows, ordered by state, y, x; the resting
-    ones among them; and each one's shortest distance."""
+def reference_floating(board, shape, spawn_state, min_rows=1):
+    """The reference's floating placements (mid-air locks clearing at least ``min_rows`` rows) as
+    engine rows, ordered by state, y, x; the resting ones among them; and each one's shortest
+    distance."""
     rb = ref_board(board)
     reached = ref.reachable_positions(rb, shape, spawn_state)
     distance, resting = {}, set()
     for (s, x, y), d in reached.items():
         cells = frozenset(ref.cells_of(shape, s, x, y))
         rests = not ref.is_valid(rb, shape, s, x, y + 1)
-        if not rests and (d == 0 or ref.lock(rb, cells)[2] == 0):
+        if not rests and (d == 0 or ref.lock(rb, cells)[2] < min_rows):
             continue  # neither resting nor a mid-air clear
         row = as_row(shape, cells)
         distance[row] = min(distance.get(row, d), d)
@@ -42,19 +43,20 @@ def reference_floating(board, shape, spawn_state):
     return sorted(distance, key=lambda r: (r[2], r[1], r[0])), resting, distance
 
 
-def engine_lowest(board, shape, spawn_state):
+def engine_lowest(board, rules, shape, spawn_state):
     out = np.zeros((capacity(20, 10), 3), np.int64)
-    n = lowest_placements_into(np.ascontiguousarray(board, np.uint16), FLOATING.kernel, shape, spawn_state, SCRATCH, out)
+    n = lowest_placements_into(np.ascontiguousarray(board, np.uint16), rules.kernel, shape, spawn_state, SCRATCH, out)
     return [tuple(r) for r in out[:n].tolist()]
 
 
-def check_board(board, shape, spawn_state, routes=True):
-    got = [tuple(p) for p in placements(board, FLOATING, shape, spawn_state, SCRATCH).tolist()]
-    expected, resting, distance = reference_floating(board, shape, spawn_state)
+def check_board(board, shape, spawn_state, routes=True, min_rows=1):
+    rules = GEEK.floating(min_rows)
+    got = [tuple(p) for p in placements(board, rules, shape, spawn_state, SCRATCH).tolist()]
+    expected, resting, distance = reference_floating(board, shape, spawn_state, min_rows)
     assert got == expected
     # lowest: the lowest resting placement of each (state, column), and every mid-air clear
     lowest = set(lowest_of([r for r in expected if r in resting]))
-    assert engine_lowest(board, shape, spawn_state) == [r for r in expected if r in lowest or r not in resting]
+    assert engine_lowest(board, rules, shape, spawn_state) == [r for r in expected if r in lowest or r not in resting]
     if not routes:
         return
     rb = ref_board(board)
@@ -99,10 +101,10 @@ def stacks(draw):
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(board=stacks())
-def test_floating_placements_match_reference_on_stacks(board):
+@given(board=stacks(), min_rows=st.integers(1, 4))
+def test_floating_placements_match_reference_on_stacks(board, min_rows):
     for shape in range(7):
-        check_board(board, shape, int(board[19]) % 4)
+        check_board(board, shape, int(board[19]) % 4, routes=min_rows == 1, min_rows=min_rows)
 
 
 def test_stacks_offer_mid_air_clears():
@@ -143,11 +145,18 @@ def test_an_i_clears_the_top_four_rows_of_a_six_deep_well_in_mid_air():
     assert b[:18].tolist() == [0] * 18 and b[18:].tolist() == [0b0111111111] * 2
     steps = route(board, FLOATING, 0, 0, (9, 16, 0))
     assert piece_operations(steps) == ["R5", "D16"]
+    # with a floor on the rows cleared, only the locks clearing that many are offered
+    for k, ys in ((2, range(14, 18)), (3, range(15, 18)), (4, range(16, 18))):
+        offered = {tuple(p) for p in placements(board, GEEK.floating(k), 0, 0).tolist()}
+        assert offered - resting == {(9, y, 0) for y in ys}
 
 
 def test_the_rules_say_what_they_offer():
     assert FLOATING.placement == "floating" and FLOATING.name == "geek+floating"
-    assert FLOATING.floating() is FLOATING
+    assert FLOATING.floating() == FLOATING and GEEK.floating(4).floating_min_rows == 4
+    assert (FLOATING.kernel.floating, GEEK.floating(3).kernel.floating, GEEK.kernel.floating) == (1, 3, 0)
+    with pytest.raises(ValueError, match="min_rows must be 1..4"):
+        GEEK.floating(5)
     with pytest.raises(ValueError, match="dropping"):
         from engine.rules import STANDARD
         STANDARD.floating()
