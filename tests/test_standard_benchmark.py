@@ -125,3 +125,19 @@ def test_the_recorded_tuned_players_replay_and_beat_dellacherie(name):
         "online.games=50", f"seed={series['games'][0]['seed']}"])
     result = solve(config)
     assert result.extra["games"]["scores"] == [g["rows"] for g in series["games"][:50]]
+
+
+def test_a_series_reports_the_pieces_placed_and_a_total_only_where_it_means_something():
+    from solver.online.games import solve_games
+
+    def record(config):
+        calls = []
+        result = solve_games(config, progress=lambda done, total, score: calls.append((done, total)))
+        return result, calls
+
+    base = load_solver_config(ROOT / "configs" / "standard_dellacherie.yaml", ["rules=standard_10x10", "online.games=3"])
+    long, calls = record(base.model_copy(update={"pieces": 1_000_000_000}))
+    assert calls[-1] == (long.pieces, None)  # games to their end: no total (3 billion would be years)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    short, calls = record(base.model_copy(update={"pieces": 50}))
+    assert calls[-1] == (short.pieces, 150) and short.pieces == 150

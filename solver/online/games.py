@@ -38,6 +38,8 @@ CAPPED, STUCK, SPAWN_BLOCKED, RULES_END = range(len(GAME_ENDS))
 #: `play_chunk`'s end code while the game goes on
 PLAYING = -1
 CHUNK = 20_000  # pieces per kernel call (progress and Ctrl-C between calls)
+#: a series' progress total (games x cap) above which none is given
+PROGRESS_TOTAL_MAX = 100_000_000
 #: keys the ``online`` section held before each policy had its own section -> where they are now
 MOVED_KEYS = {"objective": "preview.objective and expect.objective", "keep": "preview.keep and expect.keep",
               "reduce": "expect.reduce"}
@@ -238,7 +240,8 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
     rounded to an integer; ``score_by_step[g]`` is game g's score and ``best_by_step[g]`` the
     running mean after it (the curve early abort compares: a threshold is checked after each
     game); ``pieces`` counts every piece placed; ``extra["games"]`` holds `GamesResult.summary`.
-    ``progress(pieces, total, score)`` counts pieces over all games."""
+    ``progress(pieces, total, score)`` counts the pieces placed over all games, of games x cap
+    (None when that exceeds `PROGRESS_TOTAL_MAX`: the cap is then a bound games seldom reach)."""
     policy = make_policy(config, evaluator)
     cap = int(config.pieces)
     n = config.online.games
@@ -252,9 +255,17 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
             return True
         return False
 
+    # pieces placed over the series; a total only where it means something (games that end long
+    # before a cap of a billion pieces would otherwise show an ETA of years)
+    total = n * cap if n * cap <= PROGRESS_TOTAL_MAX else None
+    placed = {"game": 0, "before": 0, "last": 0}
+
     def report(i, t, s):
         if progress:
-            progress(i * cap + t, n * cap, s)
+            if i != placed["game"]:
+                placed["game"], placed["before"] = i, placed["before"] + placed["last"]
+            placed["last"] = t
+            progress(placed["before"] + t, total, s)
 
     play_game(policy, first, 1)  # load or compile the kernels
     start = time.perf_counter()
