@@ -163,10 +163,11 @@ def test_the_rules_say_what_they_offer():
 
 
 def mid_air_locks(record):
-    """Locks of a record at positions that do not rest, by the reference rules."""
+    """Locks of a record at positions that do not rest, by the reference rules: {piece number
+    (1-based): (state, x, y)}."""
     ops = ref.parse_record(record)
     sequence = ref.geek_sequence(ref.MAX_PIECES)
-    board, count = ref.empty_board(), 0
+    board, found = ref.empty_board(), {}
     pieces = []
     for op in ops:
         if op == "N":
@@ -179,15 +180,18 @@ def mid_air_locks(record):
             letter, n = ref._split_op(op)
             for _ in range(n):
                 state, cx, cy = ref.step(board, shape, state, cx, cy, letter)
-        count += ref.is_valid(board, shape, state, cx, cy + 1)
+        if ref.is_valid(board, shape, state, cx, cy + 1):
+            found[t + 1] = (state, cx, cy)
         board = ref.lock(board, ref.cells_of(shape, state, cx, cy))[0]
-    return count
+    return found
 
 
-def test_the_beam_locks_in_mid_air_and_its_record_replays():
+def test_the_beam_locks_in_mid_air_and_its_record_replays(tmp_path):
     """With ``floating: true`` the beam takes mid-air clears (9 of them in 400 pieces at W = 30);
-    the record it writes passed the project's replayer check (`solve` raises otherwise), and the
-    plain-Python reference replays it to the same score."""
+    the record it writes passed the project's replayer check (`solve` raises otherwise), the
+    plain-Python reference replays it to the same score, and the viewer draws each piece where it
+    locked, in mid-air."""
+    from experiments.view import load
     from solver import SolverConfig, solve
 
     config = SolverConfig(policy="beam", evaluator="chys_quality", pieces=400, threads=1, floating=True,
@@ -195,8 +199,13 @@ def test_the_beam_locks_in_mid_air_and_its_record_replays():
     result = solve(config)
     verdict = ref.replay(result.record)
     assert verdict["valid"] and verdict["score"] == result.score and verdict["pieces"] == 400
-    assert mid_air_locks(result.record) >= 5
-    assert mid_air_locks(solve(config.model_copy(update={"floating": False})).record) == 0
+    mid_air = mid_air_locks(result.record)
+    assert len(mid_air) >= 5
+    (tmp_path / "record.txt").write_text(result.record)
+    locked = load(tmp_path / "record.txt").result.locked  # per piece: shape, state, x, y, rows
+    for n, (state, x, y) in mid_air.items():
+        assert (locked[n, 1], locked[n, 2], locked[n, 3]) == (state, x, y) and locked[n, 4] > 0
+    assert mid_air_locks(solve(config.model_copy(update={"floating": False})).record) == {}
 
 
 def test_floating_is_refused_for_drop_rules():
