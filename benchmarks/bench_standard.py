@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine import get_rules  # noqa: E402
+from engine import PRESETS, get_rules  # noqa: E402
 from evaluators import load_evaluator  # noqa: E402
 from solver import SolverConfig  # noqa: E402
 from solver.online import play_games  # noqa: E402
@@ -136,7 +136,7 @@ def main() -> int:
     for name in ("speed", "games"):
         p = sub.add_parser(name)
         p.add_argument("--evaluator", default="dellacherie")
-        p.add_argument("--rules", default="standard", choices=("standard", "standard_clear_first", "standard_10x10"))
+        p.add_argument("--rules", default="standard", choices=[n for n in PRESETS if n.startswith("standard")])
         p.add_argument("--height", type=int, help="rows of the board (default: the preset's 20)")
         if name == "speed":
             p.add_argument("--pieces", type=int, default=1_000_000)

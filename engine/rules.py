@@ -460,14 +460,18 @@ STANDARD_CLEAR_FIRST = replace(STANDARD, name="standard_clear_first", overflow="
 #: 10 x 20): games of thousands of rows, which end in seconds, so that a series is played to the
 #: end instead of to a cap.
 STANDARD_10X10 = replace(STANDARD, name="standard_10x10", height=10)
+#: `STANDARD` on 10 x 12: games some six times longer than on 10 x 10 (a step towards 10 x 20 for
+#: tuning whose result should carry over to it)
+STANDARD_10X12 = replace(STANDARD, name="standard_10x12", height=12)
 
 PRESETS = {"geek": GEEK, "classic": CLASSIC, "course": COURSE, "standard": STANDARD,
-           "standard_clear_first": STANDARD_CLEAR_FIRST, "standard_10x10": STANDARD_10X10}
+           "standard_clear_first": STANDARD_CLEAR_FIRST, "standard_10x10": STANDARD_10X10,
+           "standard_10x12": STANDARD_10X12}
 
 
 def get_rules(name: str) -> Rules:
-    """The preset called ``name`` (``geek``, ``classic``, ``course``, ``standard``,
-    ``standard_clear_first`` or ``standard_10x10``)."""
+    """The preset called ``name`` (one of `PRESETS`: ``geek``, ``classic``, ``course``,
+    ``standard``, ``standard_clear_first``, ``standard_10x10``, ``standard_10x12``)."""
     try:
         return PRESETS[name]
     except KeyError:
