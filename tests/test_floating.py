@@ -72,7 +72,7 @@ def check_board(board, shape, spawn_state, routes=True, min_rows=1):
         assert full > 0 and (lock.lines, lock.cells) == (full, cells)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(board=random_boards())
 def test_floating_placements_match_reference_on_random_boards(board):
     for shape in range(7):
@@ -117,7 +117,7 @@ def test_stacks_offer_mid_air_clears():
     assert offered >= 6  # 8 of these 20 boards
 
 
-@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(record=st.sampled_from(RECORDS), pieces=st.integers(1, 9999))
 def test_floating_placements_match_reference_on_real_boards(replays_dir, record, pieces):
     board = final_board(record_text(replays_dir / record), GEEK, pieces=pieces)
