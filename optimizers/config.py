@@ -115,7 +115,8 @@ class RunKeys(Strict):
     normalize: list[str] = Field(
         default_factory=list, description="space paths (float parameters, two or more) scaled together to the initial "
                                           "point's norm in every candidate: for a policy that ranks placements by a "
-                                          "linear evaluator, whose argmax ignores the weights' scale")
+                                          "linear evaluator, whose argmax ignores the weights' scale; "
+                                          "evaluations.csv and best.yaml record the scaled values")
     init: Literal["point", "random"] = Field(
         "point", description="`point`: the initial point and perturbations of it; `random`: uniform samples")
     init_from: str | None = Field(None, description="a solver YAML (e.g. a run's best.yaml) giving the initial point")

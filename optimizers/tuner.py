@@ -275,7 +275,9 @@ class Tuner:
     def propose(self, g: int) -> Generation:
         """The tuner's candidates for generation ``g`` and the threshold they are held to."""
         started = time.perf_counter()
-        values = [self.space.decode(v) for v in self.state.optimizer.ask()]
+        # the values played: decoded, the normalize group scaled (evaluations.csv and best.yaml's
+        # parameters show what was played, not the tuner's unscaled draw)
+        values = [self.space.scaled(self.space.decode(v)) for v in self.state.optimizer.ask()]
         candidates = [Candidate(i, v, *canonical(self.candidate_config(v, g))) for i, v in enumerate(values)]
         early = self.state.early_abort
         if not self.state.optimizer.aborts_at(g):

@@ -108,9 +108,14 @@ def test_standard_tuning_configs_run(tmp_path, algorithm, shrink):
     assert len(rows) == 8
     best = load_solver_config(run.dir / "best.yaml")
     assert best.online.games == 4 and best.seed == 100000
-    # the weights played are scaled to the starting point's norm (a 1-ply choice ignores the scale)
+    # the weights played, as every row and best.yaml record them, are scaled to the starting
+    # point's norm (a 1-ply choice ignores the scale)
+    norm = np.linalg.norm(list(DELLACHERIE.values()))
+    for row in rows:
+        assert np.linalg.norm([float(row[p.path]) for p in config.space]) == pytest.approx(norm, rel=1e-9)
     played = [best.evaluator["features"][p.path.split(".")[-1]] for p in config.space]
-    assert np.linalg.norm(played) == pytest.approx(np.linalg.norm(list(DELLACHERIE.values())), rel=1e-9)
+    assert played == list(best.meta["parameters"].values())
+    assert np.linalg.norm(played) == pytest.approx(norm, rel=1e-9)
 
 
 @pytest.mark.parametrize("name", ["cem_standard", "cmaes_standard"])
