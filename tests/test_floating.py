@@ -215,3 +215,27 @@ def test_floating_is_refused_for_drop_rules():
 
     with pytest.raises(ValidationError, match="floating: rules 'standard' place pieces by dropping"):
         SolverConfig(policy="one_ply", rules="standard", evaluator="dellacherie", pieces=10, floating=True)
+
+
+def test_a_placement_at_the_spawn_gets_one_d_step_so_that_it_locks():
+    """A piece given no operation before the next N vanishes (GEEK_RULES.md), so a placement at
+    the spawn position itself (it rests there) is written as one D step, which the replay consumes
+    without moving the piece: the record then replays to the path's score. On a 4-row board with no
+    top-out rule: a vertical Z at (4, 2) blocks row 1 under the horizontal I's spawn."""
+    import dataclasses
+
+    from engine import encode, replay
+    from engine.movegen import STEP_D
+    from solver.record import routes_along
+
+    rules = dataclasses.replace(GEEK, name="geek4", height=4, top_out="none")
+    sequence = rules.sequence(2)
+    assert sequence.tolist() == [6, 0]  # Z, then I (spawning in state 1, horizontal)
+    path = np.array([[4, 2, 1], [4, 0, 1]])
+    assert (4, 0, 1) in {tuple(p) for p in placements(np.array([0, 0b10000, 0b11000, 0b1000], np.uint16), rules, 0, 1).tolist()}
+    routes = routes_along(rules, sequence, path)
+    assert routes[1] == [STEP_D]
+    verdict = replay(encode(routes), rules)
+    assert verdict.valid and verdict.bricks == 2
+    board = final_board(encode(routes), rules)
+    assert board.tolist() == [0b1111000, 0b10000, 0b11000, 0b1000]  # the I locked at the spawn, row 0
