@@ -493,8 +493,8 @@ def floating_mask(board, cells_c, full_row, visited, fit, c, y, rules, spawn_cla
         cand &= ~(np.int64(1) << (rules.spawn_x + XOFF))
     if cand == 0:
         return np.int64(0)
-    named = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # the position each piece row names
-    count = 0
+    # positions named by at least 1, 2, 3, 4 piece rows (a count per position, kept as bit masks)
+    once = twice = thrice = four = np.int64(0)
     for k in range(4):
         r = y + cells_c[k, 1]
         if r < 0 or r >= height:
@@ -518,26 +518,13 @@ def floating_mask(board, cells_c, full_row, visited, fit, c, y, rules, spawn_cla
                 bits |= np.int64(1) << (cells_c[k2, 0] - lo)
         x = popcount((empty & -empty) - 1) - lo  # the centre column putting its leftmost cell there
         if x + lo >= 0 and (bits << (x + lo)) == empty:
-            bit = (np.int64(1) << (x + XOFF)) & cand
-            if bit:
-                if count == 0:
-                    named = (bit, named[1], named[2], named[3])
-                elif count == 1:
-                    named = (named[0], bit, named[2], named[3])
-                elif count == 2:
-                    named = (named[0], named[1], bit, named[3])
-                else:
-                    named = (named[0], named[1], named[2], bit)
-                count += 1
-    m = np.int64(0)
-    for i in range(count):
-        rows = 0
-        for j in range(count):
-            if named[j] == named[i]:
-                rows += 1
-        if rows >= rules.floating:
-            m |= named[i]
-    return m
+            named = (np.int64(1) << (x + XOFF)) & cand
+            four |= thrice & named
+            thrice |= twice & named
+            twice |= once & named
+            once |= named
+    least = rules.floating
+    return once if least <= 1 else twice if least == 2 else thrice if least == 3 else four
 
 
 @PLACEMENTS.register("drop")
