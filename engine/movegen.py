@@ -471,13 +471,13 @@ def reachable_placements_into(board, rules, shape, spawn_state, sc, out):
         for y in range(fit.shape[1]):
             m = resting_mask(visited, fit, c, y)
             if rules.floating:
-                m |= floating_mask(board, cells[c], rules.full_row, visited, fit, c, y, rules, spawn_state % states)
+                m |= floating_mask(board, cells[c], visited, fit, c, y, rules, spawn_state % states)
             n = emit_row(out, n, m, y, c)
     return n
 
 
 @njit(cache=True, inline="always")
-def floating_mask(board, cells_c, full_row, visited, fit, c, y, rules, spawn_class):
+def floating_mask(board, cells_c, visited, fit, c, y, rules, spawn_class):
     """Positions of class ``c`` in centre row ``y`` that were reached, do not rest (one more D step
     is valid) and complete at least ``rules.floating`` board rows if locked where they stand: the
     contest locks a piece where it is when the next ``N`` comes (GEEK_RULES.md), so such a lock
@@ -505,7 +505,7 @@ def floating_mask(board, cells_c, full_row, visited, fit, c, y, rules, spawn_cla
                 first = False
         if not first:
             continue
-        empty = np.int64(full_row) & ~np.int64(board[r])
+        empty = np.int64(rules.full_row) & ~np.int64(board[r])
         if empty == 0:
             continue
         lo = cells_c[k, 0]  # the row's cells as bits from its leftmost one
@@ -567,7 +567,7 @@ def lowest_reachable_placements_into(board, rules, shape, spawn_state, sc, out):
         if rules.floating:  # every row, top down: its lowest positions and its mid-air clears
             i = k - 1
             for y in range(rows):
-                m = floating_mask(board, cells[c], rules.full_row, visited, fit, c, y, rules, spawn_state % states)
+                m = floating_mask(board, cells[c], visited, fit, c, y, rules, spawn_state % states)
                 if i >= 0 and found[0, i] == y:
                     m |= found[1, i]
                     i -= 1
