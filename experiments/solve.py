@@ -17,6 +17,12 @@ The default DIR, ``solves/<config>-<date>-<time>-<pid>``, is never another solve
 Ctrl-C (or a kill: SIGTERM) once ends the search at the next step with its best path so far,
 which is verified and written like a finished one (``stop: interrupted`` in the summary; exit
 status 130); a second one, or one during online games, stops at once and writes nothing.
+
+A resumable policy (``segment``) also saves its whole search beside the folder, in
+``DIR.checkpoint.pkl``, every ``segment.checkpoint_seconds`` and when it stops; ``--resume DIR``
+continues that search (same configuration and overrides: a checkpoint made by other settings is
+refused) and ends exactly as an uninterrupted run would, so a run of many hours can be done over
+several sittings: stop it with Ctrl-C (its best path so far is written), resume it later.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from engine import replay_line, upload_line
 from engine.config import ConfigError
 from engine.files import OutputError, OutputSet
 from engine.provenance import provenance
-from solver import SolverConfig, solve
+from solver import SolverConfig, registry, solve
+from solver._base import CheckpointError
 from solver.files import load_evaluators, load_solver_config
 
 
@@ -79,6 +86,28 @@ def progress_bar(desc: str, shown: bool):
         bar.close()
 
 
+def checkpoint_path(out: Path) -> Path:
+    """Where a resumable policy's search writing to ``out`` is saved: ``<out>.checkpoint.pkl``."""
+    return out.with_name(out.name + ".checkpoint.pkl")
+
+
+def checkpoint_for(config: SolverConfig, out: Path, resume: bool) -> Path | None:
+    """The checkpoint file of a solve into ``out``: None for a policy that cannot resume; with
+    ``resume`` it must exist, without it it must not (a new search never overwrites a saved one).
+    `ConfigError` otherwise."""
+    entry = registry.get(config.policy)
+    path = checkpoint_path(out)
+    if not entry.policy.resumable:
+        if resume:
+            raise ConfigError(f"--resume: policy {config.policy!r} cannot resume a search (it saves none)")
+        return None
+    if resume and not path.exists():
+        raise ConfigError(f"--resume {out}: no saved search there ({path} does not exist)")
+    if not resume and path.exists():
+        raise ConfigError(f"{path} holds a saved search: continue it with --resume {out}, or remove it")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.solve", description=__doc__.splitlines()[0])
     parser.add_argument("config", help="solver YAML or a run's best.yaml")
@@ -86,24 +115,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pieces", type=int, help="play only the first N pieces")
     parser.add_argument("--out", type=Path, help="output folder: a new one, or one holding an earlier solve's files, "
                                                  "which are replaced as a set (default: solves/<config>-<time>-<pid>)")
+    parser.add_argument("--resume", type=Path, metavar="DIR",
+                        help="continue the search a resumable policy (segment) saved beside DIR (DIR.checkpoint.pkl); "
+                             "the output goes to DIR")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_intermixed_args(argv)
     overrides = list(args.overrides) + ([f"pieces={args.pieces}"] if args.pieces is not None else [])
+    if args.resume and args.out and args.out != args.resume:
+        print("error: --resume DIR writes to DIR: give no other --out", file=sys.stderr)
+        return 2
+    target = args.resume or args.out or default_out(args.config)
     try:
         config = load_solver_config(args.config, overrides)
         evaluator = load_evaluators(config, args.config)
+        checkpoint = checkpoint_for(config, target, args.resume is not None)
         # the output folder is checked (and its staging folder made) before the search, not after it
-        out = OutputSet(args.out or default_out(args.config), OUTPUT_FILES, exclusive=args.out is None)
+        out = OutputSet(target, OUTPUT_FILES, exclusive=args.out is None and args.resume is None)
     except (ConfigError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
         try:  # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
             with progress_bar(config.policy, shown=not args.quiet) as progress:
-                result = solve(config, progress=progress, evaluator=evaluator, interruptible=True)
+                result = solve(config, progress=progress, evaluator=evaluator, interruptible=True,
+                               checkpoint=checkpoint, resume=args.resume is not None)
         except KeyboardInterrupt:
             print("interrupted: nothing written", file=sys.stderr)
             return 130
+        except CheckpointError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         if not result.pieces:
             print("error: the policy placed no piece; nothing written", file=sys.stderr)
             return 1

@@ -132,6 +132,10 @@ def path_result(score, done, stop, path: Path, threshold, nodes) -> SolveResult:
     return result
 
 
+class CheckpointError(ValueError):
+    """A saved search that cannot be resumed: another search's, another format, or unreadable."""
+
+
 class Policy(ABC):
     """A search policy over the known piece sequence. Subclasses implement `search` and register
     themselves by name (`solver.registry.register`)."""
@@ -139,6 +143,13 @@ class Policy(ABC):
     name: str = ""
     #: it plays the known sequence (`solver.registry`; a policy for unknown pieces: False)
     known_pieces: bool = True
+    #: it can save its search to a file and continue from it (`checkpoint`, `resume`)
+    resumable: bool = False
+    #: a resumable policy's checkpoint file (None: none is kept), and whether to start from it
+    checkpoint = None
+    resume: bool = False
+    #: True on the copy `warm_up` runs (which must not touch a checkpoint)
+    warming: bool = False
 
     def __init__(self, config: SolverConfig, rules: Rules, evaluator: Evaluator, sequence: np.ndarray, pieces: int):
         self.config = config
@@ -172,6 +183,7 @@ class Policy(ABC):
         """Load (or compile) the kernels the search uses: a two-piece search on a copy."""
         warm = copy.copy(self)
         warm.pieces = min(2, self.pieces)
+        warm.warming = True
         warm.search(np.full(warm.pieces, -np.inf), None)
 
     def chunk_stop(self, stop: int, done: int) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numba
 import numpy as np
 
@@ -25,11 +27,15 @@ def default_pieces(rules: Rules) -> int:
 
 
 def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Progress | None = None,
-          evaluator: Evaluator | None = None, record: bool = True, interruptible: bool = False) -> SolveResult:
+          evaluator: Evaluator | None = None, record: bool = True, interruptible: bool = False,
+          checkpoint: str | Path | None = None, resume: bool = False) -> SolveResult:
     """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
     project's replayer and checked against the result (`RecordMismatch` on any difference). With
     ``interruptible``, a first Ctrl-C or SIGTERM ends the search with its best path so far
-    (``stop = "interrupted"``; `Policy.run`).
+    (``stop = "interrupted"``; `Policy.run`). A resumable policy (`Policy.resumable`: ``segment``)
+    saves its search to ``checkpoint`` as it goes, and with ``resume`` continues from it (a
+    checkpoint file that does not exist yet starts a new search); a policy that cannot is refused
+    a checkpoint (ValueError).
     A policy for unknown pieces (`registry.Entry.known_pieces` False) plays seeded games instead
     (`solver.online.games.solve_games`; no record)."""
     if config.threads:
@@ -46,6 +52,10 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     evaluator = evaluator or load_evaluator(config.evaluator)
     curve = threshold.kernel_arrays(pieces) if threshold else np.full(pieces, -np.inf)
     policy = entry.policy(config, rules, evaluator, sequence, pieces)
+    if checkpoint is not None:
+        if not policy.resumable:
+            raise ValueError(f"policy {config.policy!r} cannot save or resume its search (a checkpoint was given)")
+        policy.checkpoint, policy.resume = Path(checkpoint), resume
     result = policy.run(curve, progress, interruptible)
     if record and result.pieces:
         attach_record(result, game, sequence, config.seed)

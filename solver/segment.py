@@ -1,0 +1,617 @@
+"""Segment search: a dynamic programme over (piece index, cells on the board) whose edges are the
+segments between two clears (the design of the 1,413,876 solution, rebuilt on our engine).
+
+Terms:
+- a *state* is a board right after a clear (or the empty board at piece 0, or a board after the
+  last piece), with its score and its path. States live in a *table* keyed by (piece index, cells
+  on the board // ``key_cells``), at most ``states`` per key: the higher score, then the higher
+  ranking value (the configuration's ``evaluator``, by default `transitions`: smoothness), then
+  the smaller board hash. Equal boards at one piece index are merged (the higher score stays).
+  Keeping states by cell count keeps heavy boards, about to clear at a high multiplier, beside the
+  best-scoring ones.
+- a *segment* from a state is a layered search over its next pieces (at most ``depth``; the first
+  segment, from the empty board, ``first_depth``). Layer d holds boards after d pieces that have
+  cleared nothing; each is expanded with every placement of the next piece (resting ones, and with
+  ``floating`` the mid-air locks that clear rows: `engine.movegen.floating_mask`). A placement that
+  clears rows ends the segment: it is a *leaf*, a new state, kept if at least ``min_cells[f - 1]``
+  cells remain on the board after its clear of f rows (a clear with few cells wastes its
+  multiplier). Any placement of the last
+  piece is a leaf too. The others are *children*: equal boards merged, the best ``nodes`` by the
+  ranking value (ties: the smaller board hash) form layer d + 1. Nothing is scored inside a
+  segment, so the ranking is smoothness alone. A placement may not occupy the top ``top_free_rows``
+  rows (before its clear).
+- the *driver* takes piece indices in increasing order; every state stored at index i is expanded
+  (a segment's leaves land at later indices), in chunks of `CHUNK` states over numba's threads
+  (``prange``): each state's segment is independent and its leaves are merged into the table in
+  the states' order, so the result does not depend on the number of threads.
+
+Paths: a state's segment is stored as its placements (packed int16, `solver.beam.pack`) with the id
+of the state it grew from; states that are expanded (and the final ones) enter an append-only
+*history*, from which the best state's placements are read back and replayed by the engine.
+
+Long runs: the table, the history and the curves are saved (`engine.files.write_pickle`, atomic)
+every ``checkpoint_seconds`` and when the search stops; a solve given the checkpoint with
+``resume`` continues from the first piece index it had not expanded and ends exactly as an
+uninterrupted run would (the state saved is the whole state of the search).
+
+The kernels read bundles: the rules (`KernelRules`), the settings (`SegmentSettings`), a chunk's
+roots (`Roots`), its leaves (`Leaves`) and the table (`Table`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+from numba.core.errors import NumbaIRAssumptionWarning
+from pydantic import Field, field_validator
+
+from engine.board import popcount
+from engine.files import read_pickle, write_pickle
+from engine.board import copy_rows
+from engine.lock import lock_copy, lock_counted, lost, spawn_blocked, spawn_state
+from engine.movegen import capacity, new_scratch, placements_into, rows_for
+from evaluators import Placement, board_values, evaluate
+
+from ._base import CheckpointError, Policy, path_scores, value_scratch
+from .beam import board_hash, descending, pack, radix_argsort, same_board, table_hash, unpack
+from .config import Strict
+from .registry import register
+from .result import SolveResult
+
+#: states expanded per kernel call (their leaves are merged in their order between calls)
+CHUNK = 16
+#: children reserved per node of a layer before the buffers grow
+CHILDREN_PER_NODE = 48
+#: the checkpoint's format (a checkpoint of another format is refused)
+CHECKPOINT_VERSION = 1
+
+
+class SegmentConfig(Strict):
+    """``segment``: a dynamic programme over (piece index, cells) whose edges are segments between
+    two clears, each found by a layered search ranked by the configuration's evaluator (smoothness:
+    the `transitions` preset), keeping ``states`` states per key (the 1,413,876 solution's design)."""
+
+    nodes: int = Field(2000, ge=1, description="boards kept per layer of a segment")
+    depth: int = Field(24, ge=1, le=64, description="pieces a segment may place at most")
+    first_depth: int = Field(40, ge=1, le=64, description="the same for the first segment, from the empty board")
+    states: int = Field(3, ge=1, le=64, description="states kept per (piece index, cells // key_cells) key")
+    key_cells: int = Field(2, ge=1, le=200, description="cells per key of the table")
+    min_cells: list[int] = Field(
+        [100, 100, 100, 100], min_length=4, max_length=4,
+        description="a clear of 1, 2, 3, 4 rows must leave at least this many cells on the board (one number: all four)")
+    top_free_rows: int = Field(1, ge=0, le=4, description="rows at the top no placement may occupy (before its clear)")
+    checkpoint_seconds: float = Field(60.0, gt=0, description="seconds between checkpoints (when the solve is given a checkpoint file)")
+
+
+    @field_validator("min_cells", mode="before")
+    @classmethod
+    def _one_for_all(cls, v):
+        return [v] * 4 if isinstance(v, int) else v
+
+
+class SegmentSettings(NamedTuple):
+    """The settings as the kernels read them; ``keys``: keys per piece index of the table,
+    ``slots``: piece indices the table holds at once (the longest segment + 1), ``pieces``: the
+    pieces played (a placement of piece ``pieces - 1`` is always a leaf)."""
+
+    nodes: int
+    states: int
+    key_cells: int
+    keys: int
+    min_cells: np.ndarray
+    top_free: int
+    slots: int
+    max_depth: int
+    pieces: int
+
+
+class Roots(NamedTuple):
+    """A chunk's states to expand: boards (R, height), ``index`` (the next piece), ``score``,
+    ``depth`` (pieces their segment may place)."""
+
+    boards: np.ndarray
+    index: np.ndarray
+    score: np.ndarray
+    depth: np.ndarray
+
+
+class Leaves(NamedTuple):
+    """Each root's kept leaves, by bucket (root r, pieces placed d + 1, key k, slot m): ``count[r, d,
+    k]`` filled slots; ``boards``, ``score``, ``value`` (ranking), ``hash`` (`board_hash`) and
+    ``codes`` (the segment's d + 1 packed placements)."""
+
+    count: np.ndarray
+    boards: np.ndarray
+    score: np.ndarray
+    value: np.ndarray
+    hash: np.ndarray
+    codes: np.ndarray
+
+
+class Table(NamedTuple):
+    """The states of the next ``slots`` piece indices (index i in slot i % slots), ``states`` per key:
+    ``count[s, k]``, ``boards``, ``score``, ``value``, ``hash``, ``parent`` (the history id of the
+    state whose segment made it), ``length`` and ``codes`` (that segment's placements)."""
+
+    count: np.ndarray
+    boards: np.ndarray
+    score: np.ndarray
+    value: np.ndarray
+    hash: np.ndarray
+    parent: np.ndarray
+    length: np.ndarray
+    codes: np.ndarray
+
+
+def new_leaves(cfg: SegmentSettings, height: int) -> Leaves:
+    shape = (CHUNK, cfg.max_depth, cfg.keys, cfg.states)
+    return Leaves(np.zeros(shape[:3], np.int64), np.zeros(shape + (height,), np.uint16), np.zeros(shape, np.int64),
+                  np.zeros(shape), np.zeros(shape, np.int64), np.zeros(shape + (cfg.max_depth,), np.int16))
+
+
+def new_table(cfg: SegmentSettings, height: int) -> Table:
+    shape = (cfg.slots, cfg.keys, cfg.states)
+    return Table(np.zeros(shape[:2], np.int64), np.zeros(shape + (height,), np.uint16), np.zeros(shape, np.int64),
+                 np.zeros(shape), np.zeros(shape, np.int64), np.zeros(shape, np.int64), np.zeros(shape, np.int64),
+                 np.zeros(shape + (cfg.max_depth,), np.int16))
+
+
+# ------------------------------------------------------------------------------------------------
+# Ranking: which of two states (or leaves) is better
+
+
+@njit(cache=True, inline="always")
+def better(score_a, value_a, hash_a, score_b, value_b, hash_b):
+    """Whether a ranks before b: the higher score, then the higher ranking value, then the smaller
+    board hash."""
+    if score_a != score_b:
+        return score_a > score_b
+    if value_a != value_b:
+        return value_a > value_b
+    return hash_a < hash_b
+
+
+@njit(cache=True, inline="always")
+def bucket_slot(count, boards, score, value, hashes, n_max, board, s, v, h):
+    """Where a candidate (``board``, score ``s``, value ``v``, hash ``h``) goes in a bucket of
+    ``count`` entries (arrays indexed by slot) holding at most ``n_max``: a free slot, the slot of
+    the worst entry it beats, the slot of an equal board it beats, or -1 (kept out)."""
+    worst = -1
+    for m in range(count):
+        if hashes[m] == h and same_board(boards[m], board):
+            return m if better(s, v, h, score[m], value[m], hashes[m]) else -1
+        if worst < 0 or better(score[worst], value[worst], hashes[worst], score[m], value[m], hashes[m]):
+            worst = m
+    if count < n_max:
+        return count
+    return worst if better(s, v, h, score[worst], value[worst], hashes[worst]) else -1
+
+
+# ------------------------------------------------------------------------------------------------
+# One segment
+
+
+@njit(cache=True)
+def grow(a, n):
+    """``a`` with room for at least ``n`` rows (the first ones copied)."""
+    if a.shape[0] >= n:
+        return a
+    shape = (max(n, 2 * a.shape[0]),) + a.shape[1:]
+    out = np.empty(shape, a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+@njit(cache=True)
+def keep_best(values, boards, n, nodes, slot):
+    """Indices (best first) of the best ``nodes`` of children 0..n-1 after merging equal boards (the
+    first generated stays): the higher value, then the smaller hash. ``slot``: a scratch table."""
+    size = 1
+    while size < 2 * n + 2:
+        size *= 2
+    if slot.shape[0] < size:
+        slot = np.empty(size, np.int64)
+    table = slot[:size]
+    table[:] = -1
+    unique = np.empty(n, np.int64)
+    u = 0
+    for j in range(n):
+        pos = np.int64(table_hash(boards[j]) & np.uint64(size - 1))
+        while True:
+            g = table[pos]
+            if g < 0:
+                table[pos] = j
+                unique[u] = j
+                u += 1
+                break
+            if same_board(boards[g], boards[j]):
+                break
+            pos = (pos + 1) & (size - 1)
+    unique = unique[:u]
+    h = np.empty(u, np.int64)
+    for m in range(u):
+        h[m] = board_hash(boards[unique[m]])
+    by_hash = radix_argsort(h)
+    keys = descending(values[unique[by_hash]])
+    order = unique[by_hash[radix_argsort(keys)]]
+    return order[:min(nodes, u)], slot
+
+
+@njit(cache=True)
+def expand(r, roots, sequence, rules, spec, cfg, leaves):
+    """The segment from root ``r``: its kept leaves into ``leaves`` (row r, emptied first). Returns
+    the boards valued (children and leaves)."""
+    height, width = rules.height, rules.width
+    depth = roots.depth[r]
+    i0 = roots.index[r]
+    leaves.count[r] = 0
+    sc = new_scratch(rows_for(height), 1)
+    vs = value_scratch(spec.terms.shape[1], height)
+    found = np.zeros((capacity(height, width), 3), np.int64)
+    slot = np.empty(1024, np.int64)
+    cur = np.zeros((1, height), np.uint16)
+    cur[0] = roots.boards[r]
+    n_cur = 1
+    root_cells = 0
+    for y in range(height):
+        root_cells += popcount(np.int64(roots.boards[r, y]))
+    # the kept nodes of every layer: the parent's index in the layer above and the placement
+    parent = np.zeros((depth + 1, cfg.nodes), np.int32)
+    code = np.zeros((depth + 1, cfg.nodes), np.int16)
+    kids = np.empty((cfg.nodes * CHILDREN_PER_NODE, height), np.uint16)
+    kid_value = np.empty(kids.shape[0])
+    kid_parent = np.empty(kids.shape[0], np.int32)
+    kid_code = np.empty(kids.shape[0], np.int16)
+    leaf_layer = np.empty((depth, cfg.keys, cfg.states), np.int32)  # the leaf's parent node in layer d
+    valued = 0
+    for d in range(depth):
+        t = i0 + d
+        if t >= cfg.pieces or n_cur == 0:
+            break
+        shape = sequence[t]
+        ss = spawn_state(t, rules)
+        final = t + 1 == cfg.pieces
+        cells_before = root_cells + 4 * (d + 1)
+        n_kids = 0
+        for n in range(n_cur):
+            board = cur[n]
+            if spawn_blocked(board, rules, shape, ss):
+                continue
+            n_found = placements_into(board, rules, shape, ss, sc, found)
+            board_values(board, width, spec, vs.pvals)
+            occupied = 0
+            for row in range(height):
+                if board[row] != 0:
+                    occupied += 1
+            for k in range(n_found):
+                x, y, s = found[k, 0], found[k, 1], found[k, 2]
+                piece = rules.cells[shape, s]
+                top = y + piece[0, 1]
+                for c in range(1, 4):
+                    top = min(top, y + piece[c, 1])
+                if top < cfg.top_free:
+                    continue
+                copy_rows(vs.cleared, board)  # the parent's counts are known: only the piece's rows are counted
+                lock = lock_counted(vs.cleared, rules, shape, s, x, y, t + 1, cells_before - 4, occupied)
+                if lost(lock.end):
+                    continue
+                if lock.lines == 0 and not final:
+                    if n_kids == kids.shape[0]:
+                        kids = grow(kids, n_kids + 1)
+                        kid_value = grow(kid_value, kids.shape[0])
+                        kid_parent = grow(kid_parent, kids.shape[0])
+                        kid_code = grow(kid_code, kids.shape[0])
+                    p = Placement(board, vs.cleared, vs.cleared, piece, x, y, 0, lock.points, width)
+                    kid_value[n_kids] = evaluate(p, vs.pvals, spec)
+                    kids[n_kids] = vs.cleared
+                    kid_parent[n_kids] = n
+                    kid_code[n_kids] = pack(x, y, s)
+                    n_kids += 1
+                    valued += 1
+                    continue
+                lock = lock_copy(board, rules, shape, s, x, y, t + 1, vs.locked, vs.cleared)  # a leaf: both boards
+                cells_after = cells_before - width * lock.lines
+                if not final and cells_after < cfg.min_cells[lock.lines - 1]:
+                    continue
+                p = Placement(board, vs.locked, vs.cleared, piece, x, y, lock.lines, lock.points, width)
+                v = evaluate(p, vs.pvals, spec)
+                valued += 1
+                score = roots.score[r] + lock.points
+                h = board_hash(vs.cleared)
+                key = cells_after // cfg.key_cells
+                c = leaves.count[r, d, key]
+                m = bucket_slot(c, leaves.boards[r, d, key], leaves.score[r, d, key], leaves.value[r, d, key],
+                                leaves.hash[r, d, key], cfg.states, vs.cleared, score, v, h)
+                if m < 0:
+                    continue
+                if m == c:
+                    leaves.count[r, d, key] = c + 1
+                leaves.boards[r, d, key, m] = vs.cleared
+                leaves.score[r, d, key, m] = score
+                leaves.value[r, d, key, m] = v
+                leaves.hash[r, d, key, m] = h
+                leaves.codes[r, d, key, m, d] = pack(x, y, s)
+                leaf_layer[d, key, m] = n
+        if n_kids == 0 or d + 1 == depth:
+            n_cur = 0
+            continue
+        best, slot = keep_best(kid_value, kids, n_kids, cfg.nodes, slot)
+        n_cur = best.shape[0]
+        if cur.shape[0] < n_cur:
+            cur = np.empty((cfg.nodes, height), np.uint16)
+        for m in range(n_cur):
+            j = best[m]
+            cur[m] = kids[j]
+            parent[d + 1, m] = kid_parent[j]
+            code[d + 1, m] = kid_code[j]
+    # each kept leaf's placements, read back through the layers
+    for d in range(depth):
+        for key in range(cfg.keys):
+            for m in range(leaves.count[r, d, key]):
+                n = leaf_layer[d, key, m]
+                for e in range(d, 0, -1):
+                    leaves.codes[r, d, key, m, e - 1] = code[e, n]
+                    n = parent[e, n]
+    return valued
+
+
+@njit(cache=True, parallel=True)
+def _expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves):
+    """`expand` for roots 0..n_roots-1, in parallel; returns the boards valued."""
+    valued = np.zeros(n_roots, np.int64)
+    for r in prange(n_roots):
+        valued[r] = expand(r, roots, sequence, rules, spec, cfg, leaves)
+    return valued.sum()
+
+
+def expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves) -> int:
+    """`expand` for roots 0..n_roots-1, in parallel (numba's threads); returns the boards valued.
+    Compiling it, numba's parfor pass reports a pedantic check on the names of locals inlined from
+    the lock (NumbaIRAssumptionWarning: "variable 'generated_v..._above_...' is not in scope"); the
+    kernel is right (the tests compare it with the reference and across thread counts), so that
+    one message is not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*variable 'generated_v\d+_\w+' is not in scope",
+                                category=NumbaIRAssumptionWarning)
+        return int(_expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves))
+
+
+# ------------------------------------------------------------------------------------------------
+# The table
+
+
+@njit(cache=True)
+def insert_leaves(n_roots, roots, ids, leaves, cfg, table):
+    """Merge the leaves of roots 0..n_roots-1 (whose history ids are ``ids``) into ``table``, root by
+    root, in bucket order (the result does not depend on how roots were split among threads)."""
+    for r in range(n_roots):
+        for d in range(roots.depth[r]):
+            i = roots.index[r] + d + 1
+            s = i % cfg.slots
+            for key in range(cfg.keys):
+                for m in range(leaves.count[r, d, key]):
+                    c = table.count[s, key]
+                    at = bucket_slot(c, table.boards[s, key], table.score[s, key], table.value[s, key],
+                                     table.hash[s, key], cfg.states, leaves.boards[r, d, key, m],
+                                     leaves.score[r, d, key, m], leaves.value[r, d, key, m], leaves.hash[r, d, key, m])
+                    if at < 0:
+                        continue
+                    if at == c:
+                        table.count[s, key] = c + 1
+                    table.boards[s, key, at] = leaves.boards[r, d, key, m]
+                    table.score[s, key, at] = leaves.score[r, d, key, m]
+                    table.value[s, key, at] = leaves.value[r, d, key, m]
+                    table.hash[s, key, at] = leaves.hash[r, d, key, m]
+                    table.parent[s, key, at] = ids[r]
+                    table.length[s, key, at] = d + 1
+                    table.codes[s, key, at, :d + 1] = leaves.codes[r, d, key, m, :d + 1]
+
+
+@njit(cache=True)
+def take(table, i, cfg):
+    """The states stored for piece index ``i``, in key then slot order, removed from the table:
+    (boards, score, parent, length, codes)."""
+    s = i % cfg.slots
+    n = table.count[s].sum()
+    height = table.boards.shape[3]
+    boards = np.empty((n, height), np.uint16)
+    score = np.empty(n, np.int64)
+    parent = np.empty(n, np.int64)
+    length = np.empty(n, np.int64)
+    codes = np.empty((n, cfg.max_depth), np.int16)
+    j = 0
+    for key in range(cfg.keys):
+        for m in range(table.count[s, key]):
+            boards[j] = table.boards[s, key, m]
+            score[j] = table.score[s, key, m]
+            parent[j] = table.parent[s, key, m]
+            length[j] = table.length[s, key, m]
+            codes[j] = table.codes[s, key, m]
+            j += 1
+        table.count[s, key] = 0
+    return boards, score, parent, length, codes
+
+
+# ------------------------------------------------------------------------------------------------
+# The history: every expanded (or final) state, append-only
+
+
+class History:
+    """Every state taken from the table: its piece index, score, the id of the state it grew from
+    and its segment's placements (a slice of one flat int16 array). Id 0 is the empty board."""
+
+    def __init__(self):
+        self.index = np.zeros(1, np.int64)
+        self.score = np.zeros(1, np.int64)
+        self.parent = np.full(1, -1, np.int64)
+        self.start = np.zeros(1, np.int64)
+        self.length = np.zeros(1, np.int64)
+        self.codes = np.zeros(0, np.int16)
+
+    def __len__(self):
+        return len(self.index)
+
+    def add(self, i, score, parent, length, codes) -> np.ndarray:
+        """Append states at piece index ``i``; returns their ids."""
+        n = len(score)
+        first = len(self.index)
+        flat = np.concatenate([codes[j, :length[j]] for j in range(n)]) if n else np.zeros(0, np.int16)
+        starts = len(self.codes) + np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64) if n else []
+        self.index = np.concatenate([self.index, np.full(n, i, np.int64)])
+        self.score = np.concatenate([self.score, score])
+        self.parent = np.concatenate([self.parent, parent])
+        self.start = np.concatenate([self.start, np.asarray(starts, np.int64)])
+        self.length = np.concatenate([self.length, length])
+        self.codes = np.concatenate([self.codes, flat.astype(np.int16)])
+        return np.arange(first, first + n, dtype=np.int64)
+
+    def best(self) -> int:
+        """The id of the best state: the highest score, then the later piece index, then the first."""
+        order = np.lexsort((np.arange(len(self.index)), -self.index, -self.score))
+        return int(order[0])
+
+    def placements(self, state: int) -> np.ndarray:
+        """The (pieces, 3) placements (x, y, state) from the empty board to ``state``."""
+        parts = []
+        while state > 0:
+            a = self.start[state]
+            parts.append(self.codes[a:a + self.length[state]])
+            state = int(self.parent[state])
+        codes = np.concatenate(parts[::-1]) if parts else np.zeros(0, np.int16)
+        out = np.zeros((len(codes), 3), np.int64)
+        for t, c in enumerate(codes):
+            out[t] = unpack(int(c))
+        return out
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("index", "score", "parent", "start", "length", "codes")}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "History":
+        h = cls()
+        for k, v in data.items():
+            setattr(h, k, v)
+        return h
+
+
+# ------------------------------------------------------------------------------------------------
+# The policy
+
+
+def settings(cfg: SegmentConfig, rules, pieces: int) -> SegmentSettings:
+    max_depth = max(cfg.depth, cfg.first_depth)
+    return SegmentSettings(cfg.nodes, cfg.states, cfg.key_cells, rules.width * rules.height // cfg.key_cells + 1,
+                           np.array(cfg.min_cells, np.int64), cfg.top_free_rows, max_depth + 1, max_depth, pieces)
+
+
+@register(SegmentConfig)
+class Segment(Policy):
+    name = "segment"
+    resumable = True
+
+    def fingerprint(self) -> str:
+        """What a checkpoint must have been made by: the settings, rules, evaluator, pieces and sequence."""
+        what = {"segment": self.config.segment.model_dump(exclude={"checkpoint_seconds"}), "rules": repr(self.rules),
+                "evaluator": self.evaluator.spec.terms.tolist(), "pieces": self.pieces,
+                "sequence": hashlib.sha256(self.sequence.tobytes()).hexdigest()}
+        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def search(self, threshold, progress):
+        cfg, rules, n = self.config.segment, self.rules, self.pieces
+        kcfg = settings(cfg, rules, n)
+        spec = self.evaluator.spec
+        saving = self.checkpoint is not None and not self.warming
+        state = self._load() if saving and self.resume and self.checkpoint.exists() else None
+        if state is None:
+            table, history = new_table(kcfg, rules.height), History()
+            best_by_step = np.zeros(n, np.int64)
+            i, valued, best = 0, 0, 0
+        else:
+            table, history, best_by_step, i, valued, best = state
+        leaves = new_leaves(kcfg, rules.height)
+        stop, abort_piece, abort_threshold = "done", None, None
+        saved_at = time.monotonic()
+        while i < n:
+            if i == 0:  # the empty board: history id 0
+                boards, score = np.zeros((1, rules.height), np.uint16), np.zeros(1, np.int64)
+                ids = np.zeros(1, np.int64)
+            else:
+                boards, score, parent, length, codes = take(table, i, kcfg)
+                ids = history.add(i, score, parent, length, codes)
+                best = max([best, *score.tolist()])
+                best_by_step[i - 1] = best
+            depth = cfg.first_depth if i == 0 else cfg.depth
+            for a in range(0, len(score), CHUNK):
+                b = min(len(score), a + CHUNK)
+                chunk = Roots(np.ascontiguousarray(boards[a:b]), np.full(b - a, i, np.int64), score[a:b].copy(),
+                              np.full(b - a, depth, np.int64))
+                valued += expand_chunk(b - a, chunk, self.sequence, rules.kernel, spec, kcfg, leaves)
+                insert_leaves(b - a, chunk, ids[a:b], leaves, kcfg, table)
+            i += 1
+            if saving and time.monotonic() - saved_at >= cfg.checkpoint_seconds:
+                self._save(table, history, best_by_step, i, valued, best)
+                saved_at = time.monotonic()
+            if i >= 2:  # piece index i - 1 expanded: the best after piece i - 1 is known
+                why = self.layer_stop(i - 2, best, best, threshold, progress)
+                if why is not None:
+                    stop, abort_piece, abort_threshold = why
+                    break
+        if i == n:  # the final states, after the last piece
+            boards, score, parent, length, codes = take(table, n, kcfg)
+            history.add(n, score, parent, length, codes)
+            best = max([best, *score.tolist()])
+            best_by_step[n - 1] = best
+            i = n + 1
+            if progress:
+                progress(n, n, best)
+        if saving:
+            self._save(table, history, best_by_step, i, valued, best)
+        if i > n and not (history.index == n).any():
+            stop = "stuck"  # no path reached the last piece
+        chosen = history.best()
+        placements = history.placements(chosen)
+        by_step, kinds = path_scores(placements, self.sequence, rules)
+        placed = len(placements)
+        if placed and int(by_step[-1]) != int(history.score[chosen]):
+            raise RuntimeError(f"segment: the path replays to {int(by_step[-1]):,}, the table says "
+                               f"{int(history.score[chosen]):,}")
+        expanded = min(i, n)  # piece indices whose states were expanded
+        return SolveResult(
+            score=int(by_step[-1]) if placed else 0, pieces=placed, score_by_step=by_step,
+            best_by_step=best_by_step[:max(expanded - 1, 0) + (i > n)].copy(), clear_kinds=kinds,
+            placements=placements, stop=stop, abort_piece=abort_piece, abort_threshold=abort_threshold,
+            nodes=valued, extra={"segment": {"states": len(history) - 1, "next_index": min(i, n)}})
+
+    # --------------------------------------------------------------------------------------------
+    # Checkpoints
+
+    def _save(self, table, history, best_by_step, i, valued, best) -> None:
+        write_pickle(self.checkpoint, {
+            "version": CHECKPOINT_VERSION, "fingerprint": self.fingerprint(), "next_index": i, "valued": valued,
+            "best": best, "best_by_step": best_by_step, "table": table._asdict(), "history": history.to_dict(),
+            "saved": time.strftime("%Y-%m-%d %H:%M:%S")})
+
+    def _load(self):
+        path = self.checkpoint
+        if not path.exists():
+            raise CheckpointError(f"{path}: no checkpoint to resume")
+        try:
+            data = read_pickle(path)
+        except Exception as e:  # a truncated or foreign file
+            raise CheckpointError(f"{path}: not a readable checkpoint ({e})") from None
+        if not isinstance(data, dict) or data.get("version") != CHECKPOINT_VERSION:
+            raise CheckpointError(f"{path}: a checkpoint of another format (version {data.get('version')!r}, "
+                                  f"expected {CHECKPOINT_VERSION})")
+        if data["fingerprint"] != self.fingerprint():
+            raise CheckpointError(f"{path}: made by another search (settings, rules, evaluator, pieces or sequence "
+                                  "differ); resume it with the configuration that made it")
+        table = Table(**data["table"])
+        return (table, History.from_dict(data["history"]), data["best_by_step"], data["next_index"],
+                data["valued"], data["best"])
+

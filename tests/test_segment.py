@@ -1,0 +1,229 @@
+"""The segment search (`solver.segment`): its table keeps the best ``states`` per (piece index, cells)
+key and merges equal boards; a clear leaving fewer than ``min_cells`` cells is no state; a
+segment's leaves are the reference's clearing placements; a short prefix gives a record the
+project's replayer and the plain-Python reference score alike; the result does not depend on the
+number of threads; a search stopped and resumed from its checkpoint ends as an uninterrupted one."""
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import reference as ref
+from engine.board import from_strings
+from engine.lock import lock_piece
+from engine.rules import GEEK, SHAPE_NAMES
+from solver import SolverConfig, solve
+from solver._base import CheckpointError
+from solver.beam import board_hash, unpack
+from solver.segment import (
+    Roots, SegmentConfig, expand_chunk, insert_leaves, new_leaves, new_table, settings, take,
+)
+from evaluators import load_evaluator
+
+#: a short prefix at a small setting: the first clear comes after 26 pieces (100 cells must remain)
+SMALL = {"nodes": 40, "states": 2, "depth": 12, "first_depth": 34}
+PIECES = 90
+
+
+def small_config(**segment) -> SolverConfig:
+    return SolverConfig(policy="segment", evaluator="transitions", pieces=PIECES, threads=1,
+                        segment={**SMALL, **segment})
+
+
+def board_with(cells: int, tag: int):
+    """A board of ``cells`` + 1 cells: rows of 9 from the bottom, and one cell in column ``tag`` of
+    row 1 (boards of equal cells told apart)."""
+    b = np.zeros(20, np.uint16)
+    left = cells
+    y = 19
+    while left > 0:
+        k = min(left, 9)
+        b[y] = (1 << k) - 1
+        left -= k
+        y -= 1
+    b[1] = 1 << tag
+    return b
+
+
+def one_leaf_per_root(scores, cells, tags, index=5, d=0):
+    """Leaves as `expand_chunk` leaves them: root r has one leaf, at its (d, cells // 2) bucket."""
+    cfg = settings(SegmentConfig(states=2, depth=4, first_depth=4), GEEK, 100)
+    leaves = new_leaves(cfg, 20)
+    n = len(scores)
+    for r in range(n):
+        b = board_with(cells[r], tags[r])
+        key = (cells[r] + 1) // cfg.key_cells
+        leaves.count[r, d, key] = 1
+        leaves.boards[r, d, key, 0] = b
+        leaves.score[r, d, key, 0] = scores[r]
+        leaves.value[r, d, key, 0] = 0.0
+        leaves.hash[r, d, key, 0] = board_hash(b)
+    roots = Roots(np.zeros((n, 20), np.uint16), np.full(n, index, np.int64), np.zeros(n, np.int64),
+                  np.full(n, 4, np.int64))
+    return cfg, leaves, roots
+
+
+def test_the_table_keeps_the_best_states_of_a_key_and_merges_equal_boards():
+    """Four leaves of one key (same cells) for piece index 6: the table keeps the two best scores;
+    a leaf equal (board) to a kept one replaces it only with a higher score."""
+    cfg, leaves, roots = one_leaf_per_root([500, 700, 600, 650], [120, 120, 120, 120], [1, 2, 3, 4])
+    table = new_table(cfg, 20)
+    insert_leaves(4, roots, np.arange(10, 14), leaves, cfg, table)
+    boards, score, parent, length, _ = take(table, 6, cfg)
+    assert sorted(score.tolist()) == [650, 700] and sorted(parent.tolist()) == [11, 13]
+    assert length.tolist() == [1, 1]
+    assert take(table, 6, cfg)[1].size == 0  # taken: the slot is empty again
+
+    # the same board as the 700 one (tag 2), at 690 then 710: only the higher one replaces it
+    cfg, leaves, roots = one_leaf_per_root([700, 690, 710], [120, 120, 120], [2, 2, 2])
+    table = new_table(cfg, 20)
+    insert_leaves(3, roots, np.arange(3), leaves, cfg, table)
+    _, score, parent, _, _ = take(table, 6, cfg)
+    assert score.tolist() == [710] and parent.tolist() == [2]
+
+
+def test_states_of_other_cell_counts_are_kept_beside_the_best():
+    """Keys are cells // key_cells: a 140-cell state scoring less than two 120-cell ones is kept
+    (its own key), which is the point of the table."""
+    cfg, leaves, roots = one_leaf_per_root([500, 700, 600], [140, 120, 120], [1, 2, 3])
+    table = new_table(cfg, 20)
+    insert_leaves(3, roots, np.arange(3), leaves, cfg, table)
+    _, score, _, _, _ = take(table, 6, cfg)
+    assert sorted(score.tolist()) == [500, 600, 700]
+
+
+WELL = [
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "..........",
+    "#########.",
+    "#########.",
+    "#########.",
+    "#########.",
+    "#########.",
+    "#########.",
+    "#########.",
+]
+
+
+def expand_one(board, index, pieces, min_cells, **segment):
+    cfg = settings(SegmentConfig(states=4, key_cells=1, min_cells=min_cells, **segment), GEEK, pieces)
+    seq = GEEK.sequence(pieces)
+    roots = Roots(board[None, :].copy(), np.array([index]), np.array([1000]), np.array([1]))
+    leaves = new_leaves(cfg, GEEK.height)
+    expand_chunk(1, roots, seq, GEEK.kernel, load_evaluator("transitions").spec, cfg, leaves)
+    return cfg, seq, leaves
+
+
+def leaves_of(cfg, leaves, r=0, d=0):
+    """(cells, score, placement) of root r's leaves after d + 1 pieces."""
+    out = []
+    for key in range(cfg.keys):
+        for m in range(leaves.count[r, d, key]):
+            out.append((key * cfg.key_cells, int(leaves.score[r, d, key, m]),
+                        tuple(int(v) for v in unpack(int(leaves.codes[r, d, key, m, 0])))))
+    return sorted(out)
+
+
+def first_index_of(shape: int) -> int:
+    return int(np.flatnonzero(GEEK.sequence(200) == shape)[0])
+
+
+def test_a_segment_ends_at_each_clear_and_drops_clears_below_the_cell_floor():
+    """An I over a well 7 rows deep beside 63 cells: its one clearing placement is upright at the
+    well's bottom (4 rows: 67 - 40 = 27 cells left, scored 67 x 10); the floor 28 drops it."""
+    board = from_strings(WELL)
+    i_index = first_index_of(SHAPE_NAMES.index("I"))
+    cfg, seq, leaves = expand_one(board, i_index, i_index + 5, min_cells=27, depth=1, first_depth=1)
+    found = leaves_of(cfg, leaves)
+    assert [(c, p) for c, p, _ in found] == [(27, 1000 + 67 * 10)]
+    x, y, s = found[0][2]
+    assert x == 9 and sorted(GEEK.kernel.cells[seq[i_index], s][:, 0].tolist()) == [0, 0, 0, 0]  # upright, in the well
+    cfg, seq, leaves = expand_one(board, i_index, i_index + 5, min_cells=28, depth=1, first_depth=1)
+    assert leaves_of(cfg, leaves) == []
+
+
+def test_a_short_prefix_gives_a_record_that_replays_to_its_score():
+    """`solve` checks the record with the project's replayer (it raises otherwise); the reference
+    replays it to the same score, and the segment search's clears all leave at least 100 cells."""
+    result = solve(small_config())
+    assert result.stop == "done" and result.pieces == PIECES
+    verdict = ref.replay(result.record)
+    assert verdict["valid"] and verdict["score"] == result.score > 0 and verdict["pieces"] == PIECES
+    assert result.best_by_step.shape == (PIECES,) and result.best_by_step[-1] == result.score
+    assert (np.diff(result.best_by_step) >= 0).all()
+    # every clear leaves at least min_cells (100) cells: replay the placements piece by piece
+    board = np.zeros(20, np.uint16)
+    seq = GEEK.sequence(PIECES)
+    clears = 0
+    for t, (x, y, st) in enumerate(result.placements):
+        lock = lock_piece(board, GEEK.kernel, seq[t], st, x, y, t + 1)
+        if lock.lines:
+            clears += 1
+            assert lock.cells - 10 * lock.lines >= 100
+    assert clears == sum(result.clear_kinds) > 0
+
+
+def test_the_result_does_not_depend_on_the_number_of_threads():
+    one = solve(small_config(), record=False)
+    two = solve(small_config().model_copy(update={"threads": 2}), record=False)
+    assert one.score == two.score and np.array_equal(one.placements, two.placements)
+    assert np.array_equal(one.best_by_step, two.best_by_step) and one.nodes == two.nodes
+
+
+def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
+    """A first Ctrl-C (at the first progress report, piece 50) stops the search with its best path
+    so far, saved; resumed from the checkpoint, it ends exactly as a search never stopped."""
+    whole = solve(small_config(), record=False)
+    path = tmp_path / "run.checkpoint.pkl"
+
+    def interrupt(done, total, best):
+        if done < total:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    stopped = solve(small_config(), progress=interrupt, interruptible=True, checkpoint=path, record=True)
+    assert stopped.stop == "interrupted" and 0 < stopped.pieces < PIECES and path.exists()
+    assert ref.replay(stopped.record)["score"] == stopped.score
+    resumed = solve(small_config(), checkpoint=path, resume=True)
+    assert resumed.stop == "done" and resumed.score == whole.score
+    assert np.array_equal(resumed.placements, whole.placements)
+    assert np.array_equal(resumed.best_by_step, whole.best_by_step)
+    # a finished search resumed gives its result again
+    again = solve(small_config(), checkpoint=path, resume=True, record=False)
+    assert again.score == whole.score and np.array_equal(again.placements, whole.placements)
+    with pytest.raises(CheckpointError, match="another search"):
+        solve(small_config(nodes=41), checkpoint=path, resume=True)
+
+
+def test_the_command_line_saves_beside_the_folder_and_resumes_from_it(tmp_path, capsys):
+    """``experiments.solve`` keeps a segment search in DIR.checkpoint.pkl; a new solve into DIR
+    that would overwrite it is refused (exit 2, the file named), ``--resume DIR`` continues it, and
+    a policy that saves nothing cannot be resumed."""
+    from experiments.solve import main
+
+    out = tmp_path / "run"
+    args = ["configs/segment.yaml", "--quiet", "pieces=60", "threads=1", *(f"segment.{k}={v}" for k, v in SMALL.items())]
+    assert main([*args, "--out", str(out)]) == 0
+    saved = tmp_path / "run.checkpoint.pkl"
+    assert saved.exists() and (out / "record.txt").exists()
+    first = (out / "record.txt").read_text()
+    assert main([*args, "--out", str(out)]) == 2
+    assert "run.checkpoint.pkl holds a saved search: continue it with --resume" in capsys.readouterr().err
+    assert main([*args, "--resume", str(out)]) == 0
+    assert (out / "record.txt").read_text() == first
+    assert main(["configs/solver.yaml", "--quiet", "pieces=5", "--resume", str(out)]) == 2
+    assert "cannot resume a search" in capsys.readouterr().err
+    assert main([*args, "--resume", str(tmp_path / "elsewhere")]) == 2
+    assert "no saved search there" in capsys.readouterr().err
