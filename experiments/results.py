@@ -30,6 +30,8 @@ for ev in ("pierre_dellacherie", "el_tetris", "lecture_v1", "lecture_v2"):
     RUNS[f"lookahead2-{ev}"] = ("configs/solver.yaml", ["policy=lookahead", f"evaluator={ev}",
                                                         "lookahead.depth=2", "lookahead.keep_fraction=0.25"])
 
+RUNS["segment"] = ("configs/segment.yaml", ["threads=1"])  # the everyday segment search
+
 BACKSEARCH_DEPTHS = (2, 3, 4, 5, 6)
 for depth in BACKSEARCH_DEPTHS:
     RUNS[f"backsearch-d{depth}"] = ("configs/backsearch.yaml", [f"backsearch.depth={depth}"])
@@ -64,6 +66,9 @@ def table() -> str:
         elif policy == "profile_dp":
             dp = cfg["profile_dp"]
             policy = f"profile DP K = {dp['states']:,}, window {dp['window']}"
+        elif policy == "segment":
+            seg = cfg["segment"]
+            policy += f" nodes {seg['nodes']:,}, states {seg['states']}" + (", floating" if cfg.get("floating") else "")
         elif policy == "lookahead":
             policy += f" depth {cfg['lookahead']['depth']}, keep {cfg['lookahead']['keep_fraction']}"
         elif policy == "backsearch":

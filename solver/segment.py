@@ -40,11 +40,12 @@ roots (`Roots`), its leaves (`Leaves`) and the table (`Table`).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import time
 import warnings
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -55,7 +56,7 @@ from engine.board import popcount
 from engine.files import read_pickle, write_pickle
 from engine.board import copy_rows
 from engine.lock import lock_copy, lock_counted, lost, spawn_blocked, spawn_state
-from engine.movegen import capacity, new_scratch, placements_into, rows_for
+from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
 
 from ._base import CheckpointError, Policy, path_scores, value_scratch
@@ -69,7 +70,7 @@ CHUNK = 16
 #: children reserved per node of a layer before the buffers grow
 CHILDREN_PER_NODE = 48
 #: the checkpoint's format (a checkpoint of another format is refused)
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
 
 
 class SegmentConfig(Strict):
@@ -77,10 +78,12 @@ class SegmentConfig(Strict):
     two clears, each found by a layered search ranked by the configuration's evaluator (smoothness:
     the `transitions` preset), keeping ``states`` states per key (the 1,413,876 solution's design)."""
 
-    nodes: int = Field(2000, ge=1, description="boards kept per layer of a segment")
+    nodes: int = Field(200, ge=1, description="boards kept per layer of a segment")
+    placements: Literal["all", "lowest"] = Field(
+        "all", description="expand every placement, or only the lowest of each (state, column) (and the mid-air clears)")
     depth: int = Field(24, ge=1, le=64, description="pieces a segment may place at most")
     first_depth: int = Field(40, ge=1, le=64, description="the same for the first segment, from the empty board")
-    states: int = Field(3, ge=1, le=64, description="states kept per (piece index, cells // key_cells) key")
+    states: int = Field(2, ge=1, le=64, description="states kept per (piece index, cells // key_cells) key")
     key_cells: int = Field(2, ge=1, le=200, description="cells per key of the table")
     min_cells: list[int] = Field(
         [100, 100, 100, 100], min_length=4, max_length=4,
@@ -101,6 +104,7 @@ class SegmentSettings(NamedTuple):
     pieces played (a placement of piece ``pieces - 1`` is always a leaf)."""
 
     nodes: int
+    lowest: bool
     states: int
     key_cells: int
     keys: int
@@ -283,7 +287,10 @@ def expand(r, roots, sequence, rules, spec, cfg, leaves):
             board = cur[n]
             if spawn_blocked(board, rules, shape, ss):
                 continue
-            n_found = placements_into(board, rules, shape, ss, sc, found)
+            if cfg.lowest:
+                n_found = lowest_placements_into(board, rules, shape, ss, sc, found)
+            else:
+                n_found = placements_into(board, rules, shape, ss, sc, found)
             board_values(board, width, spec, vs.pvals)
             occupied = 0
             for row in range(height):
@@ -377,7 +384,7 @@ def expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves) -> int:
     kernel is right (the tests compare it with the reference and across thread counts), so that
     one message is not shown."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*variable 'generated_v\d+_\w+' is not in scope",
+        warnings.filterwarnings("ignore", message=r".*variable 'generated_v[^']*' is not in scope",
                                 category=NumbaIRAssumptionWarning)
         return int(_expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves))
 
@@ -444,45 +451,64 @@ def take(table, i, cfg):
 
 class History:
     """Every state taken from the table: its piece index, score, the id of the state it grew from
-    and its segment's placements (a slice of one flat int16 array). Id 0 is the empty board."""
+    and its segment's placements. Id 0 is the empty board at piece 0. Kept as one block per piece
+    index (ids consecutive), so that adding costs the block alone however long the run."""
 
     def __init__(self):
-        self.index = np.zeros(1, np.int64)
-        self.score = np.zeros(1, np.int64)
-        self.parent = np.full(1, -1, np.int64)
-        self.start = np.zeros(1, np.int64)
-        self.length = np.zeros(1, np.int64)
-        self.codes = np.zeros(0, np.int16)
+        self.first = [0]  # the first id of each block
+        self.blocks = [self._block(0, np.zeros(1, np.int64), np.full(1, -1, np.int64), np.zeros(1, np.int64),
+                                   np.zeros((1, 1), np.int16))]
+
+    @staticmethod
+    def _block(i, score, parent, length, codes) -> dict:
+        n = len(score)
+        flat = np.concatenate([codes[j, :length[j]] for j in range(n)]) if n else np.zeros(0, np.int16)
+        start = np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64) if n else np.zeros(0, np.int64)
+        return {"index": i, "score": np.asarray(score, np.int64), "parent": np.asarray(parent, np.int64),
+                "start": start, "length": np.asarray(length, np.int64), "codes": flat.astype(np.int16)}
 
     def __len__(self):
-        return len(self.index)
+        return self.first[-1] + len(self.blocks[-1]["score"])
 
     def add(self, i, score, parent, length, codes) -> np.ndarray:
-        """Append states at piece index ``i``; returns their ids."""
-        n = len(score)
-        first = len(self.index)
-        flat = np.concatenate([codes[j, :length[j]] for j in range(n)]) if n else np.zeros(0, np.int16)
-        starts = len(self.codes) + np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64) if n else []
-        self.index = np.concatenate([self.index, np.full(n, i, np.int64)])
-        self.score = np.concatenate([self.score, score])
-        self.parent = np.concatenate([self.parent, parent])
-        self.start = np.concatenate([self.start, np.asarray(starts, np.int64)])
-        self.length = np.concatenate([self.length, length])
-        self.codes = np.concatenate([self.codes, flat.astype(np.int16)])
-        return np.arange(first, first + n, dtype=np.int64)
+        """Append the states at piece index ``i``; returns their ids."""
+        first = len(self)
+        self.first.append(first)
+        self.blocks.append(self._block(i, score, parent, length, codes))
+        return np.arange(first, first + len(score), dtype=np.int64)
+
+    def _at(self, state: int) -> tuple[dict, int]:
+        k = bisect.bisect_right(self.first, state) - 1
+        return self.blocks[k], state - self.first[k]
+
+    def score(self, state: int) -> int:
+        block, j = self._at(state)
+        return int(block["score"][j])
+
+    def reached(self, i: int) -> bool:
+        """Whether a state at piece index ``i`` was taken."""
+        return any(b["index"] == i and len(b["score"]) for b in self.blocks[::-1])
 
     def best(self) -> int:
         """The id of the best state: the highest score, then the later piece index, then the first."""
-        order = np.lexsort((np.arange(len(self.index)), -self.index, -self.score))
-        return int(order[0])
+        best, key = 0, None
+        for first, block in zip(self.first, self.blocks):
+            if not len(block["score"]):
+                continue
+            j = int(np.argmax(block["score"]))  # the first of the block's best
+            k = (int(block["score"][j]), block["index"])
+            if key is None or k > key:
+                best, key = first + j, k
+        return best
 
     def placements(self, state: int) -> np.ndarray:
         """The (pieces, 3) placements (x, y, state) from the empty board to ``state``."""
         parts = []
         while state > 0:
-            a = self.start[state]
-            parts.append(self.codes[a:a + self.length[state]])
-            state = int(self.parent[state])
+            block, j = self._at(state)
+            a = block["start"][j]
+            parts.append(block["codes"][a:a + block["length"][j]])
+            state = int(block["parent"][j])
         codes = np.concatenate(parts[::-1]) if parts else np.zeros(0, np.int16)
         out = np.zeros((len(codes), 3), np.int64)
         for t, c in enumerate(codes):
@@ -490,13 +516,12 @@ class History:
         return out
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("index", "score", "parent", "start", "length", "codes")}
+        return {"first": self.first, "blocks": self.blocks}
 
     @classmethod
     def from_dict(cls, data: dict) -> "History":
         h = cls()
-        for k, v in data.items():
-            setattr(h, k, v)
+        h.first, h.blocks = list(data["first"]), list(data["blocks"])
         return h
 
 
@@ -506,7 +531,8 @@ class History:
 
 def settings(cfg: SegmentConfig, rules, pieces: int) -> SegmentSettings:
     max_depth = max(cfg.depth, cfg.first_depth)
-    return SegmentSettings(cfg.nodes, cfg.states, cfg.key_cells, rules.width * rules.height // cfg.key_cells + 1,
+    keys = rules.width * rules.height // cfg.key_cells + 1
+    return SegmentSettings(cfg.nodes, cfg.placements == "lowest", cfg.states, cfg.key_cells, keys,
                            np.array(cfg.min_cells, np.int64), cfg.top_free_rows, max_depth + 1, max_depth, pieces)
 
 
@@ -572,15 +598,15 @@ class Segment(Policy):
                 progress(n, n, best)
         if saving:
             self._save(table, history, best_by_step, i, valued, best)
-        if i > n and not (history.index == n).any():
+        if i > n and not history.reached(n):
             stop = "stuck"  # no path reached the last piece
         chosen = history.best()
         placements = history.placements(chosen)
         by_step, kinds = path_scores(placements, self.sequence, rules)
         placed = len(placements)
-        if placed and int(by_step[-1]) != int(history.score[chosen]):
+        if placed and int(by_step[-1]) != history.score(chosen):
             raise RuntimeError(f"segment: the path replays to {int(by_step[-1]):,}, the table says "
-                               f"{int(history.score[chosen]):,}")
+                               f"{history.score(chosen):,}")
         expanded = min(i, n)  # piece indices whose states were expanded
         return SolveResult(
             score=int(by_step[-1]) if placed else 0, pieces=placed, score_by_step=by_step,

@@ -176,6 +176,14 @@ def test_a_short_prefix_gives_a_record_that_replays_to_its_score():
     assert clears == sum(result.clear_kinds) > 0
 
 
+def test_lowest_placements_and_mid_air_clears_give_records_that_replay():
+    """``placements: lowest`` expands fewer children; ``floating`` adds mid-air clears as leaves:
+    both records replay (the reference) to their scores."""
+    for config in (small_config(placements="lowest"), small_config().model_copy(update={"floating": True})):
+        result = solve(config)
+        assert result.pieces == PIECES and ref.replay(result.record)["score"] == result.score > 0
+
+
 def test_the_result_does_not_depend_on_the_number_of_threads():
     one = solve(small_config(), record=False)
     two = solve(small_config().model_copy(update={"threads": 2}), record=False)
