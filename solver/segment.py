@@ -15,7 +15,7 @@ Terms:
   ``floating`` the mid-air locks that clear rows: `engine.movegen.floating_mask`). A placement that
   clears rows ends the segment: it is a *leaf*, a new state, kept if at least ``min_cells[f - 1]``
   cells remain on the board after its clear of f rows (a clear with few cells wastes its
-  multiplier). Any placement of the last
+  multiplier; in the last ``endgame_pieces`` pieces there is no floor). Any placement of the last
   piece is a leaf too. The others are *children*: equal boards merged, the best ``nodes`` by the
   ranking value (ties: the smaller board hash) form layer d + 1. Nothing is scored inside a
   segment, so the ranking is smoothness alone. A placement may not occupy the top ``top_free_rows``
@@ -88,6 +88,8 @@ class SegmentConfig(Strict):
     min_cells: list[int] = Field(
         [100, 100, 100, 100], min_length=4, max_length=4,
         description="a clear of 1, 2, 3, 4 rows must leave at least this many cells on the board (one number: all four)")
+    endgame_pieces: int = Field(
+        0, ge=0, description="no cell floor for clears in the last this many pieces (no later clear needs the cells)")
     top_free_rows: int = Field(1, ge=0, le=4, description="rows at the top no placement may occupy (before its clear)")
     checkpoint_seconds: float = Field(60.0, gt=0, description="seconds between checkpoints (when the solve is given a checkpoint file)")
 
@@ -109,6 +111,7 @@ class SegmentSettings(NamedTuple):
     key_cells: int
     keys: int
     min_cells: np.ndarray
+    endgame: int
     top_free: int
     slots: int
     max_depth: int
@@ -324,7 +327,7 @@ def expand(r, roots, sequence, rules, spec, cfg, leaves):
                     continue
                 lock = lock_copy(board, rules, shape, s, x, y, t + 1, vs.locked, vs.cleared)  # a leaf: both boards
                 cells_after = cells_before - width * lock.lines
-                if not final and cells_after < cfg.min_cells[lock.lines - 1]:
+                if not final and t + 1 <= cfg.pieces - cfg.endgame and cells_after < cfg.min_cells[lock.lines - 1]:
                     continue
                 p = Placement(board, vs.locked, vs.cleared, piece, x, y, lock.lines, lock.points, width)
                 v = evaluate(p, vs.pvals, spec)
@@ -533,7 +536,8 @@ def settings(cfg: SegmentConfig, rules, pieces: int) -> SegmentSettings:
     max_depth = max(cfg.depth, cfg.first_depth)
     keys = rules.width * rules.height // cfg.key_cells + 1
     return SegmentSettings(cfg.nodes, cfg.placements == "lowest", cfg.states, cfg.key_cells, keys,
-                           np.array(cfg.min_cells, np.int64), cfg.top_free_rows, max_depth + 1, max_depth, pieces)
+                           np.array(cfg.min_cells, np.int64), cfg.endgame_pieces, cfg.top_free_rows,
+                           max_depth + 1, max_depth, pieces)
 
 
 @register(SegmentConfig)
@@ -560,6 +564,8 @@ class Segment(Policy):
             i, valued, best = 0, 0, 0
         else:
             table, history, best_by_step, i, valued, best = state
+            if progress:  # where the saved search stands, at once
+                progress(min(i, n + 1) - 1, n, best)
         leaves = new_leaves(kcfg, rules.height)
         stop, abort_piece, abort_threshold = "done", None, None
         saved_at = time.monotonic()

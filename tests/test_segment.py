@@ -143,7 +143,8 @@ def first_index_of(shape: int) -> int:
 
 def test_a_segment_ends_at_each_clear_and_drops_clears_below_the_cell_floor():
     """An I over a well 7 rows deep beside 63 cells: its one clearing placement is upright at the
-    well's bottom (4 rows: 67 - 40 = 27 cells left, scored 67 x 10); the floor 28 drops it."""
+    well's bottom (4 rows: 67 - 40 = 27 cells left, scored 67 x 10); the floor 28 drops it, unless
+    the I is one of the last ``endgame_pieces`` pieces."""
     board = from_strings(WELL)
     i_index = first_index_of(SHAPE_NAMES.index("I"))
     cfg, seq, leaves = expand_one(board, i_index, i_index + 5, min_cells=27, depth=1, first_depth=1)
@@ -152,6 +153,11 @@ def test_a_segment_ends_at_each_clear_and_drops_clears_below_the_cell_floor():
     x, y, s = found[0][2]
     assert x == 9 and sorted(GEEK.kernel.cells[seq[i_index], s][:, 0].tolist()) == [0, 0, 0, 0]  # upright, in the well
     cfg, seq, leaves = expand_one(board, i_index, i_index + 5, min_cells=28, depth=1, first_depth=1)
+    assert leaves_of(cfg, leaves) == []
+    # within the last endgame_pieces pieces the floor is gone
+    cfg, seq, leaves = expand_one(board, i_index, i_index + 5, min_cells=28, depth=1, first_depth=1, endgame_pieces=5)
+    assert [(c, p) for c, p, _ in leaves_of(cfg, leaves)] == [(27, 1000 + 67 * 10)]
+    cfg, seq, leaves = expand_one(board, i_index, i_index + 5, min_cells=28, depth=1, first_depth=1, endgame_pieces=4)
     assert leaves_of(cfg, leaves) == []
 
 
