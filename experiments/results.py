@@ -1,11 +1,13 @@
 """Regenerate results/ (the record and summary behind every score the README quotes), or print its score table.
 
-    python -m experiments.results [NAME ...]     # default: all except beam-w9041, beam-full and profile-dp-k100000
+    python -m experiments.results [NAME ...]     # default: all but the long ones (LONG), made only when named
     python -m experiments.results --table        # the README's score table from results/
     python -m experiments.results --backsearch   # only the backsearch depth table (≈ 3 min)
 
 Each entry runs ``python -m experiments.solve`` with the listed config and overrides into
-``results/<name>/`` of the checkout. The README's score table quotes ``summary.json``'s score and seconds.
+``results/<name>/`` of the checkout; a resumable search whose checkpoint is there
+(``results/<name>.checkpoint.pkl``) is continued (``--resume``): delete the checkpoint to start it
+afresh. The README's score table quotes ``summary.json``'s score and seconds.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ for ev in ("pierre_dellacherie", "el_tetris", "lecture_v1", "lecture_v2"):
                                                         "lookahead.depth=2", "lookahead.keep_fraction=0.25"])
 
 RUNS["segment"] = ("configs/segment.yaml", ["threads=1"])  # the everyday segment search
+RUNS["segment-full"] = ("configs/segment-full.yaml", [])  # hours: resumable (experiments.solve --resume)
+#: runs of more than half an hour, made only when named
+LONG = ("beam-w9041", "beam-full", "profile-dp-k100000", "segment-full")
 
 BACKSEARCH_DEPTHS = (2, 3, 4, 5, 6)
 for depth in BACKSEARCH_DEPTHS:
@@ -96,12 +101,15 @@ def main(argv: list[str]) -> int:
     if args.table:
         print(table())
         return 0
-    names = args.names or [n for n in RUNS if n not in ("beam-w9041", "beam-full", "profile-dp-k100000")]
+    names = args.names or [n for n in RUNS if n not in LONG]
     if args.backsearch:
         names = [f"backsearch-d{depth}" for depth in BACKSEARCH_DEPTHS]
+    from experiments.solve import checkpoint_path  # (loads the solver: not for --table)
+
     for name in names:
         config, overrides = RUNS[name]
-        cmd = [sys.executable, "-m", "experiments.solve", config, *overrides, "--out", f"results/{name}", "--quiet"]
+        where = "--resume" if checkpoint_path(ROOT / "results" / name).exists() else "--out"
+        cmd = [sys.executable, "-m", "experiments.solve", config, *overrides, where, f"results/{name}", "--quiet"]
         print("$", " ".join(cmd[1:]), flush=True)
         done = subprocess.run(cmd, cwd=ROOT)
         if done.returncode:
