@@ -97,7 +97,7 @@ def checkpoint_for(config: SolverConfig, out: Path, resume: bool) -> Path | None
     `ConfigError` otherwise."""
     entry = registry.get(config.policy)
     path = checkpoint_path(out)
-    if not entry.policy.resumable:
+    if not getattr(entry.policy, "resumable", False):  # (online policies have no Policy base)
         if resume:
             raise ConfigError(f"--resume: policy {config.policy!r} cannot resume a search (it saves none)")
         return None

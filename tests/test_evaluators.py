@@ -72,7 +72,7 @@ def test_presets_load():
     names = E.preset_names()
     assert names == sorted([
         "backsearch_points", "bcts", "bdu", "chys_quality", "dellacherie", "el_tetris", "lecture_v1", "lecture_v2",
-        "lecture_v2_aggressive", "lecture_v2_balanced", "lecture_v2_conservative", "pierre_dellacherie",
+        "lecture_v2_aggressive", "lecture_v2_balanced", "lecture_v2_conservative", "pierre_dellacherie", "transitions",
     ])
     for name in names:
         ev = E.load_evaluator(name)

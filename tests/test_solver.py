@@ -154,7 +154,7 @@ def test_solve_cli_ctrl_c_writes_the_best_path_so_far(tmp_path):
 @pytest.mark.parametrize("text, override, message", [
     ("policy: beam\nbeam:\n  widht: 3\n", [], "beam.widht: unknown key"),
     ("policy: beam\n", ["beam.width=0"], "beam.width: Input should be greater than or equal to 1"),
-    ("policy: sideways\n", [], "policy: Input should be 'backsearch', 'beam', 'greedy', 'lookahead', 'profile_dp', 'expect', 'mcts', 'one_ply' or 'preview'"),
+    ("policy: sideways\n", [], "policy: Input should be 'backsearch', 'beam', 'greedy', 'lookahead', 'profile_dp', 'segment', 'expect', 'mcts', 'one_ply' or 'preview'"),
     ("policy: greedy\nevaluator: nope.yaml\n", [], "nope.yaml"),
     ("policy: [\n", [], "invalid YAML"),
 ])
