@@ -32,7 +32,10 @@ of the state it grew from; states that are expanded (and the final ones) enter a
 Long runs: the table, the history and the curves are saved (`engine.files.write_pickle`, atomic)
 every ``checkpoint_seconds`` and when the search stops; a solve given the checkpoint with
 ``resume`` continues from the first piece index it had not expanded and ends exactly as an
-uninterrupted run would (the state saved is the whole state of the search).
+uninterrupted run would (the state saved is the whole state of the search). The checkpoint also
+keeps one entry per *sitting* (each process that worked on the search: its first and next piece
+index, search seconds, CPU seconds of the process's threads, peak memory), reported in the result
+with their totals, so a run spread over sittings states what it cost.
 
 The kernels read bundles: the rules (`KernelRules`), the settings (`SegmentSettings`), a chunk's
 roots (`Roots`), its leaves (`Leaves`) and the table (`Table`).
@@ -43,6 +46,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import resource
 import time
 import warnings
 from typing import Literal, NamedTuple
@@ -529,6 +533,32 @@ class History:
 
 
 # ------------------------------------------------------------------------------------------------
+# What each sitting cost
+
+
+class Sitting:
+    """One process's share of a search: wall and CPU seconds since it started searching (the CPU of
+    all its threads), and the process's peak resident memory."""
+
+    def __init__(self, first: int):
+        self.first, self.started = first, time.strftime("%Y-%m-%d %H:%M:%S")
+        self.wall, self.cpu = time.monotonic(), time.process_time()
+
+    def record(self, next_index: int) -> dict:
+        peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        return {"started": self.started, "first_index": self.first, "next_index": int(next_index),
+                "seconds": round(time.monotonic() - self.wall, 3), "cpu_seconds": round(time.process_time() - self.cpu, 3),
+                "peak_mib": round(peak_kib / 1024, 1)}
+
+
+def totals(sittings: list[dict]) -> dict:
+    """The sittings' sums (seconds, CPU seconds) and the highest peak memory."""
+    return {"seconds_total": round(sum(s["seconds"] for s in sittings), 3),
+            "cpu_seconds_total": round(sum(s["cpu_seconds"] for s in sittings), 3),
+            "peak_mib": max((s["peak_mib"] for s in sittings), default=0.0)}
+
+
+# ------------------------------------------------------------------------------------------------
 # The policy
 
 
@@ -561,11 +591,13 @@ class Segment(Policy):
         if state is None:
             table, history = new_table(kcfg, rules.height), History()
             best_by_step = np.zeros(n, np.int64)
-            i, valued, best = 0, 0, 0
+            i, valued, best, sittings = 0, 0, 0, []
         else:
-            table, history, best_by_step, i, valued, best = state
+            table, history, best_by_step, i, valued, best, sittings = state
             if progress:  # where the saved search stands, at once
                 progress(min(i, n + 1) - 1, n, best)
+        sitting = Sitting(min(i, n))
+        sittings = [*sittings, sitting.record(min(i, n))]
         leaves = new_leaves(kcfg, rules.height)
         stop, abort_piece, abort_threshold = "done", None, None
         saved_at = time.monotonic()
@@ -587,7 +619,8 @@ class Segment(Policy):
                 insert_leaves(b - a, chunk, ids[a:b], leaves, kcfg, table)
             i += 1
             if saving and time.monotonic() - saved_at >= cfg.checkpoint_seconds:
-                self._save(table, history, best_by_step, i, valued, best)
+                sittings[-1] = sitting.record(i)
+                self._save(table, history, best_by_step, i, valued, best, sittings)
                 saved_at = time.monotonic()
             if i >= 2:  # piece index i - 1 expanded: the best after piece i - 1 is known
                 why = self.layer_stop(i - 2, best, best, threshold, progress)
@@ -602,8 +635,9 @@ class Segment(Policy):
             i = n + 1
             if progress:
                 progress(n, n, best)
+        sittings[-1] = sitting.record(min(i, n))
         if saving:
-            self._save(table, history, best_by_step, i, valued, best)
+            self._save(table, history, best_by_step, i, valued, best, sittings)
         if i > n and not history.reached(n):
             stop = "stuck"  # no path reached the last piece
         chosen = history.best()
@@ -618,16 +652,17 @@ class Segment(Policy):
             score=int(by_step[-1]) if placed else 0, pieces=placed, score_by_step=by_step,
             best_by_step=best_by_step[:max(expanded - 1, 0) + (i > n)].copy(), clear_kinds=kinds,
             placements=placements, stop=stop, abort_piece=abort_piece, abort_threshold=abort_threshold,
-            nodes=valued, extra={"segment": {"states": len(history) - 1, "next_index": min(i, n)}})
+            nodes=valued, extra={"segment": {"states": len(history) - 1, "next_index": min(i, n),
+                                             "sittings": sittings, **totals(sittings)}})
 
     # --------------------------------------------------------------------------------------------
     # Checkpoints
 
-    def _save(self, table, history, best_by_step, i, valued, best) -> None:
+    def _save(self, table, history, best_by_step, i, valued, best, sittings) -> None:
         write_pickle(self.checkpoint, {
             "version": CHECKPOINT_VERSION, "fingerprint": self.fingerprint(), "next_index": i, "valued": valued,
             "best": best, "best_by_step": best_by_step, "table": table._asdict(), "history": history.to_dict(),
-            "saved": time.strftime("%Y-%m-%d %H:%M:%S")})
+            "sittings": sittings, "saved": time.strftime("%Y-%m-%d %H:%M:%S")})
 
     def _load(self):
         path = self.checkpoint
@@ -645,5 +680,5 @@ class Segment(Policy):
                                   "differ); resume it with the configuration that made it")
         table = Table(**data["table"])
         return (table, History.from_dict(data["history"]), data["best_by_step"], data["next_index"],
-                data["valued"], data["best"])
+                data["valued"], data["best"], list(data.get("sittings", [])))
 
