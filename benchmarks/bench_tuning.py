@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from optimizers import tune  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402
 from optimizers.fitness import evaluate  # noqa: E402
-from optimizers.parallel import Pool  # noqa: E402
+from engine.parallel import Pool  # noqa: E402
 from optimizers.tuner import make_space  # noqa: E402
 from optimizers.tuners import TUNERS  # noqa: E402
 

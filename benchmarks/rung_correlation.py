@@ -30,7 +30,7 @@ import pandas as pd  # noqa: E402
 
 from engine.files import write_json  # noqa: E402
 from optimizers.fitness import canonical, evaluate  # noqa: E402
-from optimizers.parallel import Pool  # noqa: E402
+from engine.parallel import Pool  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402
 from optimizers.space import with_settings  # noqa: E402
 from optimizers.tuner import make_optimizer, make_space  # noqa: E402

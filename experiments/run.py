@@ -31,7 +31,7 @@ from pathlib import Path
 from engine.config import ConfigError
 from engine.files import Locked, OutputError
 from evaluators import EvaluatorError
-from optimizers.parallel import ParallelError
+from engine.parallel import ParallelError
 from optimizers.run import check_cluster, load_resume, load_run_config, make_run_dir, resume, tune
 from optimizers.store import RunDamaged
 

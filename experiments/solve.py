@@ -37,6 +37,7 @@ from pathlib import Path
 from engine import replay_line, upload_line
 from engine.config import ConfigError
 from engine.files import OutputError, OutputSet
+from engine.parallel import ParallelError
 from engine.provenance import provenance
 from solver import SolverConfig, registry, solve
 from solver._base import CheckpointError
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("interrupted: nothing written", file=sys.stderr)
             return 130
-        except CheckpointError as e:
+        except (CheckpointError, ParallelError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         if not result.pieces:

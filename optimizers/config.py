@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import Field, create_model, field_validator, model_validator
 
+from engine.parallel import ParallelConfig
+
 from ._settings import Strict, TunerSettings
 from .tuners import TUNERS
 
@@ -69,15 +71,6 @@ class EarlyAbortConfig(Strict):
                              "t - reference_lag (a clear made a few pieces after the record's is not a deficit)")
     aborted_fitness: Literal["score_at_abort", "zero"] = Field(
         "score_at_abort", description="fitness of an aborted candidate: its running best at the abort piece, or 0")
-
-
-class ParallelConfig(Strict):
-    """``parallel``: where the candidates of a generation are evaluated."""
-
-    backend: Literal["loky", "dask"] = Field("loky", description="joblib's loky processes, or a dask.distributed cluster")
-    n_jobs: int = Field(1, ge=1, description="evaluations at once (loky workers; dask LocalCluster workers)")
-    scheduler: str | None = Field(None, description="dask: scheduler address (null: a LocalCluster of n_jobs workers)")
-    threads: int | None = Field(None, ge=1, description="numba threads per evaluation (default: 1 when n_jobs > 1, else all cores)")
 
 
 class GamesConfig(Strict):

@@ -221,7 +221,7 @@ def check_cluster(config: RunConfig) -> None:
     same sources (`ParallelError` otherwise, one line naming the scheduler or the worker)."""
     if config.parallel.backend != "dask" or not config.parallel.scheduler:
         return
-    from .parallel import check_workers, connect
+    from engine.parallel import check_workers, connect
 
     client = connect(config.parallel.scheduler)
     try:

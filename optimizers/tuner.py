@@ -30,13 +30,13 @@ from typing import Callable
 import numpy as np
 
 from engine.files import FolderLock, write_bytes, write_yaml
+from engine.parallel import Pool
 from engine.provenance import provenance
 
 from ._base import Optimizer
 from .config import RunConfig
 from .early_abort import EarlyAbort
 from .fitness import Memo, Record, canonical, evaluate
-from .parallel import Pool
 from .space import Param, Space, with_settings
 from .state import Best, Rescored, RunState
 from .store import Evaluation, GenerationStats, Rescoring, RunStore

@@ -22,8 +22,10 @@ Terms:
   rows (before its clear).
 - the *driver* takes piece indices in increasing order; every state stored at index i is expanded
   (a segment's leaves land at later indices), in chunks of `CHUNK` states over numba's threads
-  (``prange``): each state's segment is independent and its leaves are merged into the table in
-  the states' order, so the result does not depend on the number of threads.
+  (``prange``), and with ``parallel.n_jobs`` > 1 (or a dask cluster) the chunks shared among worker
+  processes (`engine.parallel.Pool`), each sending back its leaves as a list (`Found`). Each
+  state's segment is independent and the leaves are merged into the table chunk by chunk in the
+  states' order, so the result does not depend on the number of threads or processes.
 
 Paths: a state's segment is stored as its placements (packed int16, `solver.beam.pack`) with the id
 of the state it grew from; states that are expanded (and the final ones) enter an append-only
@@ -34,8 +36,9 @@ every ``checkpoint_seconds`` and when the search stops; a solve given the checkp
 ``resume`` continues from the first piece index it had not expanded and ends exactly as an
 uninterrupted run would (the state saved is the whole state of the search). The checkpoint also
 keeps one entry per *sitting* (each process that worked on the search: its first and next piece
-index, search seconds, CPU seconds of the process's threads, peak memory), reported in the result
-with their totals, so a run spread over sittings states what it cost.
+index, search seconds, CPU seconds of the process's threads (not its worker processes'), peak
+memory), reported in the result with their totals, so a run spread over sittings states what it
+cost. The checkpoint does not depend on ``parallel``: a run may be resumed with more workers.
 
 The kernels read bundles: the rules (`KernelRules`), the settings (`SegmentSettings`), a chunk's
 roots (`Roots`), its leaves (`Leaves`) and the table (`Table`).
@@ -47,10 +50,13 @@ import bisect
 import hashlib
 import json
 import resource
+import signal
+import threading
 import time
 import warnings
 from typing import Literal, NamedTuple
 
+import numba
 import numpy as np
 from numba import njit, prange
 from numba.core.errors import NumbaIRAssumptionWarning
@@ -58,6 +64,7 @@ from pydantic import Field, field_validator
 
 from engine.board import popcount
 from engine.files import read_pickle, write_pickle
+from engine.parallel import ParallelConfig, Pool
 from engine.board import copy_rows
 from engine.lock import lock_copy, lock_counted, lost, spawn_blocked, spawn_state
 from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
@@ -96,6 +103,10 @@ class SegmentConfig(Strict):
         0, ge=0, description="no cell floor for clears in the last this many pieces (no later clear needs the cells)")
     top_free_rows: int = Field(1, ge=0, le=4, description="rows at the top no placement may occupy (before its clear)")
     checkpoint_seconds: float = Field(60.0, gt=0, description="seconds between checkpoints (when the solve is given a checkpoint file)")
+    parallel: ParallelConfig = Field(
+        default_factory=ParallelConfig,
+        description="where a piece index's states are expanded: this process (n_jobs 1, numba's threads), joblib's loky "
+                    "processes or a dask cluster; the result is the same for any of them")
 
 
     @field_validator("min_cells", mode="before")
@@ -138,6 +149,22 @@ class Leaves(NamedTuple):
     ``codes`` (the segment's d + 1 packed placements)."""
 
     count: np.ndarray
+    boards: np.ndarray
+    score: np.ndarray
+    value: np.ndarray
+    hash: np.ndarray
+    codes: np.ndarray
+
+
+class Found(NamedTuple):
+    """A chunk's kept leaves as a list, in the order they are merged into the table (root, pieces
+    placed, key, slot): the ``root`` (its row in the chunk), ``placed`` (pieces its segment placed),
+    ``key``, ``boards``, ``score``, ``value``, ``hash`` and ``codes``. What a worker process sends
+    back: the `Leaves` buffer it is read from is mostly empty."""
+
+    root: np.ndarray
+    placed: np.ndarray
+    key: np.ndarray
     boards: np.ndarray
     score: np.ndarray
     value: np.ndarray
@@ -397,34 +424,109 @@ def expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves) -> int:
 
 
 # ------------------------------------------------------------------------------------------------
+# A piece index's states, in this process or in workers
+
+#: a worker process's leaf buffer, kept between tasks (settings, height) -> Leaves: hundreds of MB
+#: at 24 states per key, allocated once
+_worker_leaves: dict = {}
+
+
+def expand_chunks(chunks, sequence, rules, spec, cfg, leaves) -> tuple[list, int]:
+    """Each chunk of roots expanded (`expand_chunk`), its leaves listed (`found_leaves`): (the
+    `Found` of each chunk, boards valued)."""
+    found, valued = [], 0
+    for chunk in chunks:
+        n = len(chunk.score)
+        valued += expand_chunk(n, chunk, sequence, rules, spec, cfg, leaves)
+        found.append(found_leaves(n, chunk.depth, leaves))
+    return found, valued
+
+
+def expand_task(task: dict) -> dict:
+    """A worker's share of a piece index: ``task`` holds the ``chunks`` (`Roots`), the ``sequence``,
+    ``rules`` (`KernelRules`), ``spec``, ``settings`` (`SegmentSettings`), ``height`` and ``threads``
+    (numba threads, or None); returns ``found`` (one `Found` per chunk) and ``valued``.
+
+    A loky worker ignores SIGINT from then on: a Ctrl-C in a terminal reaches every process of the
+    group, and the search's first one must let the piece index finish (the solve then stops with
+    its best path). A worker still ends with the solve's process (`engine.parallel`)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if task["threads"]:
+        numba.set_num_threads(min(task["threads"], numba.config.NUMBA_NUM_THREADS))
+    cfg = task["settings"]
+    key = (repr(cfg), task["height"])
+    if key not in _worker_leaves:
+        _worker_leaves.clear()
+        _worker_leaves[key] = new_leaves(cfg, task["height"])
+    found, valued = expand_chunks(task["chunks"], task["sequence"], task["rules"], task["spec"], cfg,
+                                  _worker_leaves[key])
+    return {"found": found, "valued": valued}
+
+
+def shares(n: int, parts: int) -> list[range]:
+    """``range(n)`` cut into at most ``parts`` contiguous, nearly equal pieces."""
+    parts = max(1, min(parts, n))
+    cuts = [n * p // parts for p in range(parts + 1)]
+    return [range(cuts[p], cuts[p + 1]) for p in range(parts)]
+
+
+#: tasks per worker and piece index (a worker that finishes early takes another)
+TASKS_PER_WORKER = 2
+
+
+# ------------------------------------------------------------------------------------------------
 # The table
 
 
 @njit(cache=True)
-def insert_leaves(n_roots, roots, ids, leaves, cfg, table):
-    """Merge the leaves of roots 0..n_roots-1 (whose history ids are ``ids``) into ``table``, root by
-    root, in bucket order (the result does not depend on how roots were split among threads)."""
+def found_leaves(n_roots, depth, leaves):
+    """The kept leaves of roots 0..n_roots-1 (segments of at most ``depth[r]`` pieces) as a `Found`
+    list, root by root, in bucket order."""
+    n = 0
     for r in range(n_roots):
-        for d in range(roots.depth[r]):
-            i = roots.index[r] + d + 1
-            s = i % cfg.slots
-            for key in range(cfg.keys):
+        for d in range(depth[r]):
+            n += leaves.count[r, d].sum()
+    shape = leaves.boards.shape
+    out = Found(np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty((n, shape[4]), np.uint16),
+                np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64), np.empty((n, leaves.codes.shape[4]), np.int16))
+    j = 0
+    for r in range(n_roots):
+        for d in range(depth[r]):
+            for key in range(shape[2]):
                 for m in range(leaves.count[r, d, key]):
-                    c = table.count[s, key]
-                    at = bucket_slot(c, table.boards[s, key], table.score[s, key], table.value[s, key],
-                                     table.hash[s, key], cfg.states, leaves.boards[r, d, key, m],
-                                     leaves.score[r, d, key, m], leaves.value[r, d, key, m], leaves.hash[r, d, key, m])
-                    if at < 0:
-                        continue
-                    if at == c:
-                        table.count[s, key] = c + 1
-                    table.boards[s, key, at] = leaves.boards[r, d, key, m]
-                    table.score[s, key, at] = leaves.score[r, d, key, m]
-                    table.value[s, key, at] = leaves.value[r, d, key, m]
-                    table.hash[s, key, at] = leaves.hash[r, d, key, m]
-                    table.parent[s, key, at] = ids[r]
-                    table.length[s, key, at] = d + 1
-                    table.codes[s, key, at, :d + 1] = leaves.codes[r, d, key, m, :d + 1]
+                    out.root[j], out.placed[j], out.key[j] = r, d + 1, key
+                    out.boards[j] = leaves.boards[r, d, key, m]
+                    out.score[j] = leaves.score[r, d, key, m]
+                    out.value[j] = leaves.value[r, d, key, m]
+                    out.hash[j] = leaves.hash[r, d, key, m]
+                    out.codes[j] = leaves.codes[r, d, key, m]
+                    j += 1
+    return out
+
+
+@njit(cache=True)
+def insert_found(found, index, ids, cfg, table):
+    """Merge a chunk's leaves (its roots at piece indices ``index``, history ids ``ids``) into
+    ``table`` in their list order: the result does not depend on which thread or process found
+    them."""
+    for j in range(found.score.shape[0]):
+        r, placed, key = found.root[j], found.placed[j], found.key[j]
+        s = (index[r] + placed) % cfg.slots
+        c = table.count[s, key]
+        at = bucket_slot(c, table.boards[s, key], table.score[s, key], table.value[s, key], table.hash[s, key],
+                         cfg.states, found.boards[j], found.score[j], found.value[j], found.hash[j])
+        if at < 0:
+            continue
+        if at == c:
+            table.count[s, key] = c + 1
+        table.boards[s, key, at] = found.boards[j]
+        table.score[s, key, at] = found.score[j]
+        table.value[s, key, at] = found.value[j]
+        table.hash[s, key, at] = found.hash[j]
+        table.parent[s, key, at] = ids[r]
+        table.length[s, key, at] = placed
+        table.codes[s, key, at, :placed] = found.codes[j, :placed]
 
 
 @njit(cache=True)
@@ -577,7 +679,7 @@ class Segment(Policy):
 
     def fingerprint(self) -> str:
         """What a checkpoint must have been made by: the settings, rules, evaluator, pieces and sequence."""
-        what = {"segment": self.config.segment.model_dump(exclude={"checkpoint_seconds"}), "rules": repr(self.rules),
+        what = {"segment": self.config.segment.model_dump(exclude={"checkpoint_seconds", "parallel"}), "rules": repr(self.rules),
                 "evaluator": self.evaluator.spec.terms.tolist(), "pieces": self.pieces,
                 "sequence": hashlib.sha256(self.sequence.tobytes()).hexdigest()}
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -598,35 +700,49 @@ class Segment(Policy):
                 progress(min(i, n + 1) - 1, n, best)
         sitting = Sitting(min(i, n))
         sittings = [*sittings, sitting.record(min(i, n))]
-        leaves = new_leaves(kcfg, rules.height)
+        pool = self._pool()
+        leaves = new_leaves(kcfg, rules.height) if pool is None else None
         stop, abort_piece, abort_threshold = "done", None, None
         saved_at = time.monotonic()
-        while i < n:
-            if i == 0:  # the empty board: history id 0
-                boards, score = np.zeros((1, rules.height), np.uint16), np.zeros(1, np.int64)
-                ids = np.zeros(1, np.int64)
-            else:
-                boards, score, parent, length, codes = take(table, i, kcfg)
-                ids = history.add(i, score, parent, length, codes)
-                best = max([best, *score.tolist()])
-                best_by_step[i - 1] = best
-            depth = cfg.first_depth if i == 0 else cfg.depth
-            for a in range(0, len(score), CHUNK):
-                b = min(len(score), a + CHUNK)
-                chunk = Roots(np.ascontiguousarray(boards[a:b]), np.full(b - a, i, np.int64), score[a:b].copy(),
-                              np.full(b - a, depth, np.int64))
-                valued += expand_chunk(b - a, chunk, self.sequence, rules.kernel, spec, kcfg, leaves)
-                insert_leaves(b - a, chunk, ids[a:b], leaves, kcfg, table)
-            i += 1
-            if saving and time.monotonic() - saved_at >= cfg.checkpoint_seconds:
-                sittings[-1] = sitting.record(i)
-                self._save(table, history, best_by_step, i, valued, best, sittings)
-                saved_at = time.monotonic()
-            if i >= 2:  # piece index i - 1 expanded: the best after piece i - 1 is known
-                why = self.layer_stop(i - 2, best, best, threshold, progress)
-                if why is not None:
-                    stop, abort_piece, abort_threshold = why
-                    break
+        try:
+            while i < n:
+                if i == 0:  # the empty board: history id 0
+                    boards, score = np.zeros((1, rules.height), np.uint16), np.zeros(1, np.int64)
+                    ids = np.zeros(1, np.int64)
+                else:
+                    boards, score, parent, length, codes = take(table, i, kcfg)
+                    ids = history.add(i, score, parent, length, codes)
+                    best = max([best, *score.tolist()])
+                    best_by_step[i - 1] = best
+                depth = cfg.first_depth if i == 0 else cfg.depth
+                chunks = [Roots(np.ascontiguousarray(boards[a:a + CHUNK]), np.full(len(part), i, np.int64), part.copy(),
+                                np.full(len(part), depth, np.int64))
+                          for a in range(0, len(score), CHUNK) for part in [score[a:a + CHUNK]]]
+                if pool is None:
+                    found, count = expand_chunks(chunks, self.sequence, rules.kernel, spec, kcfg, leaves)
+                else:
+                    tasks = [{"chunks": chunks[part.start:part.stop], "sequence": self.sequence, "rules": rules.kernel,
+                              "spec": spec, "settings": kcfg, "height": rules.height, "threads": pool.threads}
+                             for part in shares(len(chunks), TASKS_PER_WORKER * pool.n_jobs)]
+                    answers = pool.map(expand_task, tasks)
+                    found = [f for answer in answers for f in answer["found"]]
+                    count = sum(answer["valued"] for answer in answers)
+                valued += count
+                for c, (chunk, chunk_found) in enumerate(zip(chunks, found)):  # in the states' order, whoever expanded them
+                    insert_found(chunk_found, chunk.index, ids[c * CHUNK:(c + 1) * CHUNK], kcfg, table)
+                i += 1
+                if saving and time.monotonic() - saved_at >= cfg.checkpoint_seconds:
+                    sittings[-1] = sitting.record(i)
+                    self._save(table, history, best_by_step, i, valued, best, sittings)
+                    saved_at = time.monotonic()
+                if i >= 2:  # piece index i - 1 expanded: the best after piece i - 1 is known
+                    why = self.layer_stop(i - 2, best, best, threshold, progress)
+                    if why is not None:
+                        stop, abort_piece, abort_threshold = why
+                        break
+        finally:
+            if pool is not None:
+                pool.close()
         if i == n:  # the final states, after the last piece
             boards, score, parent, length, codes = take(table, n, kcfg)
             history.add(n, score, parent, length, codes)
@@ -654,6 +770,14 @@ class Segment(Policy):
             placements=placements, stop=stop, abort_piece=abort_piece, abort_threshold=abort_threshold,
             nodes=valued, extra={"segment": {"states": len(history) - 1, "next_index": min(i, n),
                                              "sittings": sittings, **totals(sittings)}})
+
+    def _pool(self) -> Pool | None:
+        """The worker processes of ``segment.parallel``, or None to expand in this process (one
+        job, or the warm-up, which loads this process's kernels)."""
+        par = self.config.segment.parallel
+        if self.warming or (par.n_jobs == 1 and par.backend == "loky"):
+            return None
+        return Pool(par, key="segment.parallel")
 
     # --------------------------------------------------------------------------------------------
     # Checkpoints

@@ -11,7 +11,7 @@ import pytest
 DRIVER = """
 import sys, time
 from optimizers.config import ParallelConfig
-from optimizers.parallel import Pool
+from engine.parallel import Pool
 
 def task(t):
     import os

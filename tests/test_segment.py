@@ -18,7 +18,7 @@ from solver import SolverConfig, solve
 from solver._base import CheckpointError
 from solver.beam import board_hash, unpack
 from solver.segment import (
-    Roots, SegmentConfig, expand_chunk, insert_leaves, new_leaves, new_table, settings, take,
+    Roots, SegmentConfig, expand_chunk, found_leaves, insert_found, new_leaves, new_table, settings, take,
 )
 from evaluators import load_evaluator
 
@@ -63,6 +63,11 @@ def one_leaf_per_root(scores, cells, tags, index=5, d=0):
     roots = Roots(np.zeros((n, 20), np.uint16), np.full(n, index, np.int64), np.zeros(n, np.int64),
                   np.full(n, 4, np.int64))
     return cfg, leaves, roots
+
+
+def insert_leaves(n_roots, roots, ids, leaves, cfg, table):
+    """The leaves of roots 0..n_roots-1 listed and merged, as the driver does."""
+    insert_found(found_leaves(n_roots, roots.depth, leaves), roots.index, ids, cfg, table)
 
 
 def test_the_table_keeps_the_best_states_of_a_key_and_merges_equal_boards():
@@ -190,11 +195,24 @@ def test_lowest_placements_and_mid_air_clears_give_records_that_replay():
         assert result.pieces == PIECES and ref.replay(result.record)["score"] == result.score > 0
 
 
+def same_search(a, b) -> bool:
+    return (a.score == b.score and np.array_equal(a.placements, b.placements)
+            and np.array_equal(a.best_by_step, b.best_by_step) and a.nodes == b.nodes)
+
+
 def test_the_result_does_not_depend_on_the_number_of_threads():
     one = solve(small_config(), record=False)
     two = solve(small_config().model_copy(update={"threads": 2}), record=False)
-    assert one.score == two.score and np.array_equal(one.placements, two.placements)
-    assert np.array_equal(one.best_by_step, two.best_by_step) and one.nodes == two.nodes
+    assert same_search(one, two)
+
+
+@pytest.mark.slow
+def test_the_result_does_not_depend_on_the_number_of_processes():
+    """The states of a piece index shared among 2 or 3 loky processes (2 numba threads each in
+    one case), or a dask cluster of 2 workers: the same search as one thread in this process."""
+    one = solve(small_config(), record=False)
+    for parallel in ({"n_jobs": 2}, {"n_jobs": 3, "threads": 2}, {"backend": "dask", "n_jobs": 2}):
+        assert same_search(one, solve(small_config(parallel=parallel), record=False)), parallel
 
 
 def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
@@ -227,6 +245,23 @@ def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
         solve(small_config(nodes=41), checkpoint=path, resume=True)
 
 
+@pytest.mark.slow
+def test_a_search_stopped_in_one_process_resumes_in_two(tmp_path):
+    """The checkpoint does not depend on where states are expanded: stopped in this process and
+    resumed on 2 loky processes, the search ends as an uninterrupted one."""
+    whole = solve(small_config(), record=False)
+    path = tmp_path / "run.checkpoint.pkl"
+
+    def interrupt(done, total, best):
+        if done < total:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    stopped = solve(small_config(), progress=interrupt, interruptible=True, checkpoint=path, record=False)
+    assert stopped.stop == "interrupted"
+    resumed = solve(small_config(parallel={"n_jobs": 2}), checkpoint=path, resume=True, record=False)
+    assert resumed.stop == "done" and same_search(resumed, whole)
+
+
 def test_the_command_line_saves_beside_the_folder_and_resumes_from_it(tmp_path, capsys):
     """``experiments.solve`` keeps a segment search in DIR.checkpoint.pkl; a new solve into DIR
     that would overwrite it is refused (exit 2, the file named), ``--resume DIR`` continues it, and
@@ -247,3 +282,15 @@ def test_the_command_line_saves_beside_the_folder_and_resumes_from_it(tmp_path, 
     assert "cannot resume a search" in capsys.readouterr().err
     assert main([*args, "--resume", str(tmp_path / "elsewhere")]) == 2
     assert "no saved search there" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_cluster_that_cannot_be_reached_is_one_line_naming_the_key(tmp_path, capsys):
+    from experiments.solve import main
+
+    args = ["configs/segment.yaml", "--quiet", "pieces=5", "segment.parallel.backend=dask",
+            "segment.parallel.scheduler=tcp://127.0.0.1:9", "--out", str(tmp_path / "run")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: segment.parallel.scheduler: cannot reach tcp://127.0.0.1:9") and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()

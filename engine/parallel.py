@@ -1,4 +1,6 @@
-"""A map over candidates: in process, on joblib's loky workers, or on a dask.distributed cluster.
+"""A map over independent tasks: in process, on joblib's loky workers, or on a dask.distributed
+cluster. The tuners evaluate a generation's candidates with it, the segment search a piece index's
+states.
 
 Tasks and results are plain dicts (no DEAP or pyswarms objects cross a process boundary). Results
 come back in the order of the inputs; ``on_result(i, result)`` is called in the parent as each one
@@ -17,11 +19,22 @@ import os
 import random
 import threading
 import time
-from typing import Callable, Sequence
+from typing import Callable, Literal, Sequence
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
-from .config import ParallelConfig
+class ParallelConfig(BaseModel):
+    """``parallel``: where independent tasks run (a tuning run's candidates, a segment search's
+    states): in this process, on joblib's loky processes, or on a dask.distributed cluster."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    backend: Literal["loky", "dask"] = Field("loky", description="joblib's loky processes, or a dask.distributed cluster")
+    n_jobs: int = Field(1, ge=1, description="tasks at once (loky workers; dask LocalCluster workers); 1: in this process")
+    scheduler: str | None = Field(None, description="dask: scheduler address (null: a LocalCluster of n_jobs workers)")
+    threads: int | None = Field(None, ge=1, description="numba threads per task (default: 1 when n_jobs > 1, else all cores)")
+
 
 #: tasks joblib hands out ahead of the free workers: two per worker keeps every worker busy while
 #: the parent writes results down, without queueing a whole generation at once
@@ -87,19 +100,19 @@ class ParallelError(RuntimeError):
     the worker and the problem."""
 
 
-def connect(address: str):
+def connect(address: str, key: str = "parallel"):
     """A dask Client of the scheduler at ``address``; `ParallelError` when it cannot be reached
-    within `CONNECT_SECONDS`."""
+    within `CONNECT_SECONDS` (naming the configuration's ``key``)."""
     from dask.distributed import Client
 
     try:
         return Client(address, timeout=CONNECT_SECONDS)
     except (OSError, TimeoutError, ValueError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ParallelError(f"parallel.scheduler: cannot reach {address} in {CONNECT_SECONDS} s ({reason})") from None
+        raise ParallelError(f"{key}.scheduler: cannot reach {address} in {CONNECT_SECONDS} s ({reason})") from None
 
 
-def check_workers(client) -> None:
+def check_workers(client, key: str = "parallel") -> None:
     """`ParallelError` unless the cluster has a worker and every worker imports this project, of
     the same sources as this process (the digest of the kernel sources: a worker on other code would
     give other results); names the first worker that does not."""
@@ -110,39 +123,44 @@ def check_workers(client) -> None:
         client.wait_for_workers(1, timeout=CONNECT_SECONDS)
         answers = client.run(eval, _PROBE, on_error="return")
     except (OSError, TimeoutError) as e:
-        raise ParallelError(f"parallel.scheduler: no worker answered in {CONNECT_SECONDS} s ({e})") from None
+        raise ParallelError(f"{key}.scheduler: no worker answered in {CONNECT_SECONDS} s ({e})") from None
     for worker, answer in sorted(answers.items()):
         if isinstance(answer, BaseException):
-            raise ParallelError(f"parallel.scheduler: worker {worker} cannot import the project "
+            raise ParallelError(f"{key}.scheduler: worker {worker} cannot import the project "
                                 f"({type(answer).__name__}: {str(answer).splitlines()[0] if str(answer) else ''})")
         if answer != ours:
-            raise ParallelError(f"parallel.scheduler: worker {worker} runs other sources of the project (kernel "
+            raise ParallelError(f"{key}.scheduler: worker {worker} runs other sources of the project (kernel "
                                 f"digest {answer}, here {ours}); install the same version there")
 
 
 class Pool:
-    """Evaluations of one run. ``close()`` (or a ``with`` block) releases a dask cluster it started."""
+    """The workers of one run (of a tuner, of a search), as ``settings`` say (``key``: where they are
+    in the configuration, for messages). ``close()`` (or a ``with`` block) releases a dask cluster
+    it started."""
 
-    def __init__(self, settings: ParallelConfig):
-        self.settings = settings
+    def __init__(self, settings: ParallelConfig, key: str = "parallel"):
+        self.settings, self.key = settings, key
         self.n_jobs = settings.n_jobs
         self._client = None
         self._cluster = None
 
     @property
     def threads(self) -> int | None:
-        """numba threads per evaluation (None: numba's default, all cores)."""
+        """numba threads per task (None: numba's default, all cores)."""
         if self.settings.threads:
             return self.settings.threads
         return 1 if self.n_jobs > 1 or self.settings.backend == "dask" else None
 
     def _dask_client(self):
         if self._client is None:
-            from dask.distributed import Client, LocalCluster
+            try:
+                from dask.distributed import Client, LocalCluster
+            except ImportError:
+                raise ParallelError(f"{self.key}.backend: dask is not installed (pip install -e \".[dask]\")") from None
 
             if self.settings.scheduler:
-                self._client = connect(self.settings.scheduler)
-                check_workers(self._client)
+                self._client = connect(self.settings.scheduler, self.key)
+                check_workers(self._client, self.key)
             else:
                 self._cluster = LocalCluster(n_workers=self.n_jobs, threads_per_worker=1, processes=True,
                                              dashboard_address=None, silence_logs=logging.ERROR)
