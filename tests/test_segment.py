@@ -294,3 +294,21 @@ def test_a_cluster_that_cannot_be_reached_is_one_line_naming_the_key(tmp_path, c
     err = capsys.readouterr().err
     assert err.startswith("error: segment.parallel.scheduler: cannot reach tcp://127.0.0.1:9") and err.count("\n") == 1
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_the_segment_tuning_config_runs_and_exports_a_setting_the_solver_scores_alike(tmp_path):
+    """configs/segment-tune.yaml at a toy size (60 pieces, 3 candidates): the segment's knobs are
+    space paths (the cell floors by index), and best.yaml solves to the fitness it was chosen by."""
+    from experiments.run import main as run_main
+    from solver.files import load_solver_config
+
+    assert run_main(["configs/segment-tune.yaml", "pieces=60", "random.samples=3", "random.generations=1",
+                     "parallel.n_jobs=1", f"runs_dir={tmp_path}"]) == 0
+    (run_dir,) = tmp_path.iterdir()
+    config = load_solver_config(run_dir / "best.yaml")
+    params = config.meta["parameters"]
+    assert set(params) >= {"segment.min_cells.0", "segment.key_cells", "evaluator.features.column_transitions"}
+    assert config.segment.min_cells[0] == params["segment.min_cells.0"] and config.policy == "segment"
+    result = solve(config, record=False)
+    assert result.score == config.meta["score"] > 0
