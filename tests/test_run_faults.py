@@ -145,7 +145,7 @@ def test_a_scheduler_that_does_not_answer_is_one_line_and_makes_nothing(tmp_path
     pytest.importorskip("dask.distributed")
     import time
 
-    from optimizers import parallel
+    from engine import parallel
 
     assert parallel.CONNECT_SECONDS == 10
     monkeypatch.setattr(parallel, "CONNECT_SECONDS", 2)  # the wait is the same at any length: spare the suite 8 s
