@@ -35,8 +35,10 @@ for ev in ("pierre_dellacherie", "el_tetris", "lecture_v1", "lecture_v2"):
 
 RUNS["segment"] = ("configs/segment.yaml", ["threads=1"])  # the everyday segment search
 RUNS["segment-full"] = ("configs/segment-full.yaml", [])  # hours: resumable (experiments.solve --resume)
+RUNS["segment-tuned"] = ("configs/segment-tuned.yaml", ["threads=1"])  # the knobs configs/segment-tune.yaml found
+RUNS["segment-tuned-full"] = ("configs/segment-tuned.yaml", ["segment.states=24"])  # about an hour: resumable
 #: runs of more than half an hour, made only when named
-LONG = ("beam-w9041", "beam-full", "profile-dp-k100000", "segment-full")
+LONG = ("beam-w9041", "beam-full", "profile-dp-k100000", "segment-full", "segment-tuned-full")
 
 BACKSEARCH_DEPTHS = (2, 3, 4, 5, 6)
 for depth in BACKSEARCH_DEPTHS:
@@ -75,6 +77,8 @@ def table() -> str:
         elif policy == "segment":
             seg = cfg["segment"]
             policy += f" nodes {seg['nodes']:,}, states {seg['states']}" + (", floating" if cfg.get("floating") else "")
+            if (seg["depth"], seg["key_cells"]) != (24, 2):  # other than the everyday config's
+                policy += f", depth {seg['depth']}, keys of {seg['key_cells']} cells"
         elif policy == "lookahead":
             policy += f" depth {cfg['lookahead']['depth']}, keep {cfg['lookahead']['keep_fraction']}"
         elif policy == "backsearch":
