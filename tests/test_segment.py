@@ -215,17 +215,22 @@ def test_the_result_does_not_depend_on_the_number_of_processes():
         assert same_search(one, solve(small_config(parallel=parallel), record=False)), parallel
 
 
-def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
-    """A first Ctrl-C (at the first progress report, piece 50) stops the search with its best path
-    so far, saved; resumed from the checkpoint, it ends exactly as a search never stopped."""
-    whole = solve(small_config(), record=False)
-    path = tmp_path / "run.checkpoint.pkl"
+def stopped_at_first_report(path, record: bool):
+    """The small search, saving to ``path``, stopped by a first Ctrl-C at its first progress report."""
 
     def interrupt(done, total, best):
         if done < total:
             os.kill(os.getpid(), signal.SIGINT)
 
-    stopped = solve(small_config(), progress=interrupt, interruptible=True, checkpoint=path, record=True)
+    return solve(small_config(), progress=interrupt, interruptible=True, checkpoint=path, record=record)
+
+
+def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
+    """A first Ctrl-C (at the first progress report, piece 50) stops the search with its best path
+    so far, saved; resumed from the checkpoint, it ends exactly as a search never stopped."""
+    whole = solve(small_config(), record=False)
+    path = tmp_path / "run.checkpoint.pkl"
+    stopped = stopped_at_first_report(path, record=True)
     assert stopped.stop == "interrupted" and 0 < stopped.pieces < PIECES and path.exists()
     assert ref.replay(stopped.record)["score"] == stopped.score
     resumed = solve(small_config(), checkpoint=path, resume=True)
@@ -251,12 +256,7 @@ def test_a_search_stopped_in_one_process_resumes_in_two(tmp_path):
     resumed on 2 loky processes, the search ends as an uninterrupted one."""
     whole = solve(small_config(), record=False)
     path = tmp_path / "run.checkpoint.pkl"
-
-    def interrupt(done, total, best):
-        if done < total:
-            os.kill(os.getpid(), signal.SIGINT)
-
-    stopped = solve(small_config(), progress=interrupt, interruptible=True, checkpoint=path, record=False)
+    stopped = stopped_at_first_report(path, record=False)
     assert stopped.stop == "interrupted"
     resumed = solve(small_config(parallel={"n_jobs": 2}), checkpoint=path, resume=True, record=False)
     assert resumed.stop == "done" and same_search(resumed, whole)
