@@ -31,32 +31,31 @@ sys.path.insert(0, str(ROOT))
 
 from engine import GEEK, final_board  # noqa: E402
 from engine.board import count_and_clear, place  # noqa: E402
-from engine.movegen import Scratch, placements_into  # noqa: E402
+from engine.movegen import capacity, placements_into, scratch  # noqa: E402
 
 
 @njit(cache=True)
-def movegen_loop(boards, shapes, states, cells, alias, reps, fit, free, visited, front, nxt, layers, out):
+def movegen_loop(boards, shapes, states, rules, reps, sc, out):
     total = 0
     for i in range(boards.shape[0]):
         for _ in range(reps):
-            total += placements_into(boards[i], cells[shapes[i]], alias[shapes[i]], 10, 4, 0, states[i], 100,
-                                     fit, free, visited, front, nxt, layers, out)
+            total += placements_into(boards[i], rules, shapes[i], states[i], sc, out)
     return total
 
 
 @njit(cache=True)
-def one_ply_games(sequence, cells, alias, table, n_placements, fit, free, visited, front, nxt, layers, out):
+def one_ply_games(sequence, rules, n_placements, sc, out):
     """Play ``n_placements`` pieces greedily, restarting on game over; returns games started."""
     height = 20
     full = (1 << 10) - 1
+    cells, table = rules.cells, rules.scores
     board = np.zeros(height, np.uint16)
     trial = np.zeros(height, np.uint16)
     piece = 0
     games = 1
     for _ in range(n_placements):
         shape = sequence[piece]
-        n = placements_into(board, cells[shape], alias[shape], 10, 4, 0, piece % 4, 100,
-                            fit, free, visited, front, nxt, layers, out)
+        n = placements_into(board, rules, shape, piece % 4, sc, out)
         best = -1
         best_key0 = -1
         best_key1 = 0
@@ -89,18 +88,17 @@ def bench_movegen(record: str) -> None:
     boards = np.array([final_board(record, GEEK, k) for k in ks])
     shapes = np.array([seq[k] for k in ks], np.int64)
     states = np.array([k % 4 for k in ks], np.int64)
-    sc = Scratch(20)
-    scr = (sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out)
-    total = movegen_loop(boards, shapes, states, GEEK.cells, GEEK.alias, 1, *scr)
+    rules, scr = GEEK.kernel, (scratch(GEEK), np.zeros((capacity(GEEK.height, GEEK.width), 3), np.int64))
+    total = movegen_loop(boards, shapes, states, rules, 1, *scr)
     reps = 2000
     per_board = []
     for i in range(len(ks)):
         t = time.perf_counter()
-        movegen_loop(boards[i:i + 1], shapes[i:i + 1], states[i:i + 1], GEEK.cells, GEEK.alias, reps, *scr)
+        movegen_loop(boards[i:i + 1], shapes[i:i + 1], states[i:i + 1], rules, reps, *scr)
         per_board.append((time.perf_counter() - t) / reps * 1e6)
     median = float(np.median(per_board))
     t = time.perf_counter()
-    found = movegen_loop(boards, shapes, states, GEEK.cells, GEEK.alias, 200, *scr)
+    found = movegen_loop(boards, shapes, states, rules, 200, *scr)
     rate = found / (time.perf_counter() - t)
     print(f"move generation: {len(ks)} mid-game boards, {total / len(ks):.1f} placements per piece on average")
     print(f"  median {median:.2f} us per piece (p10 {np.percentile(per_board, 10):.2f}, "
@@ -109,13 +107,12 @@ def bench_movegen(record: str) -> None:
 
 def bench_one_ply() -> None:
     seq = GEEK.sequence().astype(np.int64)
-    sc = Scratch(20)
-    scr = (sc.fit, sc.free, sc.visited, sc.front, sc.nxt, sc.layers, sc.out)
-    one_ply_games(seq, GEEK.cells, GEEK.alias, GEEK.scores, 100, *scr)
+    rules, scr = GEEK.kernel, (scratch(GEEK), np.zeros((capacity(GEEK.height, GEEK.width), 3), np.int64))
+    one_ply_games(seq, rules, 100, *scr)
     times = []
     for _ in range(3):
         t = time.perf_counter()
-        games = one_ply_games(seq, GEEK.cells, GEEK.alias, GEEK.scores, 10_000, *scr)
+        games = one_ply_games(seq, rules, 10_000, *scr)
         times.append(time.perf_counter() - t)
     print(f"10,000 placements by a 1-ply policy ({games} game(s)): {np.median(times):.3f} s "
           f"(median of 3, after warm-up)")
