@@ -6,7 +6,9 @@ CONFIG is a solver YAML (see configs/solver.yaml) or the best.yaml a tuning run 
 ``key=value`` overrides any dotted key (``beam.width=100``). Writes DIR/record.txt, DIR/replay.js,
 DIR/submit.js (the contest's console lines) and DIR/summary.json, after the project's replayer has
 confirmed the record's score. A policy for unknown pieces (one_ply, preview, expect, mcts, ...) plays
-``online.games`` seeded games instead: DIR/summary.json holds every game's score, pieces and end.
+``online.games`` seeded games instead: DIR/summary.json holds every game's score, pieces and end
+(with ``online.estimate: splitting``, that many estimates of the mean game length: each estimate's
+figures, `solver.online.splitting`).
 
 The files are put in place as one set (`engine.files.OutputSet`): the folder holds the complete new
 set, or its previous one, never a mix, even when the process is killed while writing. DIR must be a
@@ -42,6 +44,7 @@ from engine.provenance import provenance
 from solver import SolverConfig, registry, solve
 from solver._base import CheckpointError
 from solver.files import load_evaluators, load_solver_config
+from solver.online.games import mean_ci95
 
 
 #: the files a solve writes into its folder (an ``--out`` holding others is refused)
@@ -164,6 +167,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(g['scores'])} games (seeds {g['seeds'][0]}..{g['seeds'][-1]}, cap {g['cap']:,}): mean "
               f"{g['mean']:,.0f}{ci}, std {g['std']:,.0f}, min {g['min']:,}, max {g['max']:,}, {capped}, "
               f"{result.pieces:,} pieces in {result.seconds:.1f} s; written to {out.target}/")
+        return 0
+    if result.record is None and "splitting" in result.extra:
+        est = result.extra["splitting"]["estimates"]
+        ci = mean_ci95([e["rows_per_game"] for e in est])
+        ci = f" (95% CI {ci[0]:,.0f} .. {ci[1]:,.0f} over the estimates)" if ci else ""
+        print(f"{len(est)} splitting estimate(s) (seeds {est[0]['seed']}..{est[-1]['seed']}): mean "
+              f"{result.score:,} points a game{ci}; {result.pieces:,} pieces played in {result.seconds:.1f} s; "
+              f"written to {out.target}/")
         return 0
     print(f"{result.score:,} points, {result.pieces:,} pieces ({result.end}; {result.stop}) in "
           f"{result.seconds:.1f} s; verified by the replayer; written to {out.target}/")

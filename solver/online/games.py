@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from numba import njit
@@ -51,7 +52,10 @@ class OnlineConfig(Strict):
     ``pieces`` is the cap per game) and scores their mean. Each such policy's own settings are in
     its section."""
 
-    games: int = Field(1, ge=1, description="seeded games played; the score is their mean")
+    games: int = Field(1, ge=1, description="seeded games played (estimates made, under estimate: splitting); the score is their mean")
+    estimate: Literal["games", "splitting"] = Field(
+        "games", description="games: play the games, each to its end or the cap (pieces); splitting: estimate the mean "
+                             "game length by multilevel splitting (the splitting section; no cap), for games too long to play")
 
     @model_validator(mode="before")
     @classmethod
@@ -254,6 +258,10 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
             stopped["at"] = i
             return True
         return False
+
+    if config.online.estimate == "splitting":
+        from .splitting import solve_splitting
+        return solve_splitting(policy, config, range(first, first + n), stop, stopped, curve, progress)
 
     # pieces placed over the series; a total only where it means something (games that end long
     # before a cap of a billion pieces would otherwise show an ETA of years)

@@ -1,0 +1,359 @@
+"""The mean length of games too long to play, estimated by multilevel splitting.
+
+A good 1-ply player on the standard 10 x 20 board clears millions of rows a game (Dellacherie's
+about 8 million, BCTS's tens of millions), and rows per game are roughly exponential, so measuring
+one player to ±20% takes about a hundred games and hours of CPU: no tuner can afford that per
+candidate. Tuning on smaller boards is cheaper but measures another event (the stack reaching 10
+or 12 rows, not 20), and the players it finds need not last longer on 20 rows.
+
+Splitting measures the event that ends a 10 x 20 game itself. A game is a sequence of *cycles*:
+a cycle starts when the stack is at most ``low`` rows high, and the stack may then climb through
+``levels[0] < levels[1] < ...`` (heights in rows, after the lock and its clears) before it falls
+back to ``low`` or the game ends. With
+
+- ``r`` the rate, per piece, at which the stack climbs to ``levels[0]`` from ``low`` (stage 0: one
+  game from the empty board, ``pieces`` pieces, restarted if it ends; the boards where it climbs
+  to ``levels[0]`` are kept), and
+- ``p_i`` the chance that a stack just arrived at ``levels[i]`` climbs to ``levels[i + 1]`` (for the
+  last level: the game ends) before it falls back to ``low`` (stage i + 1: ``trials`` continuations,
+  each from one of the boards kept at ``levels[i]`` drawn at random, on fresh pieces; the boards
+  where they arrive are kept for the next stage),
+
+a game ends at a rate of ``r × p_0 × p_1 × ...`` per piece, and lasts ``1 / (r × Π p_i)`` pieces
+on average; rows per game are that times the rows per piece of stage 0. A continuation that ends
+the game before it reaches the next level counts as reaching every level after it. This is
+fixed-effort multilevel splitting (Kahn and Harris 1951; Glasserman, Heidelberger, Shahabuddin and
+Zajic 1999): each stage costs about ``trials`` short excursions, so the estimate costs seconds
+where the games it stands for would take hours. It treats cycles as independent (the board left
+below ``low`` when a cycle ends differs little between cycles); how close the estimate comes to
+played games is measured in docs/benchmark-standard.md.
+
+``online.estimate: splitting`` makes a policy's score this estimate (its mean over
+``online.games`` independent estimates, seeds ``seed``, ``seed`` + 1, ...); the settings are in the
+``splitting`` section.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+from pydantic import Field, field_validator
+
+from engine.board import popcount
+from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
+
+from .. import registry
+from ..config import Strict
+from ..result import SolveResult
+from ._base import choose
+from ._kernels import CURRENT
+
+#: how `play_until` stopped: the stack reached ``high``, fell to ``low``, the game ended, or the
+#: pieces given ran out
+UP, DOWN, DEAD, MORE = range(4)
+#: what a level is a height of: the highest column (`stack_height`) or the mean column height
+#: (`surface_sum` / width)
+MEASURES = ("max", "mean")
+MAX, MEAN = range(len(MEASURES))
+#: pieces drawn from the source at a time
+DRAW = 4096
+
+
+class SplittingConfig(Strict):
+    """``splitting``: how ``online.estimate: splitting`` estimates the mean game length (see
+    `solver.online.splitting`): heights are rows of the stack after a lock and its clears."""
+
+    measure: Literal[MEASURES] = Field("mean", description="what a level is a height of: the highest column (max) or the mean column height (mean)")
+    low: int = Field(2, ge=0, description="a cycle starts when the stack is at most this many rows high")
+    levels: list[int] = Field(
+        list(range(5, 20)), min_length=1,
+        description="stack heights the stack climbs through, increasing, above low and below the board's height; "
+                    "the last stage runs from the last level to the end of the game")
+    trials: int = Field(1000, ge=1, description="continuations per level")
+    pieces: int = Field(200_000, ge=1, description="pieces of the game that counts cycles and keeps the boards at the first level")
+
+    @field_validator("levels")
+    @classmethod
+    def _increasing(cls, levels):
+        if any(b <= a for a, b in zip(levels, levels[1:])):
+            raise ValueError(f"must increase strictly, got {levels}")
+        return levels
+
+    def check(self, height: int) -> None:
+        """ValueError naming the key when the levels do not fit a board of ``height`` rows."""
+        if self.levels[0] <= self.low:
+            raise ValueError(f"splitting.levels: the first level ({self.levels[0]}) must be above splitting.low ({self.low})")
+        if self.levels[-1] >= height:
+            raise ValueError(f"splitting.levels: the last level ({self.levels[-1]}) must be below the board's height ({height})")
+
+
+registry.register_section("splitting", SplittingConfig, known_pieces=False, module=__name__)
+
+
+@njit(cache=True, inline="always")
+def stack_height(board, rules):
+    """Rows from the floor up to the highest occupied cell (0 for an empty board)."""
+    for y in range(rules.height):
+        if board[y]:
+            return rules.height - y
+    return 0
+
+
+@njit(cache=True, inline="always")
+def surface_sum(board, rules):
+    """The sum of the column heights (each column's rows from the floor up to its highest occupied
+    cell): the board's mean height times its width."""
+    seen = 0
+    total = 0
+    for y in range(rules.height):
+        new = board[y] & ~seen
+        if new:
+            seen |= new
+            total += popcount(new) * (rules.height - y)
+    return total
+
+
+@njit(cache=True, inline="always")
+def level_of(board, rules, measure):
+    """The quantity the levels are heights of, times the width for the mean (`MEASURES`)."""
+    if measure == MEAN:
+        return surface_sum(board, rules)
+    return stack_height(board, rules)
+
+
+def _play_until(bundle, pieces, start, t0, board, rules, spec, ws, low, high, measure):
+    """Play ``pieces[start], pieces[start + 1], ...`` (piece numbers t0, t0 + 1, ...) on ``board``
+    in place until the stack is at least ``high`` rows (`UP`) or at most ``low`` (`DOWN`) after a
+    lock, the game ends (`DEAD`), or the pieces run out (`MORE`; the last one is kept as the
+    preview); returns (pieces placed, rows cleared, how it stopped)."""
+    found = ws.found[CURRENT]
+    rows = 0
+    for i in range(start, pieces.shape[0] - 1):
+        t = t0 + i - start
+        shape = pieces[i]
+        if spawn_blocked(board, rules, shape, spawn_state(t, rules)):
+            return i - start, rows, DEAD
+        k = choose(bundle, board, shape, pieces[i + 1] if rules.preview else -1, t, rules, spec, ws)
+        if k < 0:
+            return i - start, rows, DEAD
+        lock = lock_piece(board, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
+        if lock.end != GOING_ON:
+            return i + 1 - start, rows, DEAD
+        rows += lock.lines
+        h = level_of(board, rules, measure)
+        if h >= high:
+            return i + 1 - start, rows, UP
+        if h <= low:
+            return i + 1 - start, rows, DOWN
+    return pieces.shape[0] - 1 - start, rows, MORE
+
+
+#: `_play_until` compiled and cached on disk (policies of the kernel packages), or compiled in each
+#: process (a policy defined elsewhere), as `solver.online.games.play_chunk`
+play_until = njit(cache=True)(_play_until)
+play_until_fresh = njit(_play_until)
+
+
+class Pieces:
+    """One seeded stream of the rules' pieces, read in order by every excursion of an estimate
+    (`PieceSource.stream`): the estimate depends on its seed only."""
+
+    def __init__(self, rules, seed: int):
+        self.stream = rules.pieces.stream(seed)
+        self.buffer = self.stream.take(DRAW)
+        self.at = 0
+
+    def ahead(self) -> tuple[np.ndarray, int]:
+        """(the buffer, where the next piece is in it), at least two pieces ahead."""
+        if self.buffer.shape[0] - self.at < 2:
+            self.buffer = np.concatenate((self.buffer[self.at:], self.stream.take(DRAW)))
+            self.at = 0
+        return self.buffer, self.at
+
+    def used(self, n: int) -> None:
+        self.at += n
+
+
+@dataclass
+class Estimate:
+    """One splitting estimate: ``pieces0`` pieces and ``rows0`` rows of stage 0 (``ends0`` game
+    ends in it), ``arrivals`` climbs to the first level there, ``successes[i]`` of ``trials``
+    continuations from level i that went on (`SplittingConfig`), ``pieces_played`` over every
+    stage, ``seconds`` of wall time."""
+
+    seed: int
+    low: int
+    levels: list
+    pieces0: int
+    rows0: int
+    ends0: int
+    arrivals: int
+    trials: int
+    successes: list
+    pieces_played: int
+    seconds: float
+
+    @property
+    def probabilities(self) -> list[float]:
+        """p_i: the fraction of continuations from level i that went on; a stage with none that
+        did counts half a success (the estimate is then an upper bound on the game's length, in
+        effect)."""
+        return [max(s, 0.5) / self.trials for s in self.successes]
+
+    @property
+    def pieces_per_game(self) -> float:
+        """1 / (r × Π p_i): the estimated mean number of pieces a game lasts."""
+        rate = max(self.arrivals, 0.5) / self.pieces0 * math.prod(self.probabilities)
+        return 1.0 / rate
+
+    @property
+    def rows_per_game(self) -> float:
+        return self.pieces_per_game * self.rows0 / self.pieces0
+
+    @property
+    def log_se(self) -> float:
+        """The standard error of log(rows per game) if every excursion were independent: the sum of
+        each factor's binomial (or Poisson, for the arrivals) relative variance. Continuations from
+        one kept board are not independent, so the true error is larger."""
+        var = 1.0 / max(self.arrivals, 0.5)
+        for p in self.probabilities:
+            var += (1.0 - p) / (self.trials * p)
+        return math.sqrt(var)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether a stage (or stage 0's arrivals) saw no success, so that the estimate is a bound."""
+        return self.arrivals == 0 or min(self.successes) == 0
+
+    def summary(self) -> dict:
+        return {"seed": self.seed, "rows_per_game": round(self.rows_per_game, 1),
+                "pieces_per_game": round(self.pieces_per_game, 1), "log_se": round(self.log_se, 4),
+                "bounded": self.bounded, "pieces0": self.pieces0, "rows0": self.rows0, "ends0": self.ends0,
+                "arrivals": self.arrivals, "trials": self.trials, "successes": list(self.successes),
+                "pieces_played": self.pieces_played, "seconds": round(self.seconds, 3)}
+
+
+def _loop(policy):
+    package = type(policy.bundle).__module__.split(".")[0]
+    from engine._numba_cache import KERNEL_PACKAGES
+    return play_until if package in KERNEL_PACKAGES else play_until_fresh
+
+
+def excursion(policy, loop, board: np.ndarray, pieces: Pieces, low: int, high: int, measure: int) -> tuple[int, int, int]:
+    """Play on ``board`` (in place) until the stack reaches ``high``, falls to ``low`` (in the
+    units of `level_of`) or the game ends: (how, pieces placed, rows cleared)."""
+    placed = rows = 0
+    while True:
+        buf, at = pieces.ahead()
+        n, r, how = loop(policy.bundle, buf, at, placed, board, policy.rules.kernel, policy.spec, policy.ws, low, high,
+                         measure)
+        pieces.used(n)
+        placed += n
+        rows += r
+        if how != MORE:
+            return how, placed, rows
+
+
+def estimate(policy, settings: SplittingConfig, seed: int) -> Estimate:
+    """The splitting estimate of ``policy``'s mean game length (module docstring) from ``seed``:
+    the pieces of every stage come from the rules' source seeded with ``seed``, and the kept boards
+    each continuation starts from are drawn by a generator seeded with (``seed``, 1)."""
+    rules = policy.rules
+    settings.check(rules.height)
+    loop = _loop(policy)
+    policy.seed(seed)
+    pieces = Pieces(rules, seed)
+    pick = np.random.Generator(np.random.PCG64([seed, 1]))
+    start = time.perf_counter()
+    measure = MEASURES.index(settings.measure)
+    unit = rules.width if measure == MEAN else 1  # `level_of` counts the mean height times the width
+    low, levels = settings.low * unit, [level * unit for level in settings.levels]
+    never = (rules.height + 1) * unit  # a level the stack cannot reach: the excursion ends by falling or dying
+    # stage 0: one game, restarted when it ends; a climb to levels[0] counts once per cycle
+    board = np.zeros(rules.height, np.uint16)
+    kept: list = []
+    placed = rows0 = ends0 = arrivals = 0
+    cycle_open = True  # the stack has been at most `low` since the last arrival
+    while placed < settings.pieces:
+        buf, at = pieces.ahead()
+        stop = min(buf.shape[0], at + settings.pieces - placed + 1)
+        high, fall = (levels[0], -1) if cycle_open else (never, low)
+        n, r, how = loop(policy.bundle, buf[:stop], at, placed, board, rules.kernel, policy.spec, policy.ws, fall, high,
+                       measure)
+        pieces.used(n)
+        placed += n
+        rows0 += r
+        if how == UP:
+            arrivals += 1
+            kept.append(board.copy())
+            cycle_open = False
+        elif how == DOWN:
+            cycle_open = True
+        elif how == DEAD:
+            ends0 += 1
+            arrivals += 1 if cycle_open else 0  # a game that ends at once still climbed
+            board[:] = 0
+            cycle_open = True
+    played = placed
+    successes = []
+    for i in range(len(levels)):
+        high = levels[i + 1] if i + 1 < len(levels) else never
+        arrived: list = []
+        if kept:
+            for _ in range(settings.trials):
+                origin = kept[int(pick.integers(len(kept)))]
+                if origin is None:  # a continuation that ended the game: past every level
+                    arrived.append(None)
+                    continue
+                board = origin.copy()
+                how, n, _ = excursion(policy, loop, board, pieces, low, high, measure)
+                played += n
+                if how == UP:
+                    arrived.append(board)
+                elif how == DEAD:
+                    arrived.append(None)
+        successes.append(len(arrived))
+        kept = arrived
+    return Estimate(seed, settings.low, list(settings.levels), placed, rows0, ends0, arrivals, settings.trials, successes, played,
+                    time.perf_counter() - start)
+
+
+def solve_splitting(policy, config, seeds, stop, stopped, curve, progress=None) -> SolveResult:
+    """The series of ``online.estimate: splitting`` (`solver.online.games.solve_games`): one estimate
+    per seed; the result's ``score`` is their mean rows (points) per game rounded to an integer,
+    ``score_by_step[i]`` estimate i and ``best_by_step[i]`` the running mean (early abort's curve,
+    ``stop(i, scores)``); ``pieces`` counts every piece played; ``extra["splitting"]`` holds each
+    estimate's summary, the settings and the mean. ``progress(estimates done, of, score so far)``."""
+    settings = config.splitting
+    settings.check(policy.rules.height)
+    seeds = list(seeds)
+    estimate(policy, SplittingConfig(levels=[settings.levels[0]], low=settings.low, measure=settings.measure,
+                                     trials=1, pieces=2), seeds[0])  # load or compile the kernel
+    start = time.perf_counter()
+    found = []
+    for i, seed in enumerate(seeds):
+        found.append(estimate(policy, settings, seed))
+        scores = [e.rows_per_game for e in found]
+        if progress:
+            progress(sum(e.pieces_played for e in found), None, int(round(float(np.mean(scores)))))
+        if stop(i, scores):
+            break
+    scores = np.array([e.rows_per_game for e in found])
+    mean = float(scores.mean())
+    running = (np.cumsum(scores) / np.arange(1, len(scores) + 1)).round().astype(np.int64)
+    result = SolveResult(
+        score=int(round(mean)), pieces=int(sum(e.pieces_played for e in found)),
+        score_by_step=scores.round().astype(np.int64), best_by_step=running, clear_kinds=(0, 0, 0, 0, 0),
+        placements=np.zeros((0, 3), np.int64), stop="aborted" if stopped["at"] is not None else "done",
+        seconds=time.perf_counter() - start,
+        extra={"splitting": {"settings": settings.model_dump(), "mean_rows_per_game": round(mean, 1),
+                             "estimates": [e.summary() for e in found]}})
+    if stopped["at"] is not None:
+        result.abort_piece = stopped["at"] + 1
+        result.abort_threshold = float(curve[stopped["at"]])
+    return result
