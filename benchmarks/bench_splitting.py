@@ -1,0 +1,102 @@
+"""Multilevel splitting against played games (run by hand; prints figures for
+docs/benchmark-standard.md, asserts nothing).
+
+    python benchmarks/bench_splitting.py --evaluator dellacherie [--rules standard] [--height 20]
+        [--estimates 8] [--seed 0] [--measure mean] [--low 2] [--levels 5-19] [--trials 1000]
+        [--pieces 200000] [--played results/standard/dellacherie-10x20.json] [--json FILE]
+
+Makes ``--estimates`` splitting estimates (`solver.online.splitting`, seeds ``--seed`` ...) of the
+1-ply player's mean rows per game, prints each with its CPU time, then their mean with a 95%
+interval (Student t over the estimates), beside the played games of ``--played`` (a series written
+by ``bench_standard.py games --json``): their mean, interval and CPU per game. ``--levels`` is a
+range ``a-b`` (every height from a to b) or a comma-separated list. With ``--json`` the figures are
+written to FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_standard import commit, make  # noqa: E402
+from engine import PRESETS  # noqa: E402
+from solver.online.games import mean_ci95  # noqa: E402
+from solver.online.splitting import SplittingConfig, estimate  # noqa: E402
+
+
+def levels_of(text: str) -> list[int]:
+    if "-" in text:
+        a, b = (int(v) for v in text.split("-"))
+        return list(range(a, b + 1))
+    return [int(v) for v in text.split(",")]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--evaluator", default="dellacherie")
+    ap.add_argument("--rules", default="standard", choices=[n for n in PRESETS if n.startswith("standard")])
+    ap.add_argument("--height", type=int)
+    ap.add_argument("--estimates", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--measure", default="mean", choices=["max", "mean"])
+    ap.add_argument("--low", type=int, default=2)
+    ap.add_argument("--levels", default="5-19")
+    ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--pieces", type=int, default=200_000)
+    ap.add_argument("--played", type=Path, help="a bench_standard.py games --json series of the same player and board")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    try:
+        settings = SplittingConfig(measure=args.measure, low=args.low, levels=levels_of(args.levels), trials=args.trials,
+                                   pieces=args.pieces)
+        policy, rules = make(args.evaluator, args.rules, args.height)
+        settings.check(rules.height)
+    except ValueError as e:
+        print(f"bench_splitting: {e}", file=sys.stderr)
+        return 2
+    small = SplittingConfig(measure=args.measure, low=args.low, levels=settings.levels[:1], trials=1, pieces=2)
+    estimate(policy, small, 0)  # compile or load the kernel
+    rows, cpus = [], []
+    for seed in range(args.seed, args.seed + args.estimates):
+        cpu = time.process_time()
+        e = estimate(policy, settings, seed)
+        cpus.append(time.process_time() - cpu)
+        rows.append(e.rows_per_game)
+        print(f"seed {seed}: {e.rows_per_game:,.0f} rows a game, successes {e.successes} of {e.trials}, "
+              f"{e.arrivals} arrivals, {cpus[-1]:.1f} s CPU", flush=True)
+    ci = mean_ci95(rows)
+    out = {"command": " ".join(["python", "benchmarks/bench_splitting.py", *sys.argv[1:]]), "evaluator": args.evaluator,
+           "rules": args.rules, "height": rules.height, "settings": settings.model_dump(), "commit": commit(),
+           "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.node(),
+           "estimates": [round(v, 1) for v in rows], "mean": round(float(np.mean(rows)), 1),
+           "ci95": None if ci is None else [round(ci[0], 1), round(ci[1], 1)],
+           "cpu_seconds_per_estimate": round(float(np.mean(cpus)), 2)}
+    line = f"{args.evaluator} on {rules.width} x {rules.height}: splitting {out['mean']:,.0f} rows a game"
+    if ci:
+        line += f" (95% CI {ci[0]:,.0f} .. {ci[1]:,.0f}, {len(rows)} estimates)"
+    line += f", {out['cpu_seconds_per_estimate']:.1f} s CPU each"
+    if args.played:
+        played = json.loads(args.played.read_text())
+        out["played"] = {"file": str(args.played), "n": played["n"], "mean": played["mean"], "ci95": played["ci95"],
+                         "cpu_seconds_per_game": round(played["cpu_seconds"] / played["n"], 1)}
+        line += (f"; played {played['mean']:,.0f} over {played['n']} games"
+                 + (f" (95% CI {played['ci95'][0]:,.0f} .. {played['ci95'][1]:,.0f})" if played["ci95"] else "")
+                 + f", {out['played']['cpu_seconds_per_game']:.1f} s CPU a game")
+    print(line)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
