@@ -88,10 +88,10 @@ def main() -> int:
     if args.played:
         played = json.loads(args.played.read_text())
         out["played"] = {"file": str(args.played), "n": played["n"], "mean": played["mean"], "ci95": played["ci95"],
-                         "cpu_seconds_per_game": round(played["cpu_seconds"] / played["n"], 1)}
+                         "cpu_seconds_per_game": round(played["cpu_seconds"] / played["n"], 3)}
         line += (f"; played {played['mean']:,.0f} over {played['n']} games"
                  + (f" (95% CI {played['ci95'][0]:,.0f} .. {played['ci95'][1]:,.0f})" if played["ci95"] else "")
-                 + f", {out['played']['cpu_seconds_per_game']:.1f} s CPU a game")
+                 + f", {out['played']['cpu_seconds_per_game']:.3g} s CPU a game")
     print(line)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")

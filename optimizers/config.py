@@ -93,7 +93,27 @@ class RescoreConfig(Strict):
     sequence); best.yaml is then the best re-scored one."""
 
     top: int = Field(5, ge=1, description="distinct best candidates re-run")
-    overrides: dict[str, Any] = Field(default_factory=dict, description="dotted solver settings, e.g. `{beam.width: 9041, pieces: null}`")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description="dotted solver settings, e.g. `{beam.width: 9041, pieces: null}`; each sets one setting "
+                    "(a nested mapping, as `rescore.overrides.online.games=4` on the command line makes, "
+                    "means `online.games: 4`, not a new `online` section)")
+
+    @field_validator("overrides")
+    @classmethod
+    def _one_setting_each(cls, value: dict[str, Any]) -> dict[str, Any]:
+        flat: dict[str, Any] = {}
+
+        def walk(prefix: str, node: Any) -> None:
+            if isinstance(node, dict) and node:
+                for k, v in node.items():
+                    walk(f"{prefix}.{k}" if prefix else str(k), v)
+            else:
+                flat[prefix] = node
+
+        for key, v in value.items():
+            walk(str(key), v)
+        return flat
 
 
 class RunKeys(Strict):

@@ -135,7 +135,7 @@ def evaluate(task: dict) -> dict:
         record = aborted_record(curve, int(result.abort_piece), float(result.abort_threshold), task["aborted_fitness"])
     else:
         fitness = games_fitness(result.score, result.extra.get("games"), task.get("topout_penalty", 0.0))
-        record = {"fitness": fitness, "score": int(result.score), "pieces": len(curve),
+        record = {"fitness": fitness, "score": int(result.score), "pieces": int(result.pieces),
                   "stop": result.stop, "aborted": False, "abort_piece": None, "threshold": None}
     record["seconds"] = time.perf_counter() - start
     return {"record": record, "curve": curve}

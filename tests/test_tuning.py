@@ -463,6 +463,18 @@ def test_shipped_configs_validate(name):
         assert config.early_abort.enabled and (config.early_abort.k, config.early_abort.margin) == (20, 1000)
 
 
+def test_a_command_line_rescore_override_sets_one_setting_not_a_section():
+    """``rescore.overrides.online.games=4`` on the command line nests {online: {games: 4}}; it must
+    set online.games alone and keep the rest of the online section (estimate: splitting here)."""
+    from optimizers.space import with_settings
+
+    path = Path(__file__).resolve().parents[1] / "configs" / "cmaes_standard_split.yaml"
+    config = tuning.load_run_config(path, ["rescore.overrides.online.games=7", "rescore.overrides.beam.width=3"])
+    assert config.rescore.overrides == {"online.games": 7, "seed": 100000, "beam.width": 3}
+    solver = with_settings(config.solver, config.rescore.overrides)
+    assert solver["online"] == {"games": 7, "estimate": "splitting"} and solver["beam"]["width"] == 3
+
+
 # ------------------------------------------------------------------------------------------------
 # the GA's operator tables, the swarm's topologies, settings by dotted path, the run state
 
