@@ -6,9 +6,11 @@ docs/benchmark-standard.md, asserts nothing).
         [--pieces 200000] [--played results/standard/dellacherie-10x20.json] [--json FILE]
 
 Makes ``--estimates`` splitting estimates (`solver.online.splitting`, seeds ``--seed`` ...) of the
-1-ply player's mean rows per game, prints each with its CPU time, then their mean with a 95%
-interval (Student t over the estimates), beside the played games of ``--played`` (a series written
-by ``bench_standard.py games --json``): their mean, interval and CPU per game. ``--levels`` is a
+1-ply player's mean rows per game, prints each with its CPU time, then their pooled mean and 95%
+interval (`solver.online.splitting.combine`: mean rows per piece over the mean rate of game ends)
+and, for comparison, the plain mean of the estimates (which overrates the length by about the
+square of their relative spread), beside the played games of ``--played`` (a series written by
+``bench_standard.py games --json``): their mean, interval and CPU per game. ``--levels`` is a
 range ``a-b`` (every height from a to b) or a comma-separated list. With ``--json`` the figures are
 written to FILE.
 """
@@ -31,7 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_standard import commit, make  # noqa: E402
 from engine import PRESETS  # noqa: E402
 from solver.online.games import mean_ci95  # noqa: E402
-from solver.online.splitting import SplittingConfig, estimate  # noqa: E402
+from solver.online.splitting import SplittingConfig, combine, estimate  # noqa: E402
 
 
 def levels_of(text: str) -> list[int]:
@@ -66,24 +68,30 @@ def main() -> int:
         return 2
     small = SplittingConfig(measure=args.measure, low=args.low, levels=settings.levels[:1], trials=1, pieces=2)
     estimate(policy, small, 0)  # compile or load the kernel
-    rows, cpus = [], []
+    found, cpus = [], []
     for seed in range(args.seed, args.seed + args.estimates):
         cpu = time.process_time()
         e = estimate(policy, settings, seed)
         cpus.append(time.process_time() - cpu)
-        rows.append(e.rows_per_game)
+        found.append(e)
         print(f"seed {seed}: {e.rows_per_game:,.0f} rows a game, successes {e.successes} of {e.trials}, "
               f"{e.arrivals} arrivals, {cpus[-1]:.1f} s CPU", flush=True)
-    ci = mean_ci95(rows)
+    rows = [e.rows_per_game for e in found]
+    mean, ci = combine(found)
+    plain = mean_ci95(rows)
     out = {"command": " ".join(["python", "benchmarks/bench_splitting.py", *sys.argv[1:]]), "evaluator": args.evaluator,
            "rules": args.rules, "height": rules.height, "settings": settings.model_dump(), "commit": commit(),
            "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.node(),
-           "estimates": [round(v, 1) for v in rows], "mean": round(float(np.mean(rows)), 1),
-           "ci95": None if ci is None else [round(ci[0], 1), round(ci[1], 1)],
-           "cpu_seconds_per_estimate": round(float(np.mean(cpus)), 2)}
+           "mean": round(mean, 1), "ci95": None if ci is None else [round(ci[0], 1), round(ci[1], 1)],
+           "ci95_method": "pooled (solver.online.splitting.combine): mean rows per piece / mean rate of game ends; "
+                          "Student t on the rates, inverted",
+           "mean_of_estimates": round(float(np.mean(rows)), 1),
+           "mean_of_estimates_ci95": None if plain is None else [round(plain[0], 1), round(plain[1], 1)],
+           "cpu_seconds_per_estimate": round(float(np.mean(cpus)), 2),
+           "estimates": [e.summary() for e in found]}
     line = f"{args.evaluator} on {rules.width} x {rules.height}: splitting {out['mean']:,.0f} rows a game"
     if ci:
-        line += f" (95% CI {ci[0]:,.0f} .. {ci[1]:,.0f}, {len(rows)} estimates)"
+        line += f" (95% CI {ci[0]:,.0f} .. {ci[1]:,.0f}, {len(rows)} estimates pooled; their plain mean {out['mean_of_estimates']:,.0f})"
     line += f", {out['cpu_seconds_per_estimate']:.1f} s CPU each"
     if args.played:
         played = json.loads(args.played.read_text())

@@ -44,7 +44,6 @@ from engine.provenance import provenance
 from solver import SolverConfig, registry, solve
 from solver._base import CheckpointError
 from solver.files import load_evaluators, load_solver_config
-from solver.online.games import mean_ci95
 
 
 #: the files a solve writes into its folder (an ``--out`` holding others is refused)
@@ -169,9 +168,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{result.pieces:,} pieces in {result.seconds:.1f} s; written to {out.target}/")
         return 0
     if result.record is None and "splitting" in result.extra:
-        est = result.extra["splitting"]["estimates"]
-        ci = mean_ci95([e["rows_per_game"] for e in est])
-        ci = f" (95% CI {ci[0]:,.0f} .. {ci[1]:,.0f} over the estimates)" if ci else ""
+        est, ci = result.extra["splitting"]["estimates"], result.extra["splitting"]["ci95"]
+        ci = f" (95% CI {ci[0]:,.0f} .. {ci[1]:,.0f}, pooled)" if ci else ""
         print(f"{len(est)} splitting estimate(s) (seeds {est[0]['seed']}..{est[-1]['seed']}): mean "
               f"{result.score:,} points a game{ci}; {result.pieces:,} pieces played in {result.seconds:.1f} s; "
               f"written to {out.target}/")

@@ -149,6 +149,26 @@ def test_an_estimate_depends_on_its_seed_only():
     assert a["pieces_played"] > a["pieces0"] == 20_000
 
 
+def test_estimates_pool_as_a_ratio_of_means_not_a_mean_of_ratios():
+    """Two estimates with 0.4 rows a piece whose games end at 1 in 1,000 and 1 in 3,000 pieces:
+    pooled, a game ends at 1 in 1,500 pieces, 600 rows (the plain mean of 400 and 1,200 would be
+    800); the interval is Student's t on the two rates, inverted."""
+    from solver.online.games import mean_ci95
+    from solver.online.splitting import Estimate, combine
+
+    def made(arrivals):  # 100,000 pieces, `arrivals` climbs, every stage half its trials: rate arrivals / 4e5
+        return Estimate(0, 1, [2, 3], 100_000, 40_000, 0, arrivals, 10, [5, 5], 0, 0.0)
+
+    a, b = made(400), made(400 / 3)
+    assert a.pieces_per_game == pytest.approx(1000) and b.pieces_per_game == pytest.approx(3000)
+    mean, (lo, hi) = combine([a, b])
+    assert mean == pytest.approx(600)
+    r_lo, r_hi = mean_ci95([1 / 1000, 1 / 3000])
+    assert r_lo < 0 and (lo, hi) == (pytest.approx(0.4 / r_hi), np.inf)  # two estimates: the rate may be 0
+    assert combine([a]) == (pytest.approx(400), None)
+    assert combine([a, a, made(360)])[1][1] < np.inf
+
+
 def test_splitting_agrees_with_played_games_on_the_small_board():
     """Dellacherie's player on 10 x 10: 2,220 rows a game over 1,000 played games
     (results/standard/dellacherie-10x10.json); eight estimates of a few thousand short excursions
@@ -159,7 +179,13 @@ def test_splitting_agrees_with_played_games_on_the_small_board():
                               online={"games": 8, "estimate": "splitting"}, splitting=SMALL.model_dump())
         result = solve(config)
         estimates = result.extra["splitting"]["estimates"]
-        assert abs(result.score - np.mean([e["rows_per_game"] for e in estimates])) <= 0.6  # summaries round to 0.1
+        # pooled: mean rows per piece over the mean rate of game ends (summaries round to 0.1)
+        pooled = (np.mean([e["rows0"] / e["pieces0"] for e in estimates])
+                  / np.mean([1 / e["pieces_per_game"] for e in estimates]))
+        assert abs(result.score - pooled) <= 0.6 and result.best_by_step[-1] == result.score
+        assert result.score <= np.mean([e["rows_per_game"] for e in estimates]) + 0.6
+        lo, hi = result.extra["splitting"]["ci95"]
+        assert lo < result.score < hi
         assert 0.85 * played < result.score < 1.15 * played, (name, result.score, played)
         assert [e["seed"] for e in estimates] == list(range(8))
         assert result.pieces == sum(e["pieces_played"] for e in estimates)

@@ -218,7 +218,7 @@ def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None) -> tuple
 
 def play_games(policy: OnlinePolicy, seeds, cap: int, progress=None, stop=None) -> GamesResult:
     """Play one game per seed with ``policy`` up to ``cap`` pieces each. ``progress(game index,
-    pieces, score)`` after each chunk; ``stop(game index, scores so far)`` returning True ends the
+    pieces, score)`` after each chunk; ``stop(game index, mean score so far)`` returning True ends the
     series after that game (early abort)."""
     scores, pieces, ends, secs = [], [], [], []
     kinds = np.zeros(5, np.int64)
@@ -231,7 +231,7 @@ def play_games(policy: OnlinePolicy, seeds, cap: int, progress=None, stop=None) 
         ends.append(end)
         secs.append(sec)
         kinds += k
-        if stop is not None and stop(i, scores):
+        if stop is not None and stop(i, float(np.mean(scores))):
             break
     return GamesResult(seeds[:len(scores)], cap, np.array(scores, np.int64), np.array(pieces, np.int64), ends,
                        tuple(int(v) for v in kinds), np.array(secs))
@@ -253,8 +253,8 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
     curve = threshold.kernel_arrays(n) if threshold else None
     stopped = {"at": None}
 
-    def stop(i, scores):
-        if curve is not None and np.mean(scores) < curve[i]:
+    def stop(i, mean):  # after game (or estimate) i, with the series' mean so far
+        if curve is not None and mean < curve[i]:
             stopped["at"] = i
             return True
         return False
