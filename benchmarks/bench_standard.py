@@ -3,7 +3,7 @@ docs/benchmark-standard.md, asserts nothing).
 
     python benchmarks/bench_standard.py speed [--evaluator dellacherie] [--pieces 1000000]
     python benchmarks/bench_standard.py games [--evaluator dellacherie] [--games 10] [--seed 1000]
-        [--cap 1000000000] [--rules standard] [--height 20] [--json FILE]
+        [--cap 1000000000] [--rules standard] [--height 20] [--json FILE] [--resume] [--jobs 1]
 
 ``speed``: pieces per second of the 1-ply player (the whole game loop, in numba), one thread, kernels
 compiled before timing: CPU time (user + system of this process) over ``--pieces`` pieces of
@@ -15,8 +15,12 @@ boards: 10 x 10, 10 x 14, ...); prints each game's rows, then the mean rows per 
 confidence interval (`solver.online.games.mean_ci95`). With ``--json`` every finished game is
 written to FILE at once (a run stopped half-way keeps its games), and ``--resume`` continues such a
 file: its games are kept and the series goes on from the next seed (games are deterministic, so a
-game stopped half-way is played again from its start). ``--evaluator`` is a preset name or an
-evaluator YAML file.
+game stopped half-way is played again from its start). ``--jobs N`` plays N games at once in
+worker processes (`engine.parallel.Pool`): a game is its seed's, so the series is the same whatever
+N. The series' figures count its games up to the first seed not yet finished: a game that ends
+while an earlier seed is still being played (a shorter one, most likely) waits in ``ahead`` until
+the gap is filled, so stopping a parallel run never favours short games. ``--evaluator`` is a
+preset name or an evaluator YAML file.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine import PRESETS, get_rules  # noqa: E402
+from engine.parallel import ParallelConfig, Pool  # noqa: E402
 from evaluators import load_evaluator  # noqa: E402
 from solver import SolverConfig  # noqa: E402
 from solver.online import play_games  # noqa: E402
@@ -88,9 +93,37 @@ def summarize(out: dict) -> None:
                cpu_seconds=round(sum(x["cpu_seconds"] for x in out["games"]), 1))
 
 
+_players: dict = {}
+
+
+def play_one(task: dict) -> dict:
+    """One seeded game of a series (in this process or a worker; the player is built once per
+    process): its seed, rows, pieces, end and CPU seconds."""
+    key = (task["evaluator"], task["rules"], task["height"])
+    if key not in _players:
+        _players[key] = make(*key)[0]
+    cpu = time.process_time()
+    g = play_games(_players[key], [task["seed"]], task["cap"])
+    return {"seed": task["seed"], "rows": int(g.scores[0]), "pieces": int(g.pieces[0]), "end": g.ends[0],
+            "cpu_seconds": round(time.process_time() - cpu, 2)}
+
+
+def settle(out: dict, first: int) -> None:
+    """Move the games of ``out["ahead"]`` that now follow the series' games without a gap (seeds
+    ``first``, ``first`` + 1, ...) into ``out["games"]``, in seed order."""
+    out["games"].sort(key=lambda x: x["seed"])
+    ahead = {x["seed"]: x for x in out.get("ahead", [])}
+    nxt = out["games"][-1]["seed"] + 1 if out["games"] else first
+    while nxt in ahead:
+        out["games"].append(ahead.pop(nxt))
+        nxt += 1
+    out["ahead"] = sorted(ahead.values(), key=lambda x: x["seed"])
+
+
 def games(args) -> int:
     policy, rules = make(args.evaluator, args.rules, args.height)
     play_games(policy, [0], 2)  # compile or load the kernels
+    _players[(args.evaluator, args.rules, args.height)] = policy
     out = {"command": " ".join(["python", "benchmarks/bench_standard.py", *sys.argv[1:]]),
            "evaluator": args.evaluator, "rules": args.rules, "width": rules.width, "height": rules.height,
            "cap": args.cap, "commit": commit(), "date": time.strftime("%Y-%m-%d %H:%M"),
@@ -107,19 +140,23 @@ def games(args) -> int:
         out["games"] = before["games"]
         out["resumed"] = before.get("resumed", []) + [out["date"]]
         out["date"], out["command"] = before["date"], before["command"]
-    done = {g["seed"] for g in out["games"]}
-    for seed in range(args.seed, args.seed + args.games):
-        if seed in done:
-            continue
-        cpu = time.process_time()
-        g = play_games(policy, [seed], args.cap)
-        cpu = time.process_time() - cpu
-        out["games"].append({"seed": seed, "rows": int(g.scores[0]), "pieces": int(g.pieces[0]), "end": g.ends[0],
-                             "cpu_seconds": round(cpu, 2)})
-        summarize(out)
-        print(f"seed {seed}: {g.scores[0]:,} rows, {g.pieces[0]:,} pieces, {g.ends[0]}, {cpu:.1f} s CPU", flush=True)
+        out["ahead"] = before.get("ahead", [])
+    first = out["games"][0]["seed"] if out["games"] else args.seed
+    done = {g["seed"] for g in out["games"] + out.get("ahead", [])}
+    tasks = [{"evaluator": args.evaluator, "rules": args.rules, "height": args.height, "seed": seed, "cap": args.cap}
+             for seed in range(args.seed, args.seed + args.games) if seed not in done]
+
+    def finished(_, g: dict) -> None:
+        out.setdefault("ahead", []).append(g)
+        settle(out, first)
+        if out["games"]:
+            summarize(out)
+        print(f"seed {g['seed']}: {g['rows']:,} rows, {g['pieces']:,} pieces, {g['end']}, {g['cpu_seconds']:.1f} s CPU"
+              + (f" ({len(out['ahead'])} ahead of an unfinished seed)" if out["ahead"] else ""), flush=True)
         if args.json:
             args.json.write_text(json.dumps(out, indent=1) + "\n")
+
+    Pool(ParallelConfig(n_jobs=args.jobs, threads=1)).map(play_one, tasks, on_result=finished)
     if not out["games"]:
         print("no games played", file=sys.stderr)
         return 1
@@ -146,6 +183,8 @@ def main() -> int:
             p.add_argument("--cap", type=int, default=1_000_000_000, help="pieces per game at most")
             p.add_argument("--json", type=Path)
             p.add_argument("--resume", action="store_true", help="continue the series in --json")
+            p.add_argument("--jobs", type=int, default=1, help="games at once, in worker processes (the series "
+                           "is the same whatever the number)")
     args = ap.parse_args()
     return speed(args) if args.what == "speed" else games(args)
 

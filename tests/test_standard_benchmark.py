@@ -2,7 +2,10 @@
 the shipped configurations, and the mean rows per game with its 95% confidence interval in every
 series' summary (`solver.online.games.mean_ci95`)."""
 
+import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -146,3 +149,41 @@ def test_a_series_reports_the_pieces_placed_and_a_total_only_where_it_means_some
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
     short, calls = record(base.model_copy(update={"pieces": 50}))
     assert calls[-1] == (short.pieces, 150) and short.pieces == 150
+
+
+def _bench_standard():
+    spec = importlib.util.spec_from_file_location("bench_standard", ROOT / "benchmarks" / "bench_standard.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_game_finished_past_an_unfinished_seed_waits_out_of_the_figures():
+    settle = _bench_standard().settle
+    out = {"games": [{"seed": 1000}], "ahead": [{"seed": 1003}, {"seed": 1002}]}
+    settle(out, 1000)
+    assert [g["seed"] for g in out["games"]] == [1000] and [g["seed"] for g in out["ahead"]] == [1002, 1003]
+    out["ahead"].append({"seed": 1001})
+    settle(out, 1000)
+    assert [g["seed"] for g in out["games"]] == [1000, 1001, 1002, 1003] and out["ahead"] == []
+    out = {"games": [], "ahead": [{"seed": 1001}]}  # the first seed not yet finished
+    settle(out, 1000)
+    assert out["games"] == [] and [g["seed"] for g in out["ahead"]] == [1001]
+
+
+@pytest.mark.slow
+def test_a_series_on_two_processes_resumed_equals_one_played_in_turn(tmp_path):
+    """bench_standard.py games --jobs 2, stopped after 5 games and resumed to 9, writes the games
+    and figures of the same 9 games played one after another in one process."""
+    bench = [sys.executable, str(ROOT / "benchmarks" / "bench_standard.py"), "games", "--rules", "standard_10x10",
+             "--seed", "7"]
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    subprocess.run(bench + ["--games", "9", "--json", str(one)], check=True, capture_output=True)
+    subprocess.run(bench + ["--games", "5", "--json", str(two), "--jobs", "2"], check=True, capture_output=True)
+    subprocess.run(bench + ["--games", "9", "--json", str(two), "--jobs", "2", "--resume"], check=True,
+                   capture_output=True)
+    a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    assert [g["seed"] for g in b["games"]] == list(range(7, 16)) and b["ahead"] == []
+    assert [(g["rows"], g["pieces"]) for g in a["games"]] == [(g["rows"], g["pieces"]) for g in b["games"]]
+    assert (a["n"], a["mean"], a["ci95"]) == (b["n"], b["mean"], b["ci95"]) and a["mean"] > 1000
+    assert len(b["resumed"]) == 1
