@@ -112,6 +112,7 @@ def test_report_writes_the_figures(tiny_runs, capsys):
     assert "not a run directory (no config.yaml" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, figures_expected", [("fitness_curves", 5), ("compare_runs", 3)])
 def test_notebooks_execute(tiny_runs, monkeypatch, name, figures_expected):
     path = NOTEBOOKS / f"{name}.ipynb"

@@ -169,6 +169,7 @@ def test_estimates_pool_as_a_ratio_of_means_not_a_mean_of_ratios():
     assert combine([a, a, made(360)])[1][1] < np.inf
 
 
+@pytest.mark.slow
 def test_splitting_agrees_with_played_games_on_the_small_board():
     """Dellacherie's player on 10 x 10: 2,220 rows a game over 1,000 played games
     (results/standard/dellacherie-10x10.json); eight estimates of a few thousand short excursions

@@ -189,6 +189,7 @@ def test_a_series_on_two_processes_resumed_equals_one_played_in_turn(tmp_path):
     assert len(b["resumed"]) == 1
 
 
+@pytest.mark.slow
 def test_the_player_tuned_on_10x20_beats_dellacherie_there_and_its_games_replay():
     """results/standard/cmaes_standard_split-10x20.json (configs/cmaes_standard_split.yaml's player,
     played on unseen seeds) has its 95% interval above Dellacherie's 10 x 20 series, every game of
