@@ -1,37 +1,62 @@
-"""Keep numba's on-disk cache in step with the sources.
+"""numba's on-disk cache, kept in step with what each kernel depends on.
 
 numba invalidates a cached kernel only when the file defining it changes, yet the kernels here
 inline functions from other modules (a solver kernel calls the engine's lock and the evaluators'
-features). So every kernel is cached in a directory named by a digest of all kernel sources
-(`engine`, `evaluators`, `solver`, subpackages included): editing any of them starts a fresh
-cache, and every process of the same sources (joblib or dask workers included) shares one. The
-directory is ``.numba_cache/`` in the project when writable, else
-``~/.cache/tetris-workbench/numba``; the three most recently used digests are kept. An explicit
-``NUMBA_CACHE_DIR`` wins and is left alone.
+features). So every cached kernel of the project is stamped here with the digest of its module's
+*dependencies*: the module itself and every project module it imports, transitively, resolved
+name by name through a package's re-exports (``from engine import Rules`` depends on
+``engine/rules.py``, not on all of ``engine``), plus the modules that register code into a table
+its kernels dispatch on (`REGISTRANTS`: the built-in features behind `evaluators.evaluate`, the
+online policies behind `solver.online.choose`). A module's digest is taken over its syntax tree
+without docstrings, comments or line numbers. So an edit recompiles exactly the kernels that can
+see it: an edit to the segment search leaves the beam, the replayer and the 1-ply game cached,
+and a docstring or comment edit recompiles nothing but the functions of the edited file that
+moved (numba names a cached function by its first line).
 
-This must run before any ``@njit(cache=True)`` function is defined: numba picks the cache
-directory at decoration time. `engine/__init__.py` runs it first, and every package imports the
-engine before defining kernels.
+One cache serves every process of the machine (joblib and dask workers included): the folder
+``NUMBA_CACHE_DIR`` when set, else ``.numba_cache/`` in the project when writable, else
+``~/.cache/tetris-workbench/numba``; kernels sit in it by module path (``solver/beam.py``'s in
+``solver/``). A kernel whose dependencies changed is compiled afresh and replaces its stale
+entry; the folder is pruned to `MAX_BYTES`, least recently written first, once a day.
+
+This must run before any ``@njit(cache=True)`` function is defined: numba picks a function's cache
+when it is decorated. `engine/__init__.py` imports it first, and every package imports the engine
+before defining kernels.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
+import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
-import numba
+from numba.core import caching
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_PACKAGES = ("engine", "evaluators", "solver")
-KEEP = 3
+#: a module whose kernels dispatch on a registry -> the modules (globs under the project) that
+#: register into it without being imported by it; they count among its dependencies
+REGISTRANTS = {
+    "evaluators/registry.py": ("evaluators/features.py",),
+    "solver/online/_base.py": ("solver/online/*.py",),
+}
+#: the cache folder's size limit, in bytes; beyond it the least recently written files go
+MAX_BYTES = 1 << 30
+#: seconds between two size checks of the cache folder
+PRUNE_EVERY = 86400.0
+#: the memo of each source's digest and imports, in the cache folder (keyed by size and mtime)
+MEMO_FILE = "sources.json"
 
 
 def source_digest(root: Path = ROOT) -> str:
-    """A digest of every Python source under the kernel packages, subpackages included (a kernel
-    in ``solver/online/`` inlines kernels from ``solver/``, and the reverse)."""
+    """A digest of every Python source under the kernel packages, subpackages included: the
+    identity of this version of the project's kernels (a dask worker must report the same)."""
     h = hashlib.sha1()
     for package in KERNEL_PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
@@ -40,35 +65,258 @@ def source_digest(root: Path = ROOT) -> str:
     return h.hexdigest()[:16]
 
 
-def _writable(base: Path) -> bool:
+# ------------------------------------------------------------------------------------------------
+# One source: its digest and its imports
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def _scan(path: Path, root: Path) -> dict:
+    """``digest``: of the syntax tree without docstrings and positions; ``imports``: each import
+    as [absolute module, [[name, bound name], ...] or null for ``import module``]."""
+    text = path.read_bytes()
+    tree = ast.parse(text, filename=str(path))
+    package = list(path.relative_to(root).parts[:-1])  # what a relative import starts from
+    imports = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports += [[alias.name, None] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            imports.append([module, [[a.name, a.asname or a.name] for a in node.names]])
+    dump = ast.dump(_strip_docstrings(tree), include_attributes=False)
+    return {"digest": hashlib.sha1(dump.encode()).hexdigest(), "imports": imports}
+
+
+class Sources:
+    """The project's sources as the cache sees them: each one's digest and imports (memoised in
+    ``memo`` by size and mtime, so a process parses only what changed), and each module's
+    dependencies and stamp."""
+
+    def __init__(self, root: Path = ROOT, memo: Path | None = None, registrants: dict = REGISTRANTS):
+        self.root = root.resolve()
+        self.registrant_globs = registrants
+        self.memo_path = memo
+        self.memo: dict = {}
+        self.dirty = False
+        if memo is not None:
+            try:
+                self.memo = json.loads(memo.read_text())
+            except (OSError, ValueError):
+                self.memo = {}
+
+    def info(self, path: Path) -> dict:
+        key = path.relative_to(self.root).as_posix()
+        st = path.stat()
+        mark = [st.st_size, st.st_mtime_ns]
+        entry = self.memo.get(key)
+        if not (isinstance(entry, dict) and entry.get("mark") == mark):
+            entry = {"mark": mark, **_scan(path, self.root)}
+            self.memo[key] = entry
+            self.dirty = True
+        return entry
+
+    def save(self) -> None:
+        """Write the memo back (atomically; another process's copy may win, which is harmless)."""
+        if self.memo_path is None or not self.dirty:
+            return
+        tmp = self.memo_path.with_name(f".{self.memo_path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(self.memo, sort_keys=True))
+            os.replace(tmp, self.memo_path)
+            self.dirty = False
+        except OSError:
+            tmp.unlink(missing_ok=True)
+
+    def module(self, name: str, near: Path | None = None) -> Path | None:
+        """The source of the project module ``name`` (a package: its ``__init__.py``), looked up
+        from the project's root, then beside ``near`` (a test importing a sibling); None for a
+        module outside the project."""
+        parts = name.split(".") if name else []
+        for base in (self.root, near.parent if near is not None else None):
+            if base is None or not parts:
+                continue
+            stem = base.joinpath(*parts)
+            for candidate in (stem / "__init__.py", stem.with_suffix(".py")):
+                if candidate.is_file():
+                    return candidate
+        return None
+
+    def origin(self, path: Path, name: str, seen: frozenset = frozenset()) -> Path:
+        """The source that defines ``name`` as seen from the module ``path``: followed through the
+        module's own ``from ... import`` of that name (a package's re-export), else ``path``."""
+        if (path, name) in seen:
+            return path
+        for module, names in self.info(path)["imports"]:
+            if names is None:
+                continue
+            for original, bound in names:
+                if bound == name and original != "*":
+                    sub = self.module(f"{module}.{original}", path)
+                    if sub is not None:
+                        return sub
+                    source = self.module(module, path)
+                    if source is None:
+                        return path
+                    return self.origin(source, original, seen | {(path, name)})
+        return path
+
+    def imports(self, path: Path) -> set[Path]:
+        """The project sources ``path`` imports, each name resolved to the module defining it."""
+        found = set()
+        for module, names in self.info(path)["imports"]:
+            if names is None:
+                source = self.module(module, path)
+                if source is not None:
+                    found.add(source)
+                continue
+            for original, _ in names:
+                sub = self.module(f"{module}.{original}", path) if original != "*" else None
+                if sub is not None:
+                    found.add(sub)
+                    continue
+                source = self.module(module, path)
+                if source is not None:
+                    found.add(source if original == "*" else self.origin(source, original))
+        return found
+
+    def registrants(self, path: Path) -> set[Path]:
+        rel = path.relative_to(self.root).as_posix()
+        return {p for pattern in self.registrant_globs.get(rel, ()) for p in self.root.glob(pattern)}
+
+    def dependencies(self, path: Path) -> set[Path]:
+        """``path`` and every project source its kernels can inline (see the module docstring)."""
+        done: set[Path] = set()
+        todo = [path.resolve()]
+        while todo:
+            p = todo.pop()
+            if p in done:
+                continue
+            done.add(p)
+            todo += [q.resolve() for q in self.imports(p) | self.registrants(p) if q.resolve() not in done]
+        return done
+
+    @functools.lru_cache(maxsize=None)
+    def stamp(self, path: Path) -> str:
+        """The digest of ``path``'s dependencies (what a cached kernel of ``path`` is valid for)."""
+        h = hashlib.sha1()
+        for p in sorted(self.dependencies(path)):
+            h.update(p.relative_to(self.root).as_posix().encode())
+            h.update(self.info(p)["digest"].encode())
+        self.save()
+        return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------
+# numba's side
+
+
+def _cache_base() -> Path | None:
+    """The cache folder (module docstring), created; None when none is writable."""
+    user = os.environ.get("NUMBA_CACHE_DIR")
+    bases = [Path(user)] if user else [ROOT / ".numba_cache", Path.home() / ".cache" / "tetris-workbench" / "numba"]
+    for base in bases:
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            probe = base / f".probe-{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+            return base
+        except OSError:
+            continue
+    return None
+
+
+_Base = getattr(caching, "UserProvidedCacheLocator", None) or caching._UserProvidedCacheLocator
+_Impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+
+
+class ProjectLocator(_Base):
+    """numba's cache locator for functions defined in the project's sources: stamped with the
+    digest of their module's dependencies, cached under the module's path in `CACHE_DIR`."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        rel = Path(py_file).resolve().relative_to(ROOT)
+        self._cache_path = os.path.join(CACHE_DIR, *rel.parent.parts) if rel.parent.parts else CACHE_DIR
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    def get_source_stamp(self):
+        return SOURCES.stamp(Path(self._py_file).resolve())
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if CACHE_DIR is None or not py_file or not os.path.isfile(py_file):
+            return None
+        try:
+            Path(py_file).resolve().relative_to(ROOT)
+        except ValueError:
+            return None  # not the project's: numba's own locators
+        self = cls(py_func, py_file)
+        try:
+            self.ensure_cache_path()
+        except OSError:
+            return None
+        return self
+
+
+def prune(base: Path, limit: int = MAX_BYTES, every: float = PRUNE_EVERY) -> None:
+    """Remove the folders of the older layout (one per digest of all sources) from ``base``, and
+    keep it under ``limit`` bytes, least recently written files first (checked at most once per
+    ``every`` seconds: a marker file's time)."""
+    for old in base.iterdir():  # the layout before this one: a folder per digest of all sources
+        if old.is_dir() and len(old.name) == 16 and all(c in "0123456789abcdef" for c in old.name):
+            shutil.rmtree(old, ignore_errors=True)
+    marker = base / ".pruned"
     try:
-        base.mkdir(parents=True, exist_ok=True)
-        probe = base / f".probe-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
-        return True
+        if marker.exists() and time.time() - marker.stat().st_mtime < every:
+            return
+        marker.touch()
     except OSError:
-        return False
+        return
+    files = []
+    for p in base.rglob("*"):
+        try:
+            if p.is_file():
+                st = p.stat()
+                files.append((st.st_mtime, st.st_size, p))
+        except OSError:
+            continue
+    total = sum(size for _, size, _ in files)
+    for _, size, p in sorted(files):
+        if total <= limit:
+            break
+        p.unlink(missing_ok=True)
+        total -= size
 
 
 def configure() -> str | None:
-    """Point numba's cache at the directory for these sources; returns it (None when the user set
-    NUMBA_CACHE_DIR or no directory is writable, leaving numba's default)."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return None
-    for base in (ROOT / ".numba_cache", Path.home() / ".cache" / "tetris-workbench" / "numba"):
-        if _writable(base):
-            break
-    else:
-        return None
-    target = base / source_digest()
-    target.mkdir(exist_ok=True)
-    os.utime(target)
-    numba.config.CACHE_DIR = str(target)
-    old = sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
-    for stale in old[KEEP:]:
-        shutil.rmtree(stale, ignore_errors=True)
-    return str(target)
+    """Install the project's locator in front of numba's and return the cache folder (None when
+    no folder is writable: numba then keeps to its own locators)."""
+    global CACHE_DIR, SOURCES
+    base = _cache_base()
+    CACHE_DIR = str(base) if base is not None else None
+    SOURCES = Sources(ROOT, base / MEMO_FILE if base is not None else None)
+    if ProjectLocator not in _Impl._locator_classes:
+        _Impl._locator_classes.insert(0, ProjectLocator)
+    if base is not None:
+        prune(base)
+    return CACHE_DIR
 
 
 def skip_blas_probe() -> None:
@@ -88,5 +336,7 @@ def skip_blas_probe() -> None:
         del sys.modules["scipy.linalg"]
 
 
-CACHE_DIR = configure()
+CACHE_DIR: str | None = None
+SOURCES: Sources
+configure()
 skip_blas_probe()

@@ -1,24 +1,150 @@
-"""The numba cache directory follows every kernel source, subpackages included."""
+"""numba's cache follows what each kernel depends on: its module's imports, resolved name by name,
+and the registrants of the tables it dispatches on; docstrings, comments and positions do not
+count (`engine._numba_cache`)."""
 
-from engine._numba_cache import CACHE_DIR, source_digest
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engine import _numba_cache
+from engine._numba_cache import ROOT, ProjectLocator, Sources, source_digest
 
 
-def test_digest_follows_every_kernel_source(tmp_path):
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+#: a toy project: ``top/kernel.py`` takes ``tool`` through its package's re-export (from ``tools``), ``lib/table.py``
+#: dispatches on what ``lib/entries.py`` registers; ``lib/other.py`` is re-exported but not used
+TOY = {
+    "lib/__init__.py": "from .tools import tool\nfrom .other import other\n",
+    "lib/tools.py": '"""Tools."""\nfrom .base import helper\n\ndef tool(x):\n    return helper(x) + 1\n',
+    "lib/base.py": "def helper(x):\n    return x\n",
+    "lib/other.py": "def other(x):\n    return x * 2\n",
+    "lib/table.py": "TABLE = {}\n",
+    "lib/entries.py": "from .table import TABLE\nTABLE['a'] = 1\n",
+    "top/__init__.py": "",
+    "top/kernel.py": "from lib import tool\nfrom lib.table import TABLE\n\ndef kernel(x):\n    return tool(x)\n",
+}
+
+
+def toy(tmp_path: Path) -> Sources:
+    write(tmp_path, TOY)
+    return Sources(tmp_path, registrants={"lib/table.py": ("lib/entries.py",)})
+
+
+def names(sources: Sources, module: str) -> list[str]:
+    return sorted(p.relative_to(sources.root).as_posix() for p in sources.dependencies(sources.root / module))
+
+
+def test_a_module_depends_on_what_it_imports_name_by_name_and_on_the_registrants_of_its_tables(tmp_path):
+    sources = toy(tmp_path)
+    assert names(sources, "top/kernel.py") == [
+        "lib/base.py", "lib/entries.py", "lib/table.py", "lib/tools.py", "top/kernel.py"]
+    assert names(sources, "lib/other.py") == ["lib/other.py"]
+
+
+def stamps(tmp_path: Path) -> dict[str, str]:
+    sources = Sources(tmp_path, registrants={"lib/table.py": ("lib/entries.py",)})
+    return {m: sources.stamp((tmp_path / m).resolve()) for m in ("top/kernel.py", "lib/other.py", "lib/tools.py")}
+
+
+def test_an_edit_changes_the_stamps_of_its_dependents_only_and_docstrings_comments_or_lines_none(tmp_path):
+    toy(tmp_path)
+    before = stamps(tmp_path)
+    write(tmp_path, {"lib/base.py": '"""Helpers."""\n\n\n# the identity\ndef helper(x):\n    """Same."""\n    return x\n'})
+    assert stamps(tmp_path) == before  # a docstring, a comment, blank lines
+    write(tmp_path, {"lib/other.py": "def other(x):\n    return x * 3\n"})
+    after = stamps(tmp_path)
+    assert after["lib/other.py"] != before["lib/other.py"]
+    assert after["top/kernel.py"] == before["top/kernel.py"]  # re-exported beside tool, not used
+    write(tmp_path, {"lib/base.py": "def helper(x):\n    return -x\n"})
+    edited = stamps(tmp_path)
+    assert edited["top/kernel.py"] != before["top/kernel.py"] and edited["lib/tools.py"] != before["lib/tools.py"]
+    assert edited["lib/other.py"] == after["lib/other.py"]
+    write(tmp_path, {"lib/entries.py": "from .table import TABLE\nTABLE['a'] = 2\n"})  # a registrant
+    assert stamps(tmp_path)["top/kernel.py"] != edited["top/kernel.py"]
+
+
+def test_the_memo_is_reused_and_follows_an_edit(tmp_path):
+    write(tmp_path, TOY)
+    memo = tmp_path / "memo.json"
+    first = Sources(tmp_path, memo).stamp((tmp_path / "top/kernel.py").resolve())
+    assert memo.is_file()
+    assert Sources(tmp_path, memo).stamp((tmp_path / "top/kernel.py").resolve()) == first
+    write(tmp_path, {"lib/base.py": "def helper(x):\n    return x + 0\n"})
+    assert Sources(tmp_path, memo).stamp((tmp_path / "top/kernel.py").resolve()) != first
+
+
+def test_the_project_kernels_depend_on_what_they_inline_and_not_on_their_neighbours():
+    sources = _numba_cache.SOURCES
+    beam = names(sources, "solver/beam.py")
+    assert {"engine/lock.py", "engine/movegen.py", "evaluators/registry.py", "evaluators/features.py"} <= set(beam)
+    assert "solver/segment.py" not in beam and "solver/online/mcts.py" not in beam
+    replay = names(sources, "engine/replay.py")
+    assert "engine/lock.py" in replay and not any(n.startswith(("solver/", "evaluators/")) for n in replay)
+    assert "solver/online/mcts.py" in names(sources, "solver/online/games.py")  # a registered policy
+
+
+def test_numba_caches_the_project_kernels_with_this_locator():
+    from engine.replay import replay_kernel
+
+    locator = replay_kernel._cache._impl.locator
+    assert isinstance(locator, ProjectLocator)
+    assert Path(locator.get_cache_path()) == Path(_numba_cache.CACHE_DIR) / "engine"
+    assert locator.get_source_stamp() == _numba_cache.SOURCES.stamp((ROOT / "engine/replay.py").resolve())
+
+
+def test_the_digest_of_all_kernel_sources_follows_every_one_of_them(tmp_path):
     for name in ("engine/board.py", "evaluators/registry.py", "solver/beam.py", "solver/online/mcts.py"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("x = 1\n")
+        write(tmp_path, {name: "x = 1\n"})
     before = source_digest(tmp_path)
-    assert source_digest(tmp_path) == before
-    (tmp_path / "solver/online/mcts.py").write_text("x = 2\n")  # a kernel in a subpackage edited
-    edited = source_digest(tmp_path)
-    assert edited != before
-    (tmp_path / "solver/online/mcts.py").rename(tmp_path / "solver/online/tree.py")  # or renamed
-    assert source_digest(tmp_path) not in (before, edited)
-    (tmp_path / "README.md").write_text("not a kernel source\n")
-    (tmp_path / "solver/online/tree.py").rename(tmp_path / "solver/online/mcts.py")
-    assert source_digest(tmp_path) == edited
+    write(tmp_path, {"solver/online/mcts.py": "x = 2\n"})
+    assert source_digest(tmp_path) != before
 
 
-def test_this_process_uses_the_directory_of_these_sources():
-    if CACHE_DIR is not None:  # (None: NUMBA_CACHE_DIR set by the user, left alone)
-        assert CACHE_DIR.endswith(source_digest())
+PROBE = """
+import time
+from numba.core import event
+
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, ev):
+        if ev.kind == "numba:compile":
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Listener())
+from engine import replay
+replay("N,D19,N")
+print(",".join(sorted(set(compiled))))
+"""
+
+
+@pytest.mark.slow
+def test_a_kernel_compiled_in_one_process_loads_in_the_next_until_what_it_inlines_changes(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "engine", project / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(project)}
+
+    def compiled() -> set[str]:
+        out = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=tmp_path, capture_output=True, text=True,
+                             check=True).stdout
+        return set(filter(None, out.strip().split(",")))
+
+    assert "replay_kernel" in compiled()  # cold
+    assert compiled() == set()  # every kernel from the cache
+    lock = project / "engine/lock.py"
+    lock.write_text('"""A new docstring."""\n# and a comment\n' + lock.read_text().split('"""', 2)[2])
+    assert "replay_kernel" not in compiled()  # what moved in lock.py compiles again, replay does not
+    board = project / "engine/board.py"
+    board.write_text(board.read_text() + "\n\nEXTRA = 1\n")  # code that replay's kernels inline
+    assert "replay_kernel" in compiled()

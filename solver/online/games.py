@@ -94,10 +94,10 @@ def _play_chunk(bundle, pieces, t0, board, rules, spec, ws, score, kinds):
 
 
 #: the game loop, compiled once per policy and cached on disk: for the policies of the kernel
-#: packages, whose sources name numba's cache directory (`engine._numba_cache`)
+#: packages, which count among this module's dependencies (`engine._numba_cache.REGISTRANTS`)
 play_chunk = njit(cache=True)(_play_chunk)
 #: the same loop compiled in each process: for a policy defined elsewhere (a test, a notebook),
-#: whose edits the on-disk cache would not notice
+#: whose edits the stamp of this module's cached kernels would not see
 play_chunk_fresh = njit(_play_chunk)
 
 
