@@ -52,8 +52,45 @@ def _static() -> dict:
     }
 
 
+def _as_typed(arg: str, cwd: Path) -> str:
+    """``arg`` with an absolute path under the project made relative to ``cwd`` (also after
+    ``key=`` or ``--option=``); anything else as it was typed."""
+    head, sep, value = arg.rpartition("=") if "=" in arg else ("", "", arg)
+    if not os.path.isabs(value):
+        return arg
+    path = Path(value)
+    try:
+        path.resolve().relative_to(ROOT)
+    except (ValueError, OSError):
+        return arg
+    return head + sep + os.path.relpath(path, cwd)
+
+
+def command(argv: list[str] | None = None, main_spec: str | None = None) -> list[str]:
+    """The command line as a user types it, one word an item: ``python -m experiments.solve
+    configs/segment.yaml --out solves/s`` (under ``python -m`` the interpreter puts the module's
+    absolute file path in ``sys.argv[0]``; the module's name is what was typed), a script as
+    ``python <its path>``, and every absolute path under the project relative to the current
+    directory, so that a result names no folder of the machine that made it. ``argv`` and
+    ``main_spec`` (the ``__main__`` module's import name) default to this process's."""
+    if argv is None:
+        argv = sys.argv
+        main = sys.modules.get("__main__")
+        spec = getattr(main, "__spec__", None)
+        main_spec = getattr(spec, "name", None)
+    cwd = Path.cwd()
+    if main_spec:
+        module = main_spec.removesuffix(".__main__")
+        head = ["python", "-m", module]
+    elif argv and argv[0] not in ("", "-c"):
+        head = ["python", _as_typed(argv[0], cwd)]
+    else:
+        head = ["python", *argv[:1]]
+    return head + [_as_typed(str(a), cwd) for a in argv[1:]]
+
+
 def provenance() -> dict:
     """The record of where and with what this process works (plain data, JSON-ready): the commit,
     whether tracked files differed from it (``dirty``), the versions, the CPU count, the command
-    line and the time."""
-    return {**_static(), "command": sys.argv, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    line as typed (`command`) and the time."""
+    return {**_static(), "command": command(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
