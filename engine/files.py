@@ -8,11 +8,18 @@ removed on any failure. It is created with mode ``0o666`` less the user's umask,
 ordinary ``open(path, "w")`` gives (not `tempfile.mkstemp`'s private ``0o600``). Missing folders
 are made.
 
-Reading YAML (`load_yaml`): safe loading, numbers written the YAML 1.2 way (``1e9``, ``-1e-3``) read
-as floats as well as ``1.0e+9``; every problem is one `YamlError` line naming the file, e.g.
-``configs/x.yaml: invalid YAML: line 3, column 1: expected ',' or ']', but got '<stream end>'``.
-`write_yaml` quotes strings that this loader would read as numbers, so what it writes reads back
-as it was.
+Reading (`read_bytes`, `read_text`, `read_json`, `load_yaml`): every file a command reads is read
+through these, no further than a limit fitting its kind (`MAX_CONFIG_BYTES`, `MAX_RECORD_BYTES`,
+`MAX_JSON_BYTES`, `MAX_TABLE_BYTES`): a larger file, or an endless one such as ``/dev/zero``, is
+refused after at most that many bytes, never read whole. Every problem (missing, a folder,
+unreadable, too large, not UTF-8, not JSON, not YAML) is one `ReadError` line naming the file, e.g.
+``/dev/zero: more than 1 MiB: too large for a configuration file``.
+
+YAML: safe loading, numbers written the YAML 1.2 way (``1e9``, ``-1e-3``) read as floats as well as
+``1.0e+9``, a key given twice in one mapping refused; every problem is one `YamlError` line naming
+the file, e.g. ``configs/x.yaml: invalid YAML: line 3, column 1: expected ',' or ']', but got
+'<stream end>'``. `write_yaml` quotes strings that this loader would read as numbers, so what it
+writes reads back as it was.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import pickle
 import re
 import secrets
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +46,23 @@ NEW_FILE_MODE = 0o666
 YAML12_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
 
 
-class YamlError(ValueError):
-    """A YAML file that cannot be read or parsed. The message is one line, ``<file>: <problem>``;
-    ``path`` and ``problem`` hold the two parts (a caller naming the file otherwise re-words it)."""
+class ReadError(ValueError):
+    """A file that cannot be read as what it should hold. The message is one line,
+    ``<file>: <problem>``; ``path`` and ``problem`` hold the two parts (a caller naming the file
+    otherwise re-words it)."""
 
     def __init__(self, path: str | Path, problem: str):
         super().__init__(f"{path}: {problem}")
         self.path = str(path)
         self.problem = problem
+
+
+class TooLarge(ReadError):
+    """A file larger than the limit of its kind (read no further than that)."""
+
+
+class YamlError(ReadError):
+    """A YAML file that cannot be read or parsed (`ReadError`'s one line)."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -54,9 +71,10 @@ class YamlError(ValueError):
 
 def _new_temporary(path: Path) -> tuple[int, Path]:
     """(descriptor open for writing, path) of a new file beside ``path``, mode `NEW_FILE_MODE` less
-    the umask (the kernel applies the umask to ``os.open``'s mode)."""
+    the umask (the kernel applies the umask to ``os.open``'s mode), named
+    ``.<name>.<pid>.<12 hex digits>.tmp`` (`remove_stale_temporaries` knows its writer by the pid)."""
     for _ in range(TEMPORARY_NAME_ATTEMPTS):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
             return os.open(tmp, flags, NEW_FILE_MODE), tmp
@@ -100,6 +118,31 @@ def write_yaml(path: str | Path, data: Any, header: str = "") -> None:
 def write_pickle(path: str | Path, obj: Any) -> None:
     """``obj`` pickled with the highest protocol."""
     write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+#: a temporary file `_new_temporary` makes: target name, writer's pid
+TEMPORARY_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{12}\.tmp$")
+
+
+def remove_stale_temporaries(folder: str | Path, name: str | None = None) -> list[Path]:
+    """Remove the temporary files that writers killed before their rename (``kill -9``, a power cut)
+    left in ``folder`` (only those of the target ``name``, when given): the ones whose process is
+    gone. Returns the files removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = TEMPORARY_NAME.match(entry.name)
+        if m is None or (name is not None and m["name"] != name) or _alive(int(m["pid"])):
+            continue
+        try:
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
 
 
 def read_pickle(path: str | Path) -> Any:
@@ -302,11 +345,91 @@ def _fsync_dir(path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
+# Reading, bounded
+
+
+#: the most bytes read from a file of each kind: a larger file (or an endless one, such as
+#: ``/dev/zero``) is refused once one byte more than this has been read
+MAX_CONFIG_BYTES = 2**20  # a configuration or evaluator YAML (the largest shipped: 4 KB)
+MAX_RECORD_BYTES = 4_001_000  # a record file: `engine.record.MAX_RECORD_CHARS` and a console line around it
+MAX_JSON_BYTES = 32 * 2**20  # a summary.json, provenance.json or benchmark series (the largest in results/: 210 KB)
+MAX_TABLE_BYTES = 256 * 2**20  # a run's CSV or JSON-lines file (rows of 100-500 bytes: about a million of them)
+
+
+def _amount(n: int) -> str:
+    return f"{n >> 20} MiB" if n % 2**20 == 0 else f"{n:,} bytes"
+
+
+def read_bytes(path: str | Path, limit: int, kind: str, stream=None) -> bytes:
+    """The bytes of the file ``path`` (or of the binary ``stream``, e.g. ``sys.stdin.buffer``, named
+    ``path`` in messages), reading no more than ``limit`` + 1 bytes: `TooLarge` beyond ``limit``
+    (``"<file>: more than 1 MiB: too large for <kind>"``), `ReadError` when the file is missing, a
+    folder or unreadable."""
+    data = None
+    try:
+        if stream is not None:
+            data = stream.read(limit + 1)
+        else:
+            with open(path, "rb") as f:
+                info = os.fstat(f.fileno())
+                if not (stat.S_ISREG(info.st_mode) and info.st_size > limit):  # a plain file's size is known
+                    data = f.read(limit + 1)
+    except FileNotFoundError:
+        raise ReadError(path, "file not found") from None
+    except OSError as e:
+        raise ReadError(path, f"cannot read: {e.strerror or e}") from None
+    if data is None or len(data) > limit:
+        raise TooLarge(path, f"more than {_amount(limit)}: too large for {kind}")
+    return data
+
+
+def read_text(path: str | Path, limit: int, kind: str, stream=None) -> str:
+    """`read_bytes` decoded as UTF-8, line ends read as ``open`` reads them (``\\r\\n`` and ``\\r`` as
+    ``\\n``); `ReadError` for bytes that are not UTF-8 text."""
+    data = read_bytes(path, limit, kind, stream)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ReadError(path, f"not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start:,})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def read_json(path: str | Path, limit: int = MAX_JSON_BYTES, kind: str = "a JSON file") -> Any:
+    """The JSON document in ``path`` (`read_text`); `ReadError` when it is not JSON."""
+    text = read_text(path, limit, kind)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ReadError(path, f"not JSON: line {e.lineno}, column {e.colno}: {e.msg}") from None
+    except (ValueError, RecursionError) as e:  # an integer of too many digits, nesting too deep
+        raise ReadError(path, f"not JSON: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+
+
+# ------------------------------------------------------------------------------------------------
 # YAML
 
 
 class _Loader(yaml.SafeLoader):
-    """Safe loader that also reads YAML 1.2 floats such as ``1e9`` and ``-1e-3`` as numbers."""
+    """Safe loader that also reads YAML 1.2 floats such as ``1e9`` and ``-1e-3`` as numbers, and
+    refuses a key given twice in one mapping (a merge, ``<<: *base``, may still be overridden)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    seen = key in first  # (1 and true are one key to Python's dict too)
+                except TypeError:  # an unhashable key: the base class says so
+                    continue
+                if seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"key {key!r} given twice (first on line {first[key] + 1})", key_node.start_mark)
+                first[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -322,6 +445,8 @@ def parse_yaml(text: str, origin: str = "<text>") -> Any:
     column when it is not YAML."""
     try:
         return yaml.load(text, Loader=_Loader)
+    except RecursionError:
+        raise YamlError(origin, "invalid YAML: nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
@@ -329,13 +454,12 @@ def parse_yaml(text: str, origin: str = "<text>") -> Any:
         raise YamlError(origin, f"invalid YAML: {where}{problem}") from None
 
 
-def load_yaml(path: str | Path) -> Any:
+def load_yaml(path: str | Path, limit: int = MAX_CONFIG_BYTES) -> Any:
     """The document in the YAML file ``path``, whatever its type (None for an empty file: the caller
-    says what it expects); `YamlError` when the file is missing, unreadable or not YAML."""
+    says what it expects); `YamlError` when the file is missing, unreadable, larger than ``limit``
+    bytes (`read_text`) or not YAML."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise YamlError(path, "file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise YamlError(path, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
+        text = read_text(path, limit, "a configuration file")
+    except ReadError as e:
+        raise YamlError(path, e.problem) from None
     return parse_yaml(text, str(path))

@@ -111,5 +111,5 @@ def test_yaml_errors_name_the_file_the_line_and_the_problem(tmp_path):
         load_yaml(tmp_path)
     assert str(info.value) == f"{tmp_path}: cannot read: Is a directory"
     (tmp_path / "latin1.yaml").write_bytes(b"a: \xe9\n")
-    with pytest.raises(YamlError, match=r"latin1\.yaml: cannot read: 'utf-8' codec can't decode"):
+    with pytest.raises(YamlError, match=r"latin1\.yaml: not UTF-8 text \(byte 0xe9 at offset 3\)"):
         load_yaml(tmp_path / "latin1.yaml")
