@@ -32,6 +32,7 @@ import functools
 import hashlib
 import inspect
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -39,6 +40,7 @@ from numba import njit
 from numba.core.dispatcher import Dispatcher
 from numba.extending import overload
 
+from engine import _numba_cache
 from engine.dispatch import Static
 
 BOARD = "board"
@@ -342,21 +344,28 @@ class Kind(Static):
 
 
 def _source_digest(fn) -> str:
-    """A digest naming ``fn``'s source: its module, name and line in the file holding it, and that
-    file's text (hashed once per file: editing a feature's file gives every feature there a new
-    digest, which costs a recompile, never a stale kernel)."""
+    """A digest naming ``fn``'s source: its module and name, and the stamp numba's cache gives its
+    file (`engine._numba_cache`: the file and what it imports, without docstrings, comments or
+    positions), or for a file outside the project its bytes. Editing a feature's
+    file gives every feature there a new digest, which costs a recompile, never a stale kernel."""
     py = fn.py_func
     code = py.__code__
-    text = _file_digest(code.co_filename) or repr(code.co_code) + repr(code.co_consts)
-    return hashlib.sha1(f"{py.__module__}.{py.__qualname__}:{code.co_firstlineno}\n{text}".encode()).hexdigest()
+    where = _file_digest(code.co_filename) or repr(code.co_code) + repr(code.co_consts)
+    return hashlib.sha1(f"{py.__module__}.{py.__qualname__}\n{where}".encode()).hexdigest()
 
 
 @functools.lru_cache(maxsize=None)
 def _file_digest(filename: str) -> str | None:
-    """The digest of a source file's bytes (None when it cannot be read: code made by ``exec``)."""
+    """The cache's stamp of a project source, else the digest of the file's bytes (None when it
+    cannot be read: code made by ``exec``)."""
+    path = Path(filename).resolve()
     try:
-        with open(filename, "rb") as f:
-            return hashlib.sha1(f.read()).hexdigest()
+        path.relative_to(_numba_cache.ROOT)
+        return _numba_cache.SOURCES.stamp(path)
+    except (ValueError, OSError, SyntaxError):
+        pass
+    try:
+        return hashlib.sha1(path.read_bytes()).hexdigest()
     except OSError:
         return None
 
