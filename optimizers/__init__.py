@@ -1,6 +1,8 @@
 """Tuning: search spaces over solver settings, fitness with memo and early abort, parallel
-evaluation, and the tuners (DEAP's GA and CMA-ES, pyswarms' PSO, the noisy cross-entropy method,
-random search) behind one ask/tell base.
+evaluation, and the tuners behind one ask/tell base (`optimizers.tuners`, ``algorithm: <name>``):
+`ga` and `cmaes` (DEAP's genetic algorithm and CMA-ES), `pso` (pyswarms' particle swarm), `cem`
+(the noisy cross-entropy method), `random` (random search) and `sha` (successive halving over
+rungs of rising fidelity).
 
 The public API (what `experiments.run`, the command line, uses too):
 
@@ -19,8 +21,8 @@ The modules:
 - `space`: parameters by dotted path into the solver config, vector <-> config (`engine.paths`: the
   one dotted-path walker, shared with the command line's overrides);
 - `fitness`: one evaluation (a plain dict in, a plain dict out) and the memo;
-- `early_abort`: the threshold curve from earlier generations' best finished candidates;
-- `parallel`: the map over candidates (in process, joblib loky, dask.distributed);
+- `early_abort`: the threshold curve from earlier generations' best finished candidates (the map
+  over candidates, in process, joblib loky or dask.distributed, is `engine.parallel`);
 - `tuners`: the tuners, one module each, registered by name (`_base.Optimizer`, their settings
   `_settings.TunerSettings`);
 - `config`: the run configuration schema; `store`: the run directory's files; `state`: the run's

@@ -1,8 +1,8 @@
 """Policies that play the pieces with an evaluator, and the contest record of a known sequence.
 
 One module per policy, each registering itself by name (`solver.registry`): for the known sequence
-`greedy`, `lookahead`, `beam`, `profile_dp`, `backsearch` (behind `solver._base.Policy`); for
-unknown pieces, scored on seeded games, the modules of `solver/online/` (behind
+`greedy`, `lookahead`, `beam`, `profile_dp`, `backsearch`, `segment` (behind `solver._base.Policy`);
+for unknown pieces, scored on seeded games, the modules of `solver/online/` (behind
 `solver.online.OnlinePolicy`). The modules are discovered, not listed: a new policy is one module.
 `solve` resolves a `SolverConfig`, runs its policy, and attaches the record checked by the
 project's replayer.
