@@ -29,6 +29,9 @@ NUMPY_SEED_BOUND = 2**32
 
 class Optimizer(ABC):
     name: str = ""
+    #: the restart this tuner was made for (0: the run's first; `optimizers.noise` sets it); a class
+    #: default, so tuners pickled before restarts existed read as 0
+    restart: int = 0
 
     def __init__(self, space: Space, settings, rng: np.random.Generator, init: str = "point",
                  init_point: np.ndarray | None = None, init_sigma: float = 0.1):
@@ -61,6 +64,17 @@ class Optimizer(ABC):
     @abstractmethod
     def tell(self, fitness: np.ndarray) -> None:
         """The fitness of the vectors of the last `ask`; advances to the next generation."""
+
+    def tell_run(self, fitness: np.ndarray, stopped: list) -> None:
+        """How the run loop tells a generation: ``fitness`` as for `tell`, and for each candidate the
+        piece at which the early abort stopped it (None: it finished). By default `tell(fitness)`;
+        a tuner that treats stopped candidates apart (Optuna's pruned trials) overrides it."""
+        self.tell(fitness)
+
+    def attach(self, run_dir) -> None:
+        """The run directory this tuner may keep its own files in (Optuna's study); the run loop
+        calls it at the start of every session (a fresh run, each resume, a restart), before the
+        session's first `ask`. Nothing by default."""
 
     def settings_at(self, generation: int) -> dict:
         """Dotted solver settings every candidate of ``generation`` plays with (a multi-fidelity

@@ -3,6 +3,8 @@ error), the check of a name against a table's keys, and the base of a tuner's se
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -21,8 +23,27 @@ def known(kind: str, names):
 
 
 class TunerSettings(Strict):
-    """A tuner's configuration section (``ga``, ``pso``, ...): its own fields, and `budget`."""
+    """A tuner's configuration section (``ga``, ``pso``, ...): its own fields, and `budget`.
+
+    A restart (`optimizers.noise`, the run's ``restart`` section) makes a new tuner of the same
+    kind with more candidates per generation: ``population_key`` names the field that holds them
+    (None: the tuner cannot be restarted), ``step_key`` the field of its initial step size, a share
+    of each range, which a BIPOP small-regime restart scales down (None: only the run's
+    ``init_sigma`` is scaled)."""
+
+    population_key: ClassVar[str | None] = None
+    step_key: ClassVar[str | None] = None
 
     def budget(self, dim: int) -> tuple[int, int]:
         """(generations, the first included; candidates per generation) for a space of ``dim`` parameters."""
         raise NotImplementedError
+
+    def with_population(self, n: int, step_scale: float = 1.0) -> "TunerSettings":
+        """A copy with ``n`` candidates per generation (``population_key``) and the initial step
+        (``step_key``, if any) times ``step_scale``."""
+        if self.population_key is None:
+            raise ValueError(f"{type(self).__name__}: this tuner has no population a restart could grow")
+        update = {self.population_key: int(n)}
+        if self.step_key is not None and step_scale != 1.0:
+            update[self.step_key] = getattr(self, self.step_key) * step_scale
+        return self.model_validate({**self.model_dump(), **update})

@@ -211,6 +211,7 @@ class Tuner:
             self.store.save_checkpoint(self.state.to_checkpoint())
         else:
             self.state = RunState.from_checkpoint(checkpoint)
+        self.state.optimizer.attach(self.dir)
         self.store.add_provenance({**provenance(), "resumed_at": self.state.generation if resume else None})
         if resume:
             self._restore()
@@ -372,7 +373,7 @@ class Tuner:
         state = self.state
         fitness = np.array([r.fitness for r in gen.records])
         self.store.rewrite_evaluations(sorted(self.evaluations.values(), key=lambda e: e.slot))
-        state.optimizer.tell(fitness)
+        state.optimizer.tell_run(fitness, [r.abort_piece if r.aborted else None for r in gen.records])
         state.early_abort.observe(gen.number, [(c.index, c.key, r.as_dict(), self.memo.curve(c.key))
                                                for c, r in zip(gen.candidates, gen.records) if not r.aborted])
         state.best = self._best_so_far()

@@ -313,10 +313,11 @@ SMALL_RUNS = {
     "random": ["algorithm=random", "random.samples=6", "random.generations=3"],
     "cmaes": ["algorithm=cmaes", "cmaes.population=6", "cmaes.generations=3", "cmaes.sigma=0.3"],
     "cem": ["algorithm=cem", "cem.samples=6", "cem.generations=3", "cem.elite=0.5"],
+    "optuna": ["algorithm=optuna", "optuna.population=6", "optuna.generations=3", "optuna.sampler=cmaes"],
 }
 
 
-@pytest.mark.parametrize("algorithm", ["ga", "pso", "cmaes", "cem"])
+@pytest.mark.parametrize("algorithm", ["ga", "pso", "cmaes", "cem", "optuna"])
 def test_resume_after_an_interruption_equals_an_uninterrupted_run(tmp_path, algorithm):
     over = SMALL_RUNS[algorithm]
     before = fitness.SIMULATIONS

@@ -17,7 +17,7 @@ at the initial point and the first candidate of the first generation is that poi
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -31,6 +31,8 @@ class CEMConfig(TunerSettings):
     """``cem``: the noisy cross-entropy method: a Gaussian per parameter (in range shares), moved to
     the mean and variance of the best ``elite`` share of each generation, plus noise."""
 
+    population_key: ClassVar[str | None] = "samples"
+    step_key: ClassVar[str | None] = "sigma"
     samples: int = Field(20, ge=2, description="N, candidates per generation")
     generations: int = Field(10, ge=1, description="generations, the first included")
     elite: float = Field(0.1, gt=0, le=1, description="rho, the share of the samples that makes the elite (at least one)")

@@ -20,7 +20,7 @@ uniform draw. DEAP draws from numpy's global random state: every call runs under
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from deap import cma
@@ -37,6 +37,8 @@ class CMAESConfig(TunerSettings):
     """``cmaes``: the covariance matrix adaptation evolution strategy (DEAP's `cma.Strategy`) in the
     unit cube of the space: ``sigma`` is a share of each parameter's range."""
 
+    population_key: ClassVar[str | None] = "population"
+    step_key: ClassVar[str | None] = "sigma"
     generations: int = Field(10, ge=1, description="generations, the first included")
     population: int | None = Field(None, ge=2, description="lambda, candidates per generation (null: 4 + 3 ln(dimensions))")
     parents: int | None = Field(None, ge=1, description="mu, the best candidates that move the mean (null: half the population)")

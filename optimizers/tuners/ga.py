@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 from deap import algorithms, base, tools
@@ -234,6 +234,7 @@ class GAConfig(TunerSettings):
     fame) are kept, the rest of each generation is selected, then mated with probability ``cxpb``
     and mutated with probability ``mutpb`` (DEAP's varAnd). Genes are clipped to their bounds."""
 
+    population_key: ClassVar[str | None] = "population"
     population: int = Field(16, ge=2, description="individuals per generation")
     generations: int = Field(10, ge=1, description="generations, the first (the initial population) included")
     cxpb: float = Field(0.7, ge=0, le=1, description="probability of mating a pair")

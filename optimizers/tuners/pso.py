@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Callable, Literal, NamedTuple
+from typing import Any, Callable, ClassVar, Literal, NamedTuple
 
 import numpy as np
 
@@ -75,6 +75,7 @@ class PSOConfig(TunerSettings):
     """``pso``: particle swarm optimisation on pyswarms' backend, stepped one iteration (generation)
     at a time: cost = -fitness, personal bests, the topology's best, new velocities and positions."""
 
+    population_key: ClassVar[str | None] = "particles"
     particles: int = Field(16, ge=2, description="particles (candidates per iteration)")
     iterations: int = Field(10, ge=1, description="iterations (generations), the first included")
     topology: Literal[tuple(TOPOLOGIES)] = Field("star", description="`star`: global best; `ring`: best of the k nearest")

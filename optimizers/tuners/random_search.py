@@ -4,6 +4,8 @@ same budget. The first candidate is the initial point (as for the other tuners) 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from pydantic import Field
 
@@ -16,6 +18,7 @@ class RandomConfig(TunerSettings):
     """``random``: uniform samples of the space, the baseline a tuner must beat at equal budget
     (the first candidate is the initial point unless ``init: random``)."""
 
+    population_key: ClassVar[str | None] = "samples"
     samples: int = Field(16, ge=1, description="candidates per generation")
     generations: int = Field(10, ge=1, description="generations")
 

@@ -1,0 +1,273 @@
+"""Optuna's samplers, TPE and CMA-ES, through its ask/tell interface: the ecosystem's baseline,
+stepped one generation at a time by the run loop like every tuner here.
+
+One generation: ``population`` trials asked of the study (`optuna.Study.ask` with the space's
+distributions, each parameter under its path: a float in [low, high], an int, a choice among its
+values), evaluated by the run loop, then told together. A finished candidate is a complete trial
+with its fitness; one the early abort stopped (our pruner) is a pruned trial whose last
+intermediate value is its fitness at the abort piece (`optuna.Trial.report` at step = that piece),
+as Optuna's own pruners leave a trial. TPE ranks pruned trials below complete ones, by how far
+they got; the CMA-ES sampler takes them in with that value (``consider_pruned``) or leaves them out.
+
+Optuna learns the search space from finished trials, so neither sampler can model the first
+generation: it is the run's initial population, enqueued (`optuna.Study.enqueue_trial`): the
+initial point and Gaussian perturbations of it (``init_sigma`` of each range for TPE, ``sigma``
+for CMA-ES, whose first draws are those of our CMA-ES), or uniform samples under ``init: random``.
+TPE models from the second generation on (``startup`` trials at random first); the CMA-ES
+sampler starts its own first generation there, its mean at the initial point (``x0``) and its
+step ``sigma`` (``sigma0`` in Optuna's space scaled to [0, 1], a share of each range as ours).
+Optuna deprecates ``x0`` and ``sigma0`` for its version 6 (hence the dependency's bound).
+
+The study: in a run, ``study.db`` in the run directory (SQLite through Optuna's RDB storage),
+named after the run directory (``-restart-<k>`` for a restart's tuner), so that
+``optuna-dashboard sqlite:///runs/<run>/study.db`` shows it while the run goes on; outside a run (a
+loop of one's own), in memory. The sampler, its random state included, is pickled with the tuner
+in the run's checkpoint; the study is not. A session (a resume) reopens study.db and first cuts it
+back to the trials the checkpoint had told: a session stopped during a generation leaves trials
+the checkpoint does not know (asked, perhaps told). The file is then rewritten through Optuna's
+storage API (every study copied, the cut one up to that trial, then renamed over study.db), so
+the resumed run asks the same trials under the same numbers and ends as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import Field
+
+from .._base import NUMPY_SEED_BOUND, Optimizer
+from .._settings import TunerSettings
+from . import register
+
+#: the study's file in the run directory
+STUDY_FILE = "study.db"
+#: the study's name outside a run (in memory)
+MEMORY_STUDY = "optuna"
+#: seconds a SQLite connection waits for a lock (optuna-dashboard reads the file meanwhile)
+SQLITE_TIMEOUT = 60
+
+
+def _optuna():
+    """Optuna, imported when a tuner first needs it, its INFO lines off (one per trial)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+class OptunaConfig(TunerSettings):
+    """``optuna``: Optuna's TPE or CMA-ES sampler through its ask/tell interface, the study kept in
+    the run directory as SQLite (study.db, for optuna-dashboard); a candidate the early abort stops
+    is told as a pruned trial."""
+
+    population_key: ClassVar[str | None] = "population"
+    step_key: ClassVar[str | None] = "sigma"
+    sampler: Literal["tpe", "cmaes"] = Field("tpe", description="`tpe`: Optuna's TPESampler; `cmaes`: its CmaEsSampler")
+    population: int = Field(16, ge=2, description="trials asked per generation, told together")
+    generations: int = Field(10, ge=1, description="generations, the first (the initial population) included")
+    startup: int | None = Field(
+        None, ge=0, description="tpe: trials before TPE models (n_startup_trials; null: the first generation, "
+                                "the initial population)")
+    multivariate: bool | None = Field(None, description="tpe: multivariate TPE (null: Optuna's default)")
+    constant_liar: bool = Field(
+        True, description="tpe: trials asked but not yet told count as bad ones, so a generation's trials spread out")
+    sigma: float = Field(
+        0.2, gt=0, description="cmaes: initial step (sigma0), a share of each parameter's range; also the spread "
+                               "of the first generation around the initial point")
+    consider_pruned: bool = Field(
+        True, description="cmaes: pruned trials enter the update with their fitness at the abort "
+                          "(Optuna's consider_pruned_trials)")
+
+    def budget(self, dim: int) -> tuple[int, int]:
+        return self.generations, self.population
+
+
+@register
+class OptunaTuner(Optimizer):
+    name = "optuna"
+    Settings = OptunaConfig
+
+    def __init__(self, space, settings, rng, **kw):
+        super().__init__(space, settings, rng, **kw)
+        self.seed = int(rng.integers(NUMPY_SEED_BOUND))
+        self.sampler = self._make_sampler()
+        self.study_name: str | None = None  # fixed by the first `attach`
+        self.path: Path | None = None  # study.db; None: in memory
+        self.told = 0  # trials of the study told so far (at a checkpoint: every trial asked)
+        self._memory = None  # the in-memory storage, outside a run
+        self._study = None
+        self._trials: list = []
+
+    # ------------------------------------------------------------------ pickling (the checkpoint)
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_study"], state["_trials"] = None, []
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------------ the space as Optuna sees it
+    def _distributions(self) -> dict:
+        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+        out = {}
+        for p in self.space.params:
+            if p.type == "float":
+                out[p.path] = FloatDistribution(p.lower, p.upper)
+            elif p.type == "int":
+                out[p.path] = IntDistribution(int(p.low), int(p.high))
+            else:
+                out[p.path] = CategoricalDistribution(_choices(p))
+        return out
+
+    def _params(self, genes) -> dict:
+        """A vector as the trial's parameters (ints rounded, a choice by its value)."""
+        out = {}
+        for p, g in zip(self.space.params, genes):
+            out[p.path] = _choices(p)[int(p.encode(p.decode(g)))] if p.type == "choice" else p.decode(g)
+        return out
+
+    def _genes(self, params: dict) -> np.ndarray:
+        """A trial's parameters as a vector (a choice as its index)."""
+        out = []
+        for p in self.space.params:
+            v = params[p.path]
+            out.append(float(_choices(p).index(v)) if p.type == "choice" else float(v))
+        return np.array(out, dtype=np.float64)
+
+    def _make_sampler(self):
+        optuna = _optuna()
+        s = self.settings
+        with warnings.catch_warnings():  # x0 and sigma0 are deprecated, consider_pruned_trials experimental
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            if s.sampler == "tpe":
+                return optuna.samplers.TPESampler(
+                    seed=self.seed, n_startup_trials=s.population if s.startup is None else s.startup,
+                    multivariate=s.multivariate, constant_liar=s.constant_liar)
+            x0 = self._params(self.space.from_unit(self.unit_start()))
+            return optuna.samplers.CmaEsSampler(
+                x0=x0, sigma0=s.sigma, seed=self.seed, n_startup_trials=0, popsize=s.population,
+                consider_pruned_trials=s.consider_pruned, warn_independent_sampling=False)
+
+    def _first_generation(self, n: int) -> np.ndarray:
+        if self.settings.sampler == "cmaes" and self.init != "random":
+            return self.space.around(self.rng, n, self.init_point, self.settings.sigma)
+        return self.initial(n)
+
+    # ------------------------------------------------------------------ the study
+    def attach(self, run_dir) -> None:
+        """Keep the study in ``run_dir``/study.db (named after the run directory the first time),
+        cut back to the trials told at the checkpoint this tuner was read from."""
+        run_dir = Path(run_dir)
+        if self.study_name is None:
+            self.study_name = run_dir.name + (f"-restart-{self.restart}" if self.restart else "")
+        self.path = run_dir / STUDY_FILE
+        self._study = None
+        self.study()
+
+    def study(self):
+        """The open study (opened, and cut back to the checkpoint's trials, on first use)."""
+        if self._study is None:
+            optuna = _optuna()
+            if self.path is None:
+                self._memory = self._memory or optuna.storages.InMemoryStorage()
+                storage = self._memory
+            else:
+                storage = self._storage()
+            self._study = optuna.create_study(storage=storage, sampler=self.sampler, direction="maximize",
+                                              study_name=self.study_name or MEMORY_STUDY, load_if_exists=True)
+        return self._study
+
+    def _open(self, path: Path):
+        optuna = _optuna()
+        return optuna.storages.RDBStorage(f"sqlite:///{path.resolve()}",
+                                          engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT}})
+
+    def _storage(self):
+        """study.db's storage, holding exactly the ``told`` trials of this tuner's study."""
+        from ..store import RunDamaged
+
+        storage = self._open(self.path)
+        studies = sorted(storage.get_all_studies(), key=lambda s: s._study_id)
+        mine = [s for s in studies if s.study_name == self.study_name]
+        have = len(storage.get_all_trials(mine[0]._study_id, deepcopy=False)) if mine else 0
+        if have < self.told:
+            storage.engine.dispose()
+            raise RunDamaged(f"{self.path}: the study {self.study_name!r} holds {have} trials where the checkpoint "
+                             f"has told {self.told}; the sampler's history is lost: put the run's study.db back, or "
+                             "start the run again")
+        if have > self.told:
+            storage = self._cut(storage, studies)
+        return storage
+
+    def _cut(self, old, studies):
+        """Rewrite study.db with this tuner's study cut to its first ``told`` trials (the others as
+        they are), keeping every study's id, then rename it over the file."""
+        from ..store import RunDamaged
+
+        tmp = self.path.with_name(self.path.name + ".cut")
+        tmp.unlink(missing_ok=True)
+        new = self._open(tmp)
+        try:
+            for s in studies:
+                sid = new.create_new_study(s.directions, s.study_name)
+                if sid != s._study_id:
+                    raise RunDamaged(f"{self.path}: study ids are not consecutive (study {s.study_name!r}); "
+                                     "cannot cut it back to the checkpoint")
+                for k, v in s.user_attrs.items():
+                    new.set_study_user_attr(sid, k, v)
+                for k, v in s.system_attrs.items():
+                    new.set_study_system_attr(sid, k, v)
+                trials = sorted(old.get_all_trials(s._study_id, deepcopy=False), key=lambda t: t.number)
+                if s.study_name == self.study_name:
+                    trials = trials[: self.told]
+                for t in trials:
+                    new.create_new_trial(sid, template_trial=t)
+        finally:
+            old.engine.dispose()
+            new.engine.dispose()
+        os.replace(tmp, self.path)
+        return self._open(self.path)
+
+    # ------------------------------------------------------------------ ask / tell
+    def ask(self) -> np.ndarray:
+        study = self.study()
+        n = self.settings.population
+        if self.generation == 0:
+            for genes in self._first_generation(n):
+                study.enqueue_trial(self._params(genes))
+        distributions = self._distributions()
+        self._trials = [study.ask(distributions) for _ in range(n)]
+        return np.array([self._genes(t.params) for t in self._trials])
+
+    def tell(self, fitness: np.ndarray) -> None:
+        self.tell_run(fitness, [None] * len(self._trials))
+
+    def tell_run(self, fitness: np.ndarray, stopped: list) -> None:
+        from optuna.trial import TrialState
+
+        study = self.study()
+        for trial, f, piece in zip(self._trials, np.asarray(fitness, dtype=np.float64), stopped):
+            if piece is None:
+                study.tell(trial, float(f))
+            else:
+                trial.report(float(f), step=int(piece))
+                study.tell(trial, state=TrialState.PRUNED)
+        self.told += len(self._trials)
+        self._trials = []
+        self.generation += 1
+
+
+def _choices(p) -> tuple:
+    """A choice parameter's values as Optuna's categorical choices: the values themselves when they
+    are plain and distinct (None, bool, int, float, str), else their indices."""
+    plain = all(c is None or isinstance(c, (bool, int, float, str)) for c in p.choices)
+    if plain and len({(type(c), c) for c in p.choices}) == len(p.choices):
+        return tuple(p.choices)
+    return tuple(range(len(p.choices)))
