@@ -18,7 +18,6 @@ written to FILE.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
@@ -30,8 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_standard import commit, make  # noqa: E402
+from bench_standard import commit, load_series, make  # noqa: E402
 from engine import PRESETS  # noqa: E402
+from engine.files import write_json  # noqa: E402
 from solver.online.games import mean_ci95  # noqa: E402
 from solver.online.splitting import SplittingConfig, combine, estimate  # noqa: E402
 
@@ -63,6 +63,7 @@ def main() -> int:
                                    pieces=args.pieces)
         policy, rules = make(args.evaluator, args.rules, args.height)
         settings.check(rules.height)
+        played = load_series(args.played) if args.played else None  # checked before the estimates
     except ValueError as e:
         print(f"bench_splitting: {e}", file=sys.stderr)
         return 2
@@ -93,8 +94,7 @@ def main() -> int:
     if ci:
         line += f" (95% CI {ci[0]:,.0f} .. {ci[1]:,.0f}, {len(rows)} estimates pooled; their plain mean {out['mean_of_estimates']:,.0f})"
     line += f", {out['cpu_seconds_per_estimate']:.1f} s CPU each"
-    if args.played:
-        played = json.loads(args.played.read_text())
+    if played is not None:
         out["played"] = {"file": str(args.played), "n": played["n"], "mean": played["mean"], "ci95": played["ci95"],
                          "cpu_seconds_per_game": round(played["cpu_seconds"] / played["n"], 3)}
         line += (f"; played {played['mean']:,.0f} over {played['n']} games"
@@ -102,7 +102,7 @@ def main() -> int:
                  + f", {out['played']['cpu_seconds_per_game']:.3g} s CPU a game")
     print(line)
     if args.json:
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
+        write_json(args.json, out)
     return 0
 
 

@@ -120,3 +120,232 @@ def test_stale_temporary_files_of_dead_writers_are_removed(tmp_path):
     m = TEMPORARY_NAME.match(tmp.name)
     assert (m["name"], m["pid"]) == ("x.txt", str(os.getpid()))
     assert remove_stale_temporaries(tmp_path / "missing") == []
+
+
+# ------------------------------------------------------------------------------------------------
+# benchmarks/bench_standard.py
+
+
+def _bench():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_standard_tools", ROOT / "benchmarks" / "bench_standard.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _bench()
+
+
+def _series(**changes) -> dict:
+    games = [{"seed": 1000 + i, "rows": 10 * i, "pieces": 30 * i + 5, "end": "stuck", "cpu_seconds": 0.01}
+             for i in range(3)]
+    data = {"command": "python benchmarks/bench_standard.py games", "evaluator": "dellacherie",
+            "rules": "standard_10x10", "width": 10, "height": 10, "cap": 1_000_000_000, "commit": "abc",
+            "date": "2026-11-25 10:00", "machine": "m", "ci95_method": "t", "games": games, "ahead": []}
+    data.update(changes)
+    return data
+
+
+def run_bench(bench, capsys, *args: str) -> tuple[int, str]:
+    status = bench.main(["games", "--rules", "standard_10x10", "--games", "3", *args])
+    return status, capsys.readouterr().err.strip()
+
+
+GAME = {"seed": 1000, "rows": 1, "pieces": 4, "end": "stuck", "cpu_seconds": 0}
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "not JSON: line 1, column 1: Expecting value"),
+    (b'{"games": [', "not JSON: line 1, column 12: Expecting value"),
+    (b"{}", "command: missing (not a series of bench_standard.py games)"),
+    (b"[1, 2]", "not a series of bench_standard.py games (a JSON object), got [1, 2]"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not UTF-8 text (byte 0x89 at offset 0)"),
+    (json.dumps(_series(height="10")).encode(), "height: should be a whole number >= 0, got '10'"),
+    (json.dumps(_series(games={"seed": 1})).encode(), "games: should be a list, got"),
+    (json.dumps(_series(games=[{**GAME, "rows": "many"}])).encode(),
+     "games[0]: rows: should be a whole number >= 0, got 'many'"),
+    (json.dumps(_series(games=[{**GAME, "cpu_seconds": -1}])).encode(), "games[0]: cpu_seconds: should be a number >= 0"),
+    (json.dumps(_series(games=[GAME, {**GAME, "seed": 1002}])).encode(),
+     "games: seed 1000 is followed by 1002 (a series' games have consecutive seeds)"),
+    (json.dumps(_series(games=[5])).encode(), "games[0]: not a game"),
+])
+def test_bench_resume_of_a_damaged_series_is_one_line(bench, capsys, tmp_path, content, problem):
+    path = tmp_path / "s.json"
+    path.write_bytes(content)
+    status, err = run_bench(bench, capsys, "--json", str(path), "--resume")
+    assert status == 2 and err.startswith(f"error: {path}: {problem}"), err
+    assert "\n" not in err and path.read_bytes() == content  # refused, and left as it was
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--height", "0"], "error: --height 0: height must be 4..60"),
+    (["--height", "-3"], "error: --height -3: height must be 4..60"),
+    (["--height", "100"], "error: --height 100: height must be 4..60"),
+    (["--jobs", "0"], "error: --jobs 0: must be at least 1"),
+    (["--games", "0"], "error: --games 0: must be at least 1"),
+    (["--seed", "-1"], "error: --seed -1: must be at least 0"),
+    (["--cap", "0"], "error: --cap 0: must be at least 1"),
+    (["--evaluator", "nope"], "error: --evaluator: nope: no such file or preset (presets: "),
+    (["--evaluator", "/nope.yaml"], "error: --evaluator: /nope.yaml: file not found"),
+    (["--resume"], "error: --resume: give the --json file of the series to continue"),
+    (["--json", "/dev/full"], "error: --json /dev/full: not a regular file"),
+    (["--json", "/etc/hostname/s.json"], "error: --json /etc/hostname/s.json: cannot write there: /etc/hostname is "
+                                         "not a folder"),
+])
+def test_bench_user_errors_are_one_line(bench, capsys, args, message):
+    status, err = run_bench(bench, capsys, *args)
+    assert status == 2 and err.startswith(message) and "\n" not in err, err
+
+
+def test_bench_user_error_from_the_command_line_has_no_traceback(tmp_path):
+    done = command("benchmarks/bench_standard.py", "games", "--height", "0", "--json", str(tmp_path / "s.json"))
+    assert one_line_error(done, "--height 0") == "error: --height 0: height must be 4..60"
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_bench_refuses_a_folder_an_existing_series_and_a_foreign_one(bench, capsys, tmp_path):
+    status, err = run_bench(bench, capsys, "--json", str(tmp_path))
+    assert (status, err) == (2, f"error: --json {tmp_path}: is a folder; name the series' file")
+    with pytest.raises(SystemExit) as info:
+        bench.main(["games", "--json", ""])
+    assert info.value.code == 2 and "argument --json: empty" in capsys.readouterr().err
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(_series()))
+    before = path.read_bytes()
+    status, err = run_bench(bench, capsys, "--json", str(path))
+    assert (status, err) == (2, f"error: --json {path}: holds a series already; continue it with --resume, or replace "
+                                "it with --force")
+    status, err = run_bench(bench, capsys, "--json", str(path), "--resume", "--force")
+    assert status == 2 and "give one" in err
+    status, err = run_bench(bench, capsys, "--json", str(path), "--resume", "--cap", "5")
+    assert (status, err) == (2, f"error: --resume: {path} is a series of cap 1000000000, not 5: give the same "
+                                "--evaluator, --rules, --height and --cap")
+    status, err = run_bench(bench, capsys, "--json", str(path), "--resume", "--seed", "7")
+    assert (status, err) == (2, f"error: --seed 7: the series in {path} starts at seed 1000; resume it with --seed 1000")
+    # a journal left without its series file is a series too
+    path.unlink()
+    bench.journal_path(path).write_text(json.dumps(GAME) + "\n")
+    status, err = run_bench(bench, capsys, "--json", str(path))
+    assert status == 2 and "holds a series already" in err
+    path.write_bytes(before)
+    assert path.read_bytes() == before
+
+
+def test_bench_cannot_write_a_read_only_series_file(bench, capsys, tmp_path):
+    if os.access("/sys", os.W_OK) and os.geteuid() != 0 or not os.path.isdir("/sys"):
+        pytest.skip("no read-only folder to try")
+    probe = Path("/sys/bench-probe.json")
+    try:
+        probe.write_text("x")
+        probe.unlink()
+        pytest.skip("/sys can be written here")
+    except OSError:
+        pass
+    status, err = run_bench(bench, capsys, "--json", str(probe))
+    assert status == 2 and err.startswith(f"error: --json {probe}: cannot write there: ") and "\n" not in err, err
+
+
+def test_bench_resume_reads_the_journal_and_settles_its_games(bench, tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(_series()))
+    journal = bench.journal_path(path)
+    extra = [{"seed": s, "rows": s - 1000, "pieces": 9, "end": "stuck", "cpu_seconds": 0.1} for s in (1004, 1003, 1002)]
+    # seed 1002 is in the file already (a kill between a rewrite and the journal's reset); the last
+    # line was cut short by a kill
+    journal.write_text("".join(json.dumps(g) + "\n" for g in extra) + '{"seed": 1005, "ro')
+    data = bench.load_series(path)
+    assert [g["seed"] for g in data["games"]] == [1000, 1001, 1002, 1003, 1004] and data["ahead"] == []
+    assert data["games"][2] == _series()["games"][2]  # the file's copy is kept
+    journal.write_text(json.dumps(extra[0]) + "\n")  # 1004 waits for 1003
+    data = bench.load_series(path)
+    assert [g["seed"] for g in data["ahead"]] == [1004] and len(data["games"]) == 3
+    journal.write_text(json.dumps(extra[0]) + "\nnot json\n")
+    with pytest.raises(bench.UserError, match=r"s\.json\.journal: line 2: not JSON"):
+        bench.load_series(path)
+    journal.write_text(json.dumps({**extra[0], "end": 3}) + "\n")
+    with pytest.raises(bench.UserError, match=r"s\.json\.journal: line 1: end: should be text, got 3"):
+        bench.load_series(path)
+
+
+def test_bench_series_file_is_rewritten_at_bounded_cost(bench, tmp_path, monkeypatch):
+    """2,000 games added within a second: each is in the journal at once, and the series file is
+    rewritten (atomically) at the start and the end only, not per game; it reads back the same."""
+    path = tmp_path / "s.json"
+    out = _series(games=[])
+    series = bench.SeriesFile(path, out)
+    rewrites = []
+    real = bench.write_json
+    monkeypatch.setattr(bench, "write_json", lambda p, d: (rewrites.append(len(d["games"])), real(p, d)))
+    series.open()
+    for i in range(2000):
+        g = {"seed": 1000 + i, "rows": i, "pieces": 3 * i, "end": "stuck", "cpu_seconds": 0.0}
+        out["games"].append(g)
+        series.add(g)
+        if i == 999:
+            lines = series.journal_path.read_text().splitlines()
+            assert len(lines) == 1000 and json.loads(lines[-1]) == g
+            assert json.loads(path.read_text())["games"] == []  # the file: its last rewrite, whole
+    assert rewrites == [0]
+    series.close()
+    assert rewrites == [0, 2000] and not series.journal_path.exists()
+    data = json.loads(path.read_text())
+    assert data["n"] == 2000 and data["games"] == out["games"] and bench.load_series(path)["games"] == out["games"]
+    # past REWRITE_SECONDS (or REWRITE_SHARE of the time), a rewrite is due
+    series = bench.SeriesFile(path, out)
+    series.open()
+    series.written_at -= bench.REWRITE_SECONDS
+    series.add({"seed": 3000, "rows": 1, "pieces": 3, "end": "stuck", "cpu_seconds": 0.0})
+    assert len(rewrites) == 4 and series.journal_path.read_text() == ""
+    series.close()
+
+
+def test_the_committed_series_files_read_back(bench):
+    files = sorted((ROOT / "results" / "standard").glob("*.json"))
+    series = [p for p in files if not p.name.startswith("splitting-")]
+    assert len(series) >= 15
+    for path in series:
+        data = bench.load_series(path)
+        original = json.loads(path.read_text())
+        assert data["games"] == original["games"] and data["ahead"] == original.get("ahead", [])
+
+
+@pytest.mark.slow
+def test_bench_killed_with_kill_9_resumes_from_its_journal(tmp_path):
+    """A series killed by ``kill -9`` leaves its file whole (the last rewrite) and its games in the
+    journal; --resume continues it, and the series equals one played without a stop."""
+    import signal
+    import time
+
+    bench = [sys.executable, str(ROOT / "benchmarks" / "bench_standard.py"), "games", "--rules", "standard_10x10",
+             "--seed", "20"]
+    path = tmp_path / "s.json"
+    journal = path.with_name("s.json.journal")
+    proc = subprocess.Popen(bench + ["--games", "400", "--json", str(path)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if journal.exists() and journal.read_text().count("\n") >= 4:
+                break
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    kept = json.loads(path.read_text())  # whole, although killed
+    played = journal.read_text().count("\n")
+    assert played >= 4 and len(kept["games"]) < 400
+    n = len(kept["games"]) + played + 2
+    done = subprocess.run(bench + ["--games", str(n), "--json", str(path), "--resume"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    one = tmp_path / "one.json"
+    subprocess.run(bench + ["--games", str(n), "--json", str(one)], check=True, capture_output=True)
+    a, b = json.loads(one.read_text()), json.loads(path.read_text())
+    assert [g["seed"] for g in b["games"]] == list(range(20, 20 + n)) and not journal.exists()
+    assert [(g["rows"], g["pieces"]) for g in a["games"]] == [(g["rows"], g["pieces"]) for g in b["games"]]
+    assert (a["n"], a["mean"], a["ci95"]) == (b["n"], b["mean"], b["ci95"]) and len(b["resumed"]) == 1
+    # no temporary file is left beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.json", "s.json"]
