@@ -24,7 +24,9 @@ import pandas as pd
 
 from optimizers.config import RunConfig
 from optimizers.early_abort import EarlyAbort
-from optimizers.store import RunStore
+from optimizers.space import SpaceError
+from engine.files import MAX_TABLE_BYTES, ReadError, read_text
+from optimizers.store import GENERATION_COLUMNS, RunDamaged, RunStore
 from optimizers.tuner import make_space
 
 #: the environment variables the notebooks read their run directories from
@@ -75,19 +77,49 @@ def load_run(run_dir: str | Path) -> Run:
             raise RunError(f"{run_dir}: not a run directory (no {name}; runs are written by python -m experiments.run)")
     try:
         config = load_resume(run_dir)
-    except ConfigError as e:
+        space = make_space(config)
+    except (ConfigError, SpaceError) as e:
         raise RunError(str(e)) from None
-    store = RunStore(run_dir, make_space(config).params)  # it drops a line cut short by a kill
+    store = RunStore(run_dir, space.params)  # it drops a line cut short by a kill
     params = [p.path for p in store.params]
+    try:
+        evaluations = store.read_evaluations()
+    except RunDamaged as e:
+        raise RunError(str(e)) from None
     ev = pd.DataFrame([{"generation": e.generation, "index": e.index, **dict(zip(params, e.values)),
-                        **e.record.as_dict(), "cached": e.cached, "key": e.key} for e in store.read_evaluations()])
-    gen = pd.read_csv(run_dir / "generations.csv")
+                        **e.record.as_dict(), "cached": e.cached, "key": e.key} for e in evaluations])
+    gen = read_generations(run_dir / "generations.csv")
     if ev.empty or gen.empty:
         raise RunError(f"{run_dir}: no finished generation yet")
     gen["wall_time"] = gen["wall_seconds"].cumsum()
     gen["pieces_total"] = gen["pieces"].cumsum()
     curves = {key: curve for (_, key), curve in store.read_curves().items()}
     return Run(run_dir, config, ev, gen, curves, _thresholds(config, ev, curves), params)
+
+
+def read_generations(path: Path) -> pd.DataFrame:
+    """A run's generations.csv (`engine.files.read_text`: at most `MAX_TABLE_BYTES`), every column
+    of `GenerationStats` present and numeric; `RunError` naming the file otherwise."""
+    import io
+
+    try:
+        text = read_text(path, MAX_TABLE_BYTES, "a run's table")
+    except ReadError as e:
+        raise RunError(str(e)) from None
+    try:
+        gen = pd.read_csv(io.StringIO(text))
+    except (ValueError, pd.errors.ParserError) as e:  # (EmptyDataError is a ValueError)
+        raise RunError(f"{path}: not a generations.csv ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    missing = [c for c in GENERATION_COLUMNS if c not in gen.columns]
+    if missing:
+        raise RunError(f"{path}: not a generations.csv (no column {', '.join(missing[:3])}"
+                       f"{', ...' if len(missing) > 3 else ''})")
+    for c in GENERATION_COLUMNS:
+        try:
+            gen[c] = pd.to_numeric(gen[c])
+        except (ValueError, TypeError):
+            raise RunError(f"{path}: column {c}: not numbers") from None
+    return gen
 
 
 def _thresholds(config: RunConfig, ev: pd.DataFrame, curves: dict) -> dict:

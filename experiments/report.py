@@ -8,7 +8,9 @@ best candidates' ``best_by_step`` curves against the early-abort threshold, abor
 marked), parameters.png (each parameter over the generations), parameter_fitness.png (each
 parameter against fitness) and top10.csv (the 10 best distinct candidates); with ``--compare``,
 compare.png and compare.csv (this run beside the others). The same figures as the notebooks
-(`experiments.figures`). Exit status 2 when a directory is not a run.
+(`experiments.figures`). Exit status 2, with one line naming the file and the problem, when a
+directory is not a run, one of its files cannot be read (not UTF-8 text, not the table it should be,
+larger than `engine.files.MAX_TABLE_BYTES`) or figures/ cannot be written.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import io
 import sys
 from pathlib import Path
 
-from engine.files import write_bytes, write_text
+from engine.files import remove_stale_temporaries, write_bytes, write_text
 
 from .figures import RUN_FIGURES, RunError, compare_runs, load_run, summary_table, top_candidates
 
@@ -51,6 +53,7 @@ def write_report(run_dir: str | Path, compare: list[str | Path] = ()) -> list[Pa
     run = load_run(run_dir)
     others = [load_run(d) for d in compare]
     out = run.dir / "figures"
+    remove_stale_temporaries(out)  # of a report killed while writing
     written = [write_figure(out / name, figure(run)) for name, figure in RUN_FIGURES.items()]
     written.append(write_table(out / "top10.csv", top_candidates(run)))
     if others:
@@ -68,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         written = write_report(args.run_dir, args.compare)
     except RunError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # figures/ cannot be written: a read-only or full disk
+        print(f"error: {Path(args.run_dir) / 'figures'}: cannot write there: {e.strerror or e}", file=sys.stderr)
         return 2
     print(f"{len(written)} files written to {written[0].parent}/: " + ", ".join(p.name for p in written))
     return 0

@@ -52,46 +52,62 @@ def _name(source) -> str:
     return Path(source).stem if source.endswith((".yaml", ".yml")) else source
 
 
+class SummaryError(ValueError):
+    """A summary.json the table cannot be made from; the message is one line naming it."""
+
+
 def table() -> str:
-    """The README's score table rows, from results/*/summary.json."""
-    import json
+    """The README's score table rows, from results/*/summary.json; `SummaryError` naming the file
+    when one cannot be read (`engine.files.read_json`: at most `MAX_JSON_BYTES`) or is not a
+    solve's summary."""
+    from engine.files import MAX_JSON_BYTES, ReadError, read_json
 
     rows = ["| result | policy | evaluator | score | pieces | search time | pieces/s |", "|---|---|---|---|---|---|---|"]
     for name in RUNS:
         path = ROOT / "results" / name / "summary.json"
         if not path.exists():
             continue
-        s = json.loads(path.read_text())
-        cfg = s["config"]
-        policy = cfg["policy"]
-        if policy == "beam":
-            beam = cfg["beam"]
-            policy += f" W = {beam['width']:,}" + (", lowest" if beam.get("placements") == "lowest" else "")
-            if beam.get("tie_break") == "board":
-                policy += ", board tie order" + (", ties kept" if beam.get("keep_ties") else "")
-            if beam.get("endgame_pieces"):
-                policy += f", endgame {beam['endgame_pieces']}"
-        elif policy == "profile_dp":
-            dp = cfg["profile_dp"]
-            policy = f"profile DP K = {dp['states']:,}, window {dp['window']}"
-        elif policy == "segment":
-            seg = cfg["segment"]
-            policy += f" nodes {seg['nodes']:,}, states {seg['states']}" + (", floating" if cfg.get("floating") else "")
-            if (seg["depth"], seg["key_cells"]) != (24, 2):  # other than the everyday config's
-                policy += f", depth {seg['depth']}, keys of {seg['key_cells']} cells"
-        elif policy == "lookahead":
-            policy += f" depth {cfg['lookahead']['depth']}, keep {cfg['lookahead']['keep_fraction']}"
-        elif policy == "backsearch":
-            b = cfg["backsearch"]
-            policy += f" depth {b['depth']}, keep {b['keep_fraction']}, base {b['base_rows']}, back-up {b['backup']}"
-        evaluator = _name(cfg["evaluator"])
-        if cfg["policy"] == "backsearch":
-            points = cfg["backsearch"]["points_evaluator"] or cfg["evaluator"]
-            evaluator = f"{_name(points)} / {_name(cfg['backsearch']['survival_evaluator'])}"
-        seconds = s.get("segment", {}).get("seconds_total", s["seconds"])  # a run over sittings: their sum
-        rows.append(f"| [{name}](results/{name}/) | {policy} | {evaluator} | {s['score']:,} | {s['pieces']:,} | "
-                    f"{seconds:,.1f} s | {s['pieces'] / seconds:,.0f} |")
+        try:
+            rows.append(_row(name, read_json(path, MAX_JSON_BYTES, "a summary")))
+        except ReadError as e:
+            raise SummaryError(str(e)) from None
+        except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
+            what = f"no {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+            raise SummaryError(f"{path}: not a solve's summary ({what})") from None
     return "\n".join(rows)
+
+
+def _row(name: str, s: dict) -> str:
+    """The table's row of result ``name`` from its summary ``s``."""
+    cfg = s["config"]
+    policy = cfg["policy"]
+    if policy == "beam":
+        beam = cfg["beam"]
+        policy += f" W = {beam['width']:,}" + (", lowest" if beam.get("placements") == "lowest" else "")
+        if beam.get("tie_break") == "board":
+            policy += ", board tie order" + (", ties kept" if beam.get("keep_ties") else "")
+        if beam.get("endgame_pieces"):
+            policy += f", endgame {beam['endgame_pieces']}"
+    elif policy == "profile_dp":
+        dp = cfg["profile_dp"]
+        policy = f"profile DP K = {dp['states']:,}, window {dp['window']}"
+    elif policy == "segment":
+        seg = cfg["segment"]
+        policy += f" nodes {seg['nodes']:,}, states {seg['states']}" + (", floating" if cfg.get("floating") else "")
+        if (seg["depth"], seg["key_cells"]) != (24, 2):  # other than the everyday config's
+            policy += f", depth {seg['depth']}, keys of {seg['key_cells']} cells"
+    elif policy == "lookahead":
+        policy += f" depth {cfg['lookahead']['depth']}, keep {cfg['lookahead']['keep_fraction']}"
+    elif policy == "backsearch":
+        b = cfg["backsearch"]
+        policy += f" depth {b['depth']}, keep {b['keep_fraction']}, base {b['base_rows']}, back-up {b['backup']}"
+    evaluator = _name(cfg["evaluator"])
+    if cfg["policy"] == "backsearch":
+        points = cfg["backsearch"]["points_evaluator"] or cfg["evaluator"]
+        evaluator = f"{_name(points)} / {_name(cfg['backsearch']['survival_evaluator'])}"
+    seconds = s.get("segment", {}).get("seconds_total", s["seconds"])  # a run over sittings: their sum
+    return (f"| [{name}](results/{name}/) | {policy} | {evaluator} | {s['score']:,} | {s['pieces']:,} | "
+            f"{seconds:,.1f} s | {s['pieces'] / seconds:,.0f} |")
 
 
 def main(argv: list[str]) -> int:
@@ -105,7 +121,11 @@ def main(argv: list[str]) -> int:
     if unknown:
         parser.error(f"unknown run {unknown[0]!r} (known: {', '.join(RUNS)})")
     if args.table:
-        print(table())
+        try:
+            print(table())
+        except SummaryError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         return 0
     names = args.names or [n for n in RUNS if n not in LONG]
     if args.backsearch:

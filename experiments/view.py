@@ -15,12 +15,21 @@ curve with the current piece marked. Keys: space play/pause, left/right one piec
 
 "Piece n" is the game once n pieces have appeared and locked (piece 0: the empty board); its score
 is the replayer's score after piece n. Exit status: 0 written, 1 invalid record, 2 bad input.
+
+FILE is read no further than the limit of its kind (`engine.files`: a record 4,001,000 bytes, a
+summary 32 MiB), so an endless input such as ``/dev/zero`` is refused at once. The output is
+written atomically (the old file or the new one, never a part), with the mode a new file gets from
+``open`` (0666 less the umask). Every problem with FILE or ``--out`` (unreadable, too large, not
+UTF-8; ``--out`` empty, a folder, not a plain file, under a file, on a read-only or full disk) is
+one line naming it, exit status 2, and leaves nothing behind: folders made for ``--out`` are
+removed again when the file cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import io
 import json
 import sys
 from dataclasses import dataclass
@@ -33,7 +42,8 @@ import numpy as np
 from engine import PRESETS, ReplayResult, Rules, get_rules, replay
 from engine.rules import SHAPE_NAMES
 
-from engine.files import write_text
+from engine.files import (MAX_JSON_BYTES, MAX_RECORD_BYTES, ReadError, not_a_folder, read_text,
+                          remove_stale_temporaries, write_bytes, write_text)
 
 #: shape colours (I, L, J, T, O, S, Z), as in most Tetris games
 COLOURS = ("#31c7ef", "#ef7921", "#5a65ad", "#ad4d9c", "#f7d308", "#42b642", "#ef2029")
@@ -65,21 +75,22 @@ class Game:
         return self.result.bricks
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, limit: int, kind: str) -> str:
+    """The text of ``path``, read no further than ``limit`` bytes (`engine.files.read_text`)."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise ViewError(f"{path}: cannot read: {reason}") from None
+        return read_text(path, limit, kind)
+    except ReadError as e:
+        raise ViewError(str(e)) from None
 
 
 def load(path: str | Path, rules: str | None = None) -> Game:
     """Replay FILE (a record or a summary.json) with a trace. ``rules`` (a preset name) overrides
     the rules; a summary.json's own are used otherwise, geek for a bare record."""
     path = Path(path)
-    text = _read(path)
+    is_summary = path.suffix == ".json"
+    text = _read(path, MAX_JSON_BYTES, "a summary") if is_summary else _read(path, MAX_RECORD_BYTES, "a record")
     seed, claimed, name = None, None, str(path)
-    if path.suffix == ".json":
+    if is_summary:
         try:
             summary = json.loads(text)
         except json.JSONDecodeError as e:
@@ -93,7 +104,7 @@ def load(path: str | Path, rules: str | None = None) -> Game:
         record_path = path.parent / "record.txt"
         if not record_path.exists():
             raise ViewError(f"{path}: no record.txt beside it (a solver writes both to one directory)")
-        text = _read(record_path)
+        text = _read(record_path, MAX_RECORD_BYTES, "a record")
         name = str(record_path)
     rules = rules or "geek"
     if rules not in PRESETS:
@@ -200,40 +211,79 @@ def write_png(game: Game, n: int, out: Path) -> None:
     ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
     ax.set_title(f"piece {n:,} / {res.bricks:,}\nscore {int(res.score_by_piece[n]):,}", fontsize=9)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
     plt.close(fig)
+    write_bytes(out, buf.getvalue())
+
+
+def output_path(text: str | None, default: str) -> Path:
+    """Where ``--out`` says to write (``default`` when not given); `ViewError` when it names no file
+    that can be written: empty, a folder, a file that is not a plain file, or a path under a file."""
+    if text is None:
+        return Path(default)
+    if not text:
+        raise ViewError("--out: empty; name the file to write")
+    out = Path(text)
+    if out.is_dir():
+        raise ViewError(f"{out}: is a folder; name the file to write (e.g. {out / default})")
+    if out.exists() and not out.is_file():
+        raise ViewError(f"{out}: not a plain file")
+    up = not_a_folder(out)
+    if up is not None:
+        raise ViewError(f"{out}: cannot write there: {up} is not a folder")
+    return out
+
+
+def write_output(out: Path, write) -> None:
+    """``write(out)``, making the missing folders above ``out`` first; when it fails, the folders it
+    made are removed again (nothing is left behind) and `ViewError` names ``out``."""
+    made = []
+    folder = out.parent
+    while not folder.exists():
+        made.append(folder)
+        folder = folder.parent
+    try:
+        for folder in reversed(made):
+            folder.mkdir()
+        remove_stale_temporaries(out.parent, out.name)  # of a view killed while writing
+        write(out)
+    except OSError as e:
+        for folder in made:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise ViewError(f"{out}: cannot write there: {e.strerror or e}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.view", description=__doc__.splitlines()[0])
     parser.add_argument("file", metavar="FILE", help="a record (plain or a console line) or a solver summary.json")
-    parser.add_argument("--out", type=Path, help="output file (default replay.html, or replay-PIECE.png with --png)")
+    parser.add_argument("--out", help="output file (default replay.html, or replay-PIECE.png with --png)")
     parser.add_argument("--png", type=int, metavar="PIECE", help="write the board after this piece as a PNG instead")
     parser.add_argument("--rules", choices=sorted(PRESETS),
                         help="rules preset (default: the summary's, else geek)")
     args = parser.parse_args(argv)
     try:
+        out = output_path(args.out, "replay.html" if args.png is None else f"replay-{args.png}.png")
         game = load(args.file, args.rules)
         if args.png is not None and not 0 <= args.png <= game.pieces:
             raise ViewError(f"{args.file}: --png: piece {args.png} is outside 0..{game.pieces}")
+        res = game.result
+        if game.claimed is not None and game.claimed != res.score:
+            print(f"warning: {args.file} states score {game.claimed:,} but its record replays to {res.score:,}",
+                  file=sys.stderr)
+        if args.png is not None:
+            write_output(out, lambda path: write_png(game, args.png, path))
+        else:
+            write_output(out, lambda path: write_text(path, html(game)))  # mode 0666 less the umask, as open() makes
     except ViewError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except InvalidRecord as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    res = game.result
-    if game.claimed is not None and game.claimed != res.score:
-        print(f"warning: {args.file} states score {game.claimed:,} but its record replays to {res.score:,}",
-              file=sys.stderr)
-    if args.png is not None:
-        out = args.out or Path(f"replay-{args.png}.png")
-        write_png(game, args.png, out)
-    else:
-        out = args.out or Path("replay.html")
-        write_text(out, html(game))
-        out.chmod(0o644)  # a page to share (write_text's temporary file is private)
     print(f"{out}: {game.name}: score {res.score:,}, {res.bricks:,} pieces, {res.end}")
     return 0
 

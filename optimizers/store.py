@@ -22,7 +22,7 @@ import math
 from dataclasses import asdict, dataclass, fields as dataclass_fields
 from pathlib import Path
 
-from engine.files import read_pickle, write_json, write_pickle, write_text
+from engine.files import MAX_TABLE_BYTES, ReadError, read_pickle, read_text, write_json, write_pickle, write_text
 
 from .fitness import RECORD_FIELDS, Record, decode_curve, encode_curve
 from .space import Param
@@ -202,11 +202,15 @@ class RunStore:
     def _read(self, path: Path, columns: list[str], parse) -> list:
         """The rows of a CSV file this store writes, parsed; a line cut short at the end (a kill while
         appending) is dropped. Lines that cannot be read are skipped and noted in ``damaged[name]``
-        (their line numbers; 1 for a header that is not the expected one)."""
+        (their line numbers; 1 for a header that is not the expected one). `RunDamaged` when the file
+        is not UTF-8 text or larger than `MAX_TABLE_BYTES` (`engine.files.read_text`)."""
         self.damaged[path.name] = []
         if not path.exists():
             return []
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = read_text(path, MAX_TABLE_BYTES, "a run's table")
+        except ReadError as e:  # too large, not UTF-8 text, unreadable
+            raise RunDamaged(str(e)) from None
         lines = text.split("\n")[:-1]  # the last piece is empty, or a line cut short
         if lines and lines[0] != ",".join(columns):
             self.damaged[path.name].append(1)

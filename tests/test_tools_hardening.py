@@ -172,7 +172,8 @@ GAME = {"seed": 1000, "rows": 1, "pieces": 4, "end": "stuck", "cpu_seconds": 0}
     (json.dumps(_series(games=[GAME, {**GAME, "seed": 1002}])).encode(),
      "games: seed 1000 is followed by 1002 (a series' games have consecutive seeds)"),
     (json.dumps(_series(games=[5])).encode(), "games[0]: not a game"),
-])
+], ids=["empty", "truncated", "{}", "list", "binary", "height-text", "games-object", "rows-text", "cpu-negative",
+        "seed-gap", "game-number"])
 def test_bench_resume_of_a_damaged_series_is_one_line(bench, capsys, tmp_path, content, problem):
     path = tmp_path / "s.json"
     path.write_bytes(content)
@@ -349,3 +350,165 @@ def test_bench_killed_with_kill_9_resumes_from_its_journal(tmp_path):
     assert (a["n"], a["mean"], a["ci95"]) == (b["n"], b["mean"], b["ci95"]) and len(b["resumed"]) == 1
     # no temporary file is left beside it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.json", "s.json"]
+
+
+# ------------------------------------------------------------------------------------------------
+# experiments.results --table, experiments.report
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b'{"score": 1168108, "pieces": ', "not JSON: line 1, column 30: Expecting value"),
+    (b'{"score": "\xe9"}', "not UTF-8 text (byte 0xe9 at offset 11)"),
+    (b"{}", "not a solve's summary (no 'config')"),
+    (b"[]", "not a solve's summary (TypeError: list indices must be integers or slices, not str)"),
+])
+def test_results_table_on_a_damaged_summary_is_one_line(tmp_path, monkeypatch, capsys, content, problem):
+    from experiments import results
+
+    path = tmp_path / "results" / "beam-w100" / "summary.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    monkeypatch.setattr(results, "ROOT", tmp_path)
+    assert results.main(["--table"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"error: {path}: {problem}\n" and captured.out == ""
+
+
+def test_results_table_reads_the_committed_summaries(capsys):
+    from experiments import results
+
+    assert results.main(["--table"]) == 0
+    assert "| [beam-w100](results/beam-w100/) |" in capsys.readouterr().out
+
+
+@pytest.fixture
+def fake_run(tmp_path):
+    """A run directory as a run writes it, with no generation yet (its files to be damaged)."""
+    from engine.files import write_yaml
+    from optimizers.run import as_run_config
+    from optimizers.store import GENERATION_COLUMNS, RunStore
+    from optimizers.tuner import make_space
+    from test_tuning import TINY
+
+    run = tmp_path / "run"
+    run.mkdir()
+    config = as_run_config(TINY)
+    write_yaml(run / "config.yaml", config.model_dump(mode="json"))
+    store = RunStore(run, make_space(config).params)
+    (run / "evaluations.csv").write_text(",".join(store.eval_columns) + "\n")
+    (run / "generations.csv").write_text(",".join(GENERATION_COLUMNS) + "\n")
+    return run
+
+
+@pytest.mark.parametrize("name, content, problem", [
+    ("generations.csv", bytes(range(256)) * 4, "not UTF-8 text (byte 0x80 at offset 128)"),
+    ("generations.csv", b"generation,best\n0,1\n", "not a generations.csv (no column mean, median, worst, ...)"),
+    ("generations.csv", b"", "not a generations.csv (No columns to parse from file)"),
+    ("evaluations.csv", b"\xc4\x00\xff" * 10, "not UTF-8 text (byte 0xc4 at offset 0)"),
+], ids=["binary", "columns", "empty", "binary-evaluations"])
+def test_report_on_a_damaged_run_file_is_one_line(fake_run, capsys, name, content, problem):
+    from experiments import report
+
+    (fake_run / name).write_bytes(content)
+    assert report.main([str(fake_run)]) == 2
+    assert capsys.readouterr().err == f"error: {fake_run / name}: {problem}\n"
+    assert not (fake_run / "figures").exists()
+
+
+@pytest.mark.slow
+def test_report_on_binary_generations_from_the_command_line(fake_run):
+    (fake_run / "generations.csv").write_bytes(bytes(range(256)) * 4)
+    done = command("-m", "experiments.report", str(fake_run))
+    one_line_error(done, f"{fake_run / 'generations.csv'}: not UTF-8 text")
+
+
+# ------------------------------------------------------------------------------------------------
+# experiments.view
+
+RECORD = ROOT / "results" / "greedy-lecture_v1" / "record.txt"  # 33 pieces: replayed at once
+
+
+@pytest.mark.parametrize("out, problem", [
+    ("", "--out: empty; name the file to write"),
+    ("{tmp}", "{tmp}: is a folder; name the file to write (e.g. {tmp}/replay.html)"),
+    ("/dev/full", "/dev/full: not a plain file"),
+    ("{tmp}/plain.txt/a/b.html", "{tmp}/plain.txt/a/b.html: cannot write there: {tmp}/plain.txt is not a folder"),
+])
+def test_view_refuses_an_output_it_cannot_write(tmp_path, capsys, out, problem):
+    from experiments import view
+
+    (tmp_path / "plain.txt").write_text("x")
+    before = sorted(tmp_path.rglob("*"))
+    assert view.main([str(RECORD), "--out", out.format(tmp=tmp_path)]) == 2
+    assert capsys.readouterr().err == f"error: {problem.format(tmp=tmp_path)}\n"
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_view_on_a_read_only_place_leaves_no_folder_behind(tmp_path, capsys, monkeypatch):
+    from experiments import view
+
+    def refuse(path, data):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(view, "write_bytes", refuse)
+    monkeypatch.setattr(view, "write_text", lambda path, text: refuse(path, text))
+    for extra in ([], ["--png", "3"]):
+        assert view.main([str(RECORD), "--out", str(tmp_path / "a" / "b" / "c" / "r.out"), *extra]) == 2
+        assert capsys.readouterr().err == f"error: {tmp_path}/a/b/c/r.out: cannot write there: Permission denied\n"
+        assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_view_html_mode_follows_the_umask(tmp_path, capsys, umask, mode):
+    from experiments import view
+
+    old = os.umask(umask)
+    try:
+        assert view.main([str(RECORD), "--out", str(tmp_path / "r.html")]) == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.html").stat().st_mode & 0o777 == mode
+
+
+def test_view_removes_the_temporary_files_of_a_killed_view(tmp_path, capsys):
+    from experiments import view
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f".r.html.{int(dead.stdout)}.0123456789ab.tmp"
+    stale.write_text("half a page")
+    assert view.main([str(RECORD), "--out", str(tmp_path / "r.html")]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
+
+
+def _limited(**limits):
+    import resource
+
+    def apply():
+        for name, value in limits.items():
+            resource.setrlimit(getattr(resource, name), (value, value))
+    return apply
+
+
+def test_view_of_dev_zero_is_refused_within_bounded_memory():
+    """Under a 1 GiB address-space limit (it grew to 24 GB before)."""
+    done = command("-m", "experiments.view", "/dev/zero", preexec_fn=_limited(RLIMIT_AS=2**30))
+    assert one_line_error(done) == "error: /dev/zero: more than 4,001,000 bytes: too large for a record"
+    summary = ROOT / "results" / "beam-w100" / "summary.json"
+    assert summary.stat().st_size < 32 * 2**20
+
+
+def test_view_on_a_full_disk_is_one_line_and_leaves_no_folder(tmp_path):
+    """A file-size limit stands for a full disk: the write fails, the folders made for it go."""
+    out = tmp_path / "FULL" / "a" / "b" / "c" / "r.html"
+    done = command("-m", "experiments.view", str(ROOT / "results" / "beam-w100" / "summary.json"), "--out", str(out),
+                   preexec_fn=_limited(RLIMIT_FSIZE=50_000))
+    assert one_line_error(done) == f"error: {out}: cannot write there: File too large"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("cli", [["-m", "experiments.solve", "/dev/zero"], ["-m", "experiments.bot", "/dev/zero"],
+                                 pytest.param(["-m", "experiments.run", "/dev/zero"], marks=pytest.mark.slow)],
+                         ids=["solve", "bot", "run"])
+def test_a_config_given_as_dev_zero_is_refused(cli):
+    done = command(*cli, preexec_fn=_limited(RLIMIT_AS=2**30), stdin=subprocess.DEVNULL)
+    assert one_line_error(done) == "error: /dev/zero: more than 1 MiB: too large for a configuration file"

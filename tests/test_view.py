@@ -139,7 +139,7 @@ def test_view_cli_summary_png_and_errors(tmp_path, record_text):
     (tmp_path / "lonely" / "summary.json").write_text("{}")
     (tmp_path / "bad.txt").write_text("L1,N")
     cases = [([str(tmp_path / "lonely" / "summary.json")], 2, "no record.txt beside it"),
-             ([str(tmp_path / "missing.txt")], 2, "cannot read"),
+             ([str(tmp_path / "missing.txt")], 2, "missing.txt: file not found"),
              ([str(solve_dir / "record.txt"), "--png", "10000"], 2, "outside 0..9999"),
              ([str(tmp_path / "bad.txt")], 1, "must start with N")]
     for argv, status, message in cases:
