@@ -4,9 +4,10 @@
 
 A FILE holds a plain record or either console line (``game.playRecord('...')`` or
 ``axios.post(..., {record: '...'})``); ``-`` reads standard input. A file is read no further than
-`MAX_FILE_CHARS` characters: a longer one is an invalid record (no record of 10,000 pieces needs
-more). Every file is reported, whatever came before it. Exit status: 0 when every record is valid,
-1 when any is invalid, 2 when a file cannot be read.
+`MAX_FILE_CHARS` bytes (`engine.files.read_text`): a longer one is an invalid record (no record of
+10,000 pieces needs more). Every file is reported, whatever came before it. Exit status: 0 when
+every record is valid, 1 when any is invalid, 2 when a file cannot be read (missing, a folder, not
+UTF-8 text: one line naming it).
 """
 
 from __future__ import annotations
@@ -16,30 +17,28 @@ import json
 import sys
 
 from engine import PRESETS, ReplayResult, get_rules, replay
+from engine.files import MAX_RECORD_BYTES, ReadError, TooLarge
+from engine.files import read_text as read_bounded
 from engine.record import MAX_RECORD_CHARS
 
 
-#: the most characters read from a file: the longest record (`MAX_RECORD_CHARS`) and room for the
-#: console line around it; an endless or huge input is read no further
-MAX_FILE_CHARS = MAX_RECORD_CHARS + 1_000
+#: the most bytes read from a file: the longest record (`MAX_RECORD_CHARS`) and room for the
+#: console line around it (`engine.files.MAX_RECORD_BYTES`); an endless or huge input is read no further
+MAX_FILE_CHARS = MAX_RECORD_BYTES
 
 
 class TooLong(ValueError):
-    """A file holding more than `MAX_FILE_CHARS` characters."""
+    """A file holding more than `MAX_FILE_CHARS` bytes."""
 
 
 def read_text(name: str) -> str:
     """The text of file ``name`` (``-`` for standard input), read no further than `MAX_FILE_CHARS`
-    (`TooLong` beyond); OSError/UnicodeDecodeError propagate."""
-    if name == "-":
-        text = sys.stdin.read(MAX_FILE_CHARS + 1)
-    else:
-        with open(name, encoding="utf-8") as f:
-            text = f.read(MAX_FILE_CHARS + 1)
-    if len(text) > MAX_FILE_CHARS:
-        raise TooLong(f"the file holds more than {MAX_FILE_CHARS:,} characters, more than the "
-                      f"{MAX_RECORD_CHARS:,} any record of 10,000 pieces needs")
-    return text
+    bytes (`TooLong` beyond); `engine.files.ReadError` when it cannot be read."""
+    try:
+        return read_bounded(name, MAX_FILE_CHARS, "a record", stream=sys.stdin.buffer if name == "-" else None)
+    except TooLarge:
+        raise TooLong(f"the file holds more than {MAX_FILE_CHARS:,} bytes, more than the {MAX_RECORD_CHARS:,} "
+                      "characters any record of 10,000 pieces needs") from None
 
 
 def describe(name: str, result) -> str:
@@ -66,9 +65,8 @@ def main(argv: list[str] | None = None) -> int:
             result = replay(read_text(name), rules)
         except TooLong as e:
             result = ReplayResult(False, error=str(e))
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            print(f"error: cannot read {name}: {reason}", file=sys.stderr)
+        except ReadError as e:
+            print(f"error: {e}", file=sys.stderr)
             status = 2
             continue
         if args.json:

@@ -49,8 +49,9 @@ def reference_curve(path: str | Path, rules: str) -> np.ndarray:
 @functools.lru_cache(maxsize=REPLAYS_KEPT)
 def _replayed(path: Path, mtime_ns: int, size: int, rules: str) -> np.ndarray:
     from engine import get_rules, replay
+    from engine.files import MAX_RECORD_BYTES, read_text
 
-    verdict = replay(path.read_text(), get_rules(rules))
+    verdict = replay(read_text(path, MAX_RECORD_BYTES, "a record"), get_rules(rules))  # (ReadError: a ValueError)
     if not verdict.valid:
         raise ValueError(f"{path}: not a valid record ({verdict.error})")
     return np.asarray(verdict.score_by_piece[1:], dtype=np.float64)
