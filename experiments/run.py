@@ -43,7 +43,8 @@ def _report(run_dir: Path, state: dict) -> None:
         return
     b = rescored or best
     what = "re-scored best" if rescored else "best"
-    print(f"{what} fitness {b['fitness']:,.0f} (generation {b['generation'] + 1}, candidate {b['index']}); "
+    # numbered from 0 like the per-generation lines ("generation 2 (3 of 5)") and the CSV files
+    print(f"{what} fitness {b['fitness']:,.0f} (generation {b['generation']}, candidate {b['index']}); "
           f"written to {run_dir}/\n  run it: python -m experiments.solve {run_dir / 'best.yaml'}")
 
 

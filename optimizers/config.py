@@ -120,7 +120,7 @@ class RunKeys(Strict):
     """A tuning run (`python -m experiments.run CONFIG`)."""
 
     name: str = Field(description="run name: the run directory is `<runs_dir>/<name>-<YYYYmmdd-HHMMSS>`")
-    seed: int = Field(0, description="seed of the run's random generator (everything random derives from it)")
+    seed: int = Field(0, ge=0, description="seed of the run's random generator (everything random derives from it)")
     solver_config: str | None = Field(None, description="the base solver YAML (relative to this file), or give `solver`")
     solver: dict[str, Any] | None = Field(None, description="the base solver config as a mapping (default: the solver defaults)")
     pieces: int | None = Field(None, ge=1, description="pieces each candidate plays (overrides the solver's `pieces`)")

@@ -176,6 +176,9 @@ class Tuner:
         """Run to the end (or from the last checkpoint with ``resume``); returns the final state as
         the checkpoint holds it (`RunState.to_checkpoint`)."""
         with FolderLock(self.dir, LOCK_FILE), self._run_log():
+            from engine.files import remove_stale_temporaries
+
+            remove_stale_temporaries(self.dir)  # left by a process killed while writing (kill -9)
             pool = Pool(self.config.parallel)
             try:
                 self._begin(resume)

@@ -157,7 +157,7 @@ class SolverKeys(Strict):
 
     policy: str = Field("beam", description="the search policy (one of the registered policies)")
     rules: Literal[tuple(PRESETS)] = Field("geek", description="rules preset")
-    seed: int | None = Field(None, description="piece source seed (random-piece rules; default the preset's)")
+    seed: int | None = Field(None, ge=0, description="piece source seed (random-piece rules; default the preset's)")
     pieces: int | None = Field(
         None, ge=1,
         description="pieces to play (default: all that can score; the Geek game's 10,000th piece never scores)")
@@ -186,6 +186,9 @@ class SolverKeys(Strict):
             raise ValueError(f"pieces: required for rules {self.rules!r}, which have no piece limit")
         if self.floating and get_rules(self.rules).placement == "drop":
             raise ValueError(f"floating: rules {self.rules!r} place pieces by dropping them, so nothing locks in mid-air")
+        online, splitting = getattr(self, "online", None), getattr(self, "splitting", None)  # (registered sections)
+        if online is not None and splitting is not None and online.estimate == "splitting":
+            splitting.check(get_rules(self.rules).height)  # "splitting.levels: ..." names its key
         return self
 
     def game_rules(self):

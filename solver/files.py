@@ -38,7 +38,7 @@ def load_online_policy(path: str | Path, overrides: list[str] = ()):
     if registry.get(config.policy).known_pieces:
         raise ConfigError(f"{path}: policy: {config.policy!r} needs the whole sequence; a player that sees one "
                           f"piece ahead needs one of {', '.join(registry.names(known_pieces=False))}")
-    return config, make_policy(config, load_evaluator(config.evaluator))
+    return config, make_policy(config, load_evaluators(config, str(path)))
 
 
 def load_evaluators(config: SolverConfig, origin: str):

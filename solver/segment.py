@@ -63,7 +63,7 @@ from numba.core.errors import NumbaIRAssumptionWarning
 from pydantic import Field, field_validator
 
 from engine.board import popcount
-from engine.files import read_pickle, write_pickle
+from engine.files import read_pickle, remove_stale_temporaries, write_pickle
 from engine.parallel import ParallelConfig, Pool
 from engine.board import copy_rows
 from engine.lock import lock_copy, lock_counted, lost, spawn_blocked, spawn_state
@@ -689,6 +689,8 @@ class Segment(Policy):
         kcfg = settings(cfg, rules, n)
         spec = self.evaluator.spec
         saving = self.checkpoint is not None and not self.warming
+        if saving:  # the temporary files of a checkpoint whose writer was killed (kill -9)
+            remove_stale_temporaries(self.checkpoint.parent, self.checkpoint.name)
         state = self._load() if saving and self.resume and self.checkpoint.exists() else None
         if state is None:
             table, history = new_table(kcfg, rules.height), History()

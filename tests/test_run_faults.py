@@ -199,3 +199,33 @@ def test_each_session_of_a_run_records_its_provenance(run_copy):
     assert run_main("--resume", run_copy) == 0
     sessions = json.loads((run_copy / "provenance.json").read_text())
     assert [s["resumed_at"] for s in sessions] == [None, 2]  # the finished run resumed after its 2 generations
+
+
+def test_the_last_line_numbers_generations_and_candidates_as_the_run_does(run_copy, capsys):
+    """From 0, as the per-generation lines ("generation 1 (2 of 2)") and the CSV files do."""
+    import csv
+
+    from engine.files import read_pickle
+
+    best = read_pickle(run_copy / "checkpoint.pkl")["best"]
+    assert run_main("--resume", run_copy) == 0
+    last = capsys.readouterr().out.splitlines()[0]
+    assert f"(generation {best['generation']}, candidate {best['index']});" in last
+    with open(run_copy / "evaluations.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f)
+                if (int(r["generation"]), int(r["index"])) == (best["generation"], best["index"])]
+    assert len(rows) == 1 and float(rows[0]["fitness"]) == best["fitness"]
+
+
+def test_a_resume_removes_the_temporary_files_of_a_killed_process(run_copy, capsys):
+    import subprocess
+    import sys
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    stale = [run_copy / f".checkpoint.pkl.{dead}.0123456789ab.tmp", run_copy / f".generations.csv.{dead}.abcdef012345.tmp"]
+    for path in stale:
+        path.write_bytes(b"half")
+    assert run_main("--resume", run_copy) == 0
+    assert not any(path.exists() for path in stale)
+    assert not [p.name for p in run_copy.iterdir() if p.name.endswith(".tmp")]

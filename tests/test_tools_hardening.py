@@ -512,3 +512,58 @@ def test_view_on_a_full_disk_is_one_line_and_leaves_no_folder(tmp_path):
 def test_a_config_given_as_dev_zero_is_refused(cli):
     done = command(*cli, preexec_fn=_limited(RLIMIT_AS=2**30), stdin=subprocess.DEVNULL)
     assert one_line_error(done) == "error: /dev/zero: more than 1 MiB: too large for a configuration file"
+
+
+def test_a_segment_search_removes_its_checkpoints_stale_temporary_files(tmp_path):
+    from solver import solve
+    from test_segment import small_config
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    path = tmp_path / "out.checkpoint.pkl"
+    stale = tmp_path / f".out.checkpoint.pkl.{dead}.0123456789ab.tmp"
+    other = tmp_path / f".other.checkpoint.pkl.{dead}.0123456789ab.tmp"  # another search's: not this one's to remove
+    stale.write_bytes(b"half a checkpoint")
+    other.write_bytes(b"half a checkpoint")
+    result = solve(small_config(), checkpoint=path, record=False)
+    assert result.stop == "done" and path.exists() and not stale.exists() and other.exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# smaller findings: seeds, splitting levels, the bot's evaluator
+
+
+@pytest.mark.parametrize("module, argv, message", [
+    ("run", ["configs/ga.yaml", "seed=-3"], "error: configs/ga.yaml: seed: Input should be greater than or equal to 0"),
+    ("solve", ["configs/standard_dellacherie.yaml", "seed=-1"],
+     "error: configs/standard_dellacherie.yaml: seed: Input should be greater than or equal to 0"),
+    ("solve", ["configs/standard_dellacherie.yaml", "online.estimate=splitting", "splitting.low=30"],
+     "error: configs/standard_dellacherie.yaml: splitting.levels: the first level (5) must be above splitting.low (30)"),
+    ("solve", ["configs/standard_dellacherie.yaml", "online.estimate=splitting", "rules=standard_10x10"],
+     "error: configs/standard_dellacherie.yaml: splitting.levels: the last level (19) must be below the board's "
+     "height (10)"),
+    ("bot", ["configs/play.yaml", "evaluator=/nope.yaml"], "error: configs/play.yaml: evaluator: /nope.yaml: file not found"),
+], ids=["run-seed", "solve-seed", "splitting-low", "splitting-levels", "bot-evaluator"])
+def test_a_config_error_is_one_line_naming_the_file_and_the_key(monkeypatch, capsys, tmp_path, module, argv, message):
+    import importlib
+
+    monkeypatch.chdir(ROOT)
+    cli = importlib.import_module(f"experiments.{module}")
+    extra = ["--out", str(tmp_path / "out")] if module == "solve" else []
+    assert cli.main([*argv, *extra]) == 2
+    assert capsys.readouterr().err == message + "\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_negative_seed_from_the_command_line_has_no_traceback(tmp_path):
+    done = command("-m", "experiments.solve", "configs/standard_dellacherie.yaml", "seed=-1", "--out",
+                   str(tmp_path / "out"))
+    one_line_error(done, "configs/standard_dellacherie.yaml: seed:")
+
+
+def test_a_solver_config_with_splitting_levels_that_fit_is_accepted():
+    from solver.files import load_solver_config
+
+    config = load_solver_config("configs/standard_dellacherie.yaml", [
+        "online.estimate=splitting", "rules=standard_10x10", "splitting.levels=[3, 4, 5, 6, 7, 8, 9]", "splitting.low=1"])
+    assert config.splitting.levels[-1] == 9
