@@ -8,12 +8,13 @@ removed on any failure. It is created with mode ``0o666`` less the user's umask,
 ordinary ``open(path, "w")`` gives (not `tempfile.mkstemp`'s private ``0o600``). Missing folders
 are made.
 
-Reading (`read_bytes`, `read_text`, `read_json`, `load_yaml`): every file a command reads is read
-through these, no further than a limit fitting its kind (`MAX_CONFIG_BYTES`, `MAX_RECORD_BYTES`,
-`MAX_JSON_BYTES`, `MAX_TABLE_BYTES`): a larger file, or an endless one such as ``/dev/zero``, is
-refused after at most that many bytes, never read whole. Every problem (missing, a folder,
-unreadable, too large, not UTF-8, not JSON, not YAML) is one `ReadError` line naming the file, e.g.
-``/dev/zero: more than 1 MiB: too large for a configuration file``.
+Reading (`read_bytes`, `read_text`, `read_json`, `load_yaml`, `read_pickle`): every file a command
+reads is read through these, no further than a limit fitting its kind (`MAX_CONFIG_BYTES`,
+`MAX_RECORD_BYTES`, `MAX_JSON_BYTES`, `MAX_TABLE_BYTES`, `MAX_CHECKPOINT_BYTES`): a larger file, or
+an endless one such as ``/dev/zero``, is refused after at most that many bytes, never read whole.
+Every problem (missing, a folder, unreadable, too large, not UTF-8, not JSON, not YAML) is one
+`ReadError` line naming the file, e.g. ``/dev/zero: more than 1 MiB: too large for a configuration
+file``.
 
 YAML: safe loading, numbers written the YAML 1.2 way (``1e9``, ``-1e-3``) read as floats as well as
 ``1.0e+9``, a key given twice in one mapping refused; every problem is one `YamlError` line naming
@@ -145,9 +146,17 @@ def remove_stale_temporaries(folder: str | Path, name: str | None = None) -> lis
     return removed
 
 
-def read_pickle(path: str | Path) -> Any:
-    """The object pickled in ``path`` (only for files this program wrote: unpickling runs code)."""
+def read_pickle(path: str | Path, limit: int | None = None) -> Any:
+    """The object pickled in ``path`` (only for files this program wrote: unpickling runs code);
+    `TooLarge` for a file of more than ``limit`` bytes (default `MAX_CHECKPOINT_BYTES`), an endless
+    one read no further than that."""
+    limit = MAX_CHECKPOINT_BYTES if limit is None else limit
     with open(path, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):  # a device or a pipe: its size is not known before reading
+            return pickle.loads(read_bytes(path, limit, "a checkpoint", stream=f))
+        if info.st_size > limit:
+            raise TooLarge(path, f"more than {_amount(limit)}: too large for a checkpoint")
         return pickle.load(f)
 
 
@@ -354,6 +363,7 @@ MAX_CONFIG_BYTES = 2**20  # a configuration or evaluator YAML (the largest shipp
 MAX_RECORD_BYTES = 4_001_000  # a record file: `engine.record.MAX_RECORD_CHARS` and a console line around it
 MAX_JSON_BYTES = 32 * 2**20  # a summary.json, provenance.json or benchmark series (the largest in results/: 210 KB)
 MAX_TABLE_BYTES = 256 * 2**20  # a run's CSV or JSON-lines file (rows of 100-500 bytes: about a million of them)
+MAX_CHECKPOINT_BYTES = 4 * 2**30  # a pickled run or search state (a segment search at 24 states: hundreds of MB)
 
 
 def _amount(n: int) -> str:

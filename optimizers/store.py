@@ -22,7 +22,8 @@ import math
 from dataclasses import asdict, dataclass, fields as dataclass_fields
 from pathlib import Path
 
-from engine.files import MAX_TABLE_BYTES, ReadError, read_pickle, read_text, write_json, write_pickle, write_text
+from engine.files import (MAX_JSON_BYTES, MAX_TABLE_BYTES, ReadError, read_bytes, read_json, read_pickle, read_text,
+                          write_json, write_pickle, write_text)
 
 from .fitness import RECORD_FIELDS, Record, decode_curve, encode_curve
 from .space import Param
@@ -261,12 +262,20 @@ class RunStore:
             f.write(json.dumps({"tag": tag, "key": key, "curve": encode_curve(curve)}) + "\n")
             f.flush()
 
+    def _jsonl_text(self) -> str:
+        """curves.jsonl's text, read no further than `MAX_TABLE_BYTES` (`RunDamaged` beyond); bytes
+        that are not UTF-8 spoil only their line, which is skipped like any damaged line."""
+        try:
+            return read_bytes(self.curves, MAX_TABLE_BYTES, "a run's table").decode("utf-8", errors="replace")
+        except ReadError as e:
+            raise RunDamaged(str(e)) from None
+
     def read_curves(self) -> dict:
         """{(tag, key): curve}."""
         out = {}
         if not self.curves.exists():
             return out
-        text = self.curves.read_text(encoding="utf-8")
+        text = self._jsonl_text()
         for line in text.split("\n")[:-1]:
             try:
                 d = json.loads(line)
@@ -278,7 +287,7 @@ class RunStore:
     def rewrite_curves(self) -> None:
         if not self.curves.exists():
             return
-        text = self.curves.read_text(encoding="utf-8")
+        text = self._jsonl_text()
         lines = text.split("\n")[:-1]
         good = []
         for line in lines:
@@ -324,7 +333,7 @@ class RunStore:
         """provenance.json: one entry per session of the run (its start, then each resume), each
         `engine.provenance.provenance` plus what the session did (``resumed_at``: None for the start)."""
         path = self.dir / "provenance.json"
-        sessions = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+        sessions = read_json(path, MAX_JSON_BYTES, "a provenance file") if path.exists() else []
         write_json(path, [*sessions, session])
 
     def save_checkpoint(self, checkpoint: dict) -> None:

@@ -567,3 +567,30 @@ def test_a_solver_config_with_splitting_levels_that_fit_is_accepted():
     config = load_solver_config("configs/standard_dellacherie.yaml", [
         "online.estimate=splitting", "rules=standard_10x10", "splitting.levels=[3, 4, 5, 6, 7, 8, 9]", "splitting.low=1"])
     assert config.splitting.levels[-1] == 9
+
+
+def test_a_checkpoint_is_read_no_further_than_its_limit(tmp_path):
+    from engine.files import read_pickle, write_pickle
+
+    path = tmp_path / "checkpoint.pkl"
+    write_pickle(path, {"generation": 3, "data": list(range(1000))})
+    assert read_pickle(path)["generation"] == 3
+    with pytest.raises(TooLarge, match=r"checkpoint\.pkl: more than 100 bytes: too large for a checkpoint$"):
+        read_pickle(path, limit=100)
+    with pytest.raises(TooLarge, match="^/dev/zero: more than 1,000 bytes: too large for a checkpoint$"):
+        read_pickle("/dev/zero", limit=1000)
+
+
+def test_a_run_store_reads_its_files_bounded(tmp_path, monkeypatch):
+    from optimizers import store as store_module
+    from optimizers.store import RunDamaged, RunStore
+
+    store = RunStore(tmp_path, [])
+    store.curves.write_bytes(b'{"tag": 1, "key": "k", "curve": "eJwDAAAAAAE="}\n\xff\xfe not utf-8\n')
+    assert list(store.read_curves()) == [(1, "k")]  # the damaged line is skipped, as any damaged line
+    monkeypatch.setattr(store_module, "MAX_TABLE_BYTES", 10)
+    with pytest.raises(RunDamaged, match=r"curves\.jsonl: more than 10 bytes: too large for a run's table"):
+        store.read_curves()
+    (tmp_path / "evaluations.csv").write_text("generation,index\n" * 3)
+    with pytest.raises(RunDamaged, match=r"evaluations\.csv: more than 10 bytes"):
+        store.read_evaluations()
