@@ -23,6 +23,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from engine.files import MAX_CONFIG_BYTES, read_text, write_text
 from evaluators import registry as features
 from optimizers.config import RunConfig
 from solver import registry
@@ -143,10 +144,10 @@ class Generated:
 
     def write(self) -> bool:
         """Replace the section in its page; whether the page changed."""
-        page = self.page.read_text(encoding="utf-8")
+        page = read_text(self.page, MAX_CONFIG_BYTES, "a documentation page")
         updated = page.replace(self.in_page(page), self.markdown())
         if updated != page:
-            self.page.write_text(updated, encoding="utf-8")
+            write_text(self.page, updated)
         return updated != page
 
 
