@@ -182,11 +182,21 @@ def not_a_folder(path: Path) -> Path | None:
 
 def make_room(folder: Path, label: str, min_free: int = OUTPUT_MIN_FREE) -> None:
     """Make ``folder`` (and its parents) and check its disk has ``min_free`` bytes free;
-    `OutputError` naming ``label`` otherwise (OSError propagates from making it)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(folder).free
-    if free < min_free:
-        raise OutputError(f"{label}: only {free / 2**20:.1f} MB free on its disk, {min_free / 2**20:.0f} MB needed")
+    `OutputError` naming ``label`` otherwise (OSError propagates from making it). Refused, it
+    leaves no folder it made behind."""
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(folder).free
+        if free < min_free:
+            raise OutputError(f"{label}: only {free / 2**20:.1f} MB free on its disk, {min_free / 2**20:.0f} MB needed")
+    except OSError:
+        for p in made:  # deepest first; a folder something else has filled since stays
+            try:
+                p.rmdir()
+            except OSError:
+                break
+        raise
 
 
 def cannot_write(label: str, e: OSError) -> OutputError:

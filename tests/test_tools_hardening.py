@@ -594,3 +594,20 @@ def test_a_run_store_reads_its_files_bounded(tmp_path, monkeypatch):
     (tmp_path / "evaluations.csv").write_text("generation,index\n" * 3)
     with pytest.raises(RunDamaged, match=r"evaluations\.csv: more than 10 bytes"):
         store.read_evaluations()
+
+
+def test_an_output_refused_for_want_of_room_leaves_no_folder_behind(tmp_path):
+    """``--out FULL/a/b/c`` on a disk short of room: refused in one line, and the folders made to
+    check it are gone again (a solve's output set, a run's runs_dir)."""
+    from engine.files import OutputError, OutputSet, make_room
+
+    with pytest.raises(OutputError, match=r"c: only .* MB free on its disk, \d+ MB needed$"):
+        make_room(tmp_path / "FULL" / "a" / "b" / "c", str(tmp_path / "FULL/a/b/c"), min_free=2**62)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(OutputError, match="MB needed"):
+        OutputSet(tmp_path / "FULL" / "a" / "b" / "c", frozenset({"record.txt"}), min_free=2**62)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "FULL").mkdir()  # a folder that was there stays
+    with pytest.raises(OutputError):
+        make_room(tmp_path / "FULL" / "a", "x", min_free=2**62)
+    assert [p.name for p in tmp_path.rglob("*")] == ["FULL"]
