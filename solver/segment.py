@@ -785,10 +785,17 @@ class Segment(Policy):
     # Checkpoints
 
     def _save(self, table, history, best_by_step, i, valued, best, sittings) -> None:
-        write_pickle(self.checkpoint, {
-            "version": CHECKPOINT_VERSION, "fingerprint": self.fingerprint(), "next_index": i, "valued": valued,
-            "best": best, "best_by_step": best_by_step, "table": table._asdict(), "history": history.to_dict(),
-            "sittings": sittings, "saved": time.strftime("%Y-%m-%d %H:%M:%S")})
+        """Write the checkpoint (atomically: the previous one stays whole until the new one is);
+        `CheckpointError` in one line when it cannot be written (a full or read-only disk)."""
+        try:
+            write_pickle(self.checkpoint, {
+                "version": CHECKPOINT_VERSION, "fingerprint": self.fingerprint(), "next_index": i, "valued": valued,
+                "best": best, "best_by_step": best_by_step, "table": table._asdict(), "history": history.to_dict(),
+                "sittings": sittings, "saved": time.strftime("%Y-%m-%d %H:%M:%S")})
+        except OSError as e:
+            kept = "the previous checkpoint is kept" if self.checkpoint.exists() else "no checkpoint was saved"
+            raise CheckpointError(f"{self.checkpoint}: cannot save the search: {e.strerror or e}; {kept} "
+                                  "(once there is room, continue with --resume)") from None
 
     def _load(self):
         path = self.checkpoint

@@ -611,3 +611,33 @@ def test_an_output_refused_for_want_of_room_leaves_no_folder_behind(tmp_path):
     with pytest.raises(OutputError):
         make_room(tmp_path / "FULL" / "a", "x", min_free=2**62)
     assert [p.name for p in tmp_path.rglob("*")] == ["FULL"]
+
+
+@pytest.mark.slow
+def test_a_segment_checkpoint_on_a_full_disk_is_one_line_and_keeps_the_previous_one(tmp_path, monkeypatch, capsys):
+    import errno
+
+    import solver.segment as segment
+    from engine.files import write_yaml
+    from experiments.solve import main as solve_main
+    from test_segment import small_config, stopped_at_first_report
+
+    config = tmp_path / "segment.yaml"
+    write_yaml(config, small_config().model_dump(mode="json", include={"policy", "evaluator", "pieces", "threads",
+                                                                       "segment"}))
+    out = tmp_path / "out"
+    saved = tmp_path / "out.checkpoint.pkl"
+    assert stopped_at_first_report(saved, record=False).stop == "interrupted"
+    before = saved.read_bytes()
+
+    def full(path, obj):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(segment, "write_pickle", full)
+    assert solve_main([str(config), "--resume", str(out), "--quiet"]) == 2
+    assert capsys.readouterr().err == (f"error: {saved}: cannot save the search: No space left on device; the "
+                                       "previous checkpoint is kept (once there is room, continue with --resume)\n")
+    assert saved.read_bytes() == before and not out.exists()
+    monkeypatch.undo()
+    assert solve_main([str(config), "--resume", str(out), "--quiet"]) == 0  # room again: it goes on
+    assert (out / "record.txt").exists()
