@@ -1,8 +1,9 @@
 """Tuning: search spaces over solver settings, fitness with memo and early abort, parallel
 evaluation, and the tuners behind one ask/tell base (`optimizers.tuners`, ``algorithm: <name>``):
 `ga` and `cmaes` (DEAP's genetic algorithm and CMA-ES), `pso` (pyswarms' particle swarm), `cem`
-(the noisy cross-entropy method), `random` (random search) and `sha` (successive halving over
-rungs of rising fidelity).
+(the noisy cross-entropy method), `random` (random search), `sha` (successive halving over
+rungs of rising fidelity) and `optuna` (Optuna's TPE and CMA-ES samplers, the study in the run
+directory).
 
 The public API (what `experiments.run`, the command line, uses too):
 
@@ -25,6 +26,8 @@ The modules:
   over candidates, in process, joblib loky or dask.distributed, is `engine.parallel`);
 - `tuners`: the tuners, one module each, registered by name (`_base.Optimizer`, their settings
   `_settings.TunerSettings`);
+- `noise`: noise handling and restarts on the run loop, for every tuner (re-evaluation with pooled
+  means, growing games per candidate, IPOP/BIPOP restarts);
 - `config`: the run configuration schema; `store`: the run directory's files; `state`: the run's
   state between generations (the checkpoint); `tuner`: the run loop.
 """

@@ -15,6 +15,7 @@ from pydantic import Field, create_model, field_validator, model_validator
 from engine.parallel import ParallelConfig
 
 from ._settings import Strict, TunerSettings
+from .noise import NoiseConfig, RestartConfig
 from .tuners import TUNERS
 
 
@@ -136,6 +137,8 @@ class RunKeys(Strict):
     init_sigma: float = Field(0.1, ge=0, description="perturbation of the initial point, as a share of each range")
     early_abort: EarlyAbortConfig = Field(default_factory=EarlyAbortConfig)
     games: GamesConfig = Field(default_factory=GamesConfig)
+    noise: NoiseConfig = Field(default_factory=NoiseConfig)
+    restart: RestartConfig = Field(default_factory=RestartConfig)
     parallel: ParallelConfig = Field(default_factory=ParallelConfig)
     rescore: RescoreConfig | None = Field(None, description="final re-scoring of the top candidates (null: none)")
     runs_dir: str = Field("runs", description="where run directories are created")

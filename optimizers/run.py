@@ -34,6 +34,7 @@ from solver import SolverConfig, load_solver_config
 
 from .config import GamesConfig, RunConfig
 from .fitness import canonical
+from .noise import check as check_noise
 from .space import SpaceError, get_path, with_settings
 from .tuner import Tuner, make_optimizer, make_space
 
@@ -157,6 +158,13 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
         tuner = make_optimizer(config, space)
     except SpaceError as e:
         raise ConfigError(f"{origin}: {e}") from None
+    if config.noise.enabled or config.restart.stall:
+        from solver import registry
+
+        try:
+            check_noise(config, tuner, registry.get(base["policy"]).known_pieces)
+        except ValueError as e:
+            raise ConfigError(f"{origin}: {e}") from None
     for g in range(tuner.generations):  # a multi-fidelity tuner's settings per generation (rung)
         rung = tuner.settings_at(g)
         if not rung:

@@ -3,7 +3,8 @@
 checkpoint.pkl holds it as the plain mapping it always was (`RunState.to_checkpoint`): ``generation``
 (the next one), ``optimizer`` (the tuner, its random states included), ``early_abort``, ``history``
 (a mapping per finished generation, the columns of generations.csv), ``best`` and ``rescored`` (a
-mapping each, or None) and ``done``; `RunState.from_checkpoint` reads any run's checkpoint back.
+mapping each, or None) and ``done``, and ``noise`` (`optimizers.noise.Noise`) only in a run whose
+``noise`` or ``restart`` section is on; `RunState.from_checkpoint` reads any run's checkpoint back.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from ._base import Optimizer
 from .early_abort import EarlyAbort
+from .noise import Noise
 from .store import Evaluation, GenerationStats, Rescoring
 
 
@@ -64,6 +66,7 @@ class RunState:
     best: Best | None = None
     rescored: Rescored | None = None
     done: bool = False
+    noise: Noise | None = None
 
     @classmethod
     def from_checkpoint(cls, data: dict) -> "RunState":
@@ -71,10 +74,14 @@ class RunState:
         return cls(generation=data["generation"], optimizer=data["optimizer"], early_abort=data["early_abort"],
                    history=[GenerationStats.from_dict(h) for h in data["history"]],
                    best=None if best is None else Best(**best),
-                   rescored=None if rescored is None else Rescored(**rescored), done=data.get("done", False))
+                   rescored=None if rescored is None else Rescored(**rescored), done=data.get("done", False),
+                   noise=data.get("noise"))
 
     def to_checkpoint(self) -> dict:
-        return {"generation": self.generation, "optimizer": self.optimizer, "early_abort": self.early_abort,
-                "history": [h.as_dict() for h in self.history],
-                "best": None if self.best is None else asdict(self.best),
-                "rescored": None if self.rescored is None else asdict(self.rescored), "done": self.done}
+        out = {"generation": self.generation, "optimizer": self.optimizer, "early_abort": self.early_abort,
+               "history": [h.as_dict() for h in self.history],
+               "best": None if self.best is None else asdict(self.best),
+               "rescored": None if self.rescored is None else asdict(self.rescored), "done": self.done}
+        if self.noise is not None:
+            out["noise"] = self.noise
+        return out

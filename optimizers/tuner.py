@@ -12,6 +12,11 @@ One generation g (`Tuner.run_generation`):
 4. `Tuner.conclude`: the tuner is told the fitness, the early abort takes in the finished
    candidates, the statistics, ``best.yaml``, ``fitness.png`` and ``checkpoint.pkl`` are written.
 
+With a ``noise`` or ``restart`` section (`optimizers.noise`), a generation also re-evaluates the
+incumbent and the elite (candidates after the tuner's), its candidates play the generation's
+number of games, the tuner is told pooled means, the run's best is the best pooled mean, and a
+tuner that stalls is replaced by a restarted one before the checkpoint.
+
 The checkpoint holds the state before the next generation's `ask` (`state.RunState`: the tuner with
 its random states, the early abort, the statistics), so a resumed run proposes the same candidates
 again, reads the ones already finished back, and ends exactly where an uninterrupted run would.
@@ -21,15 +26,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import csv
+import io
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from engine.files import FolderLock, write_bytes, write_yaml
+from engine.files import FolderLock, write_bytes, write_text, write_yaml
 from engine.parallel import Pool
 from engine.provenance import provenance
 
@@ -37,6 +44,7 @@ from ._base import Optimizer
 from .config import RunConfig
 from .early_abort import EarlyAbort
 from .fitness import Memo, Record, canonical, evaluate
+from .noise import NOISE_COLUMNS, Noise, point_key
 from .space import Param, Space, with_settings
 from .state import Best, Rescored, RunState
 from .store import Evaluation, GenerationStats, Rescoring, RunStore
@@ -72,16 +80,21 @@ def make_optimizer(config: RunConfig, space: Space) -> Optimizer:
                                        init_sigma=config.init_sigma)
 
 
-def generation_seed(solver: dict, g: int) -> int:
-    """The first seed generation ``g`` plays under ``games.seeds: per_generation``: the solver's
-    seed (else its rules' own) plus ``g`` times its games, so no two generations share a game."""
+def first_seed(solver: dict) -> int:
+    """The first seed of a solver config's games: its seed, else its rules' own."""
     from engine import get_rules
 
     base = solver.get("seed")
     if base is None:
         base = get_rules(solver.get("rules", "geek")).pieces.seed
+    return int(base)
+
+
+def generation_seed(solver: dict, g: int) -> int:
+    """The first seed generation ``g`` plays under ``games.seeds: per_generation``: the solver's
+    seed (else its rules' own) plus ``g`` times its games, so no two generations share a game."""
     games = (solver.get("online") or {}).get("games", 1)
-    return int(base) + g * int(games)
+    return first_seed(solver) + g * int(games)
 
 
 def spread(values) -> dict:
@@ -105,17 +118,21 @@ class Candidate:
 class Generation:
     """A generation under way: its ``candidates``, the early abort's ``threshold`` (and the K-th best
     fitness it was built from) they are held to, when it ``started`` (`time.perf_counter`), and
-    each candidate's record once known."""
+    each candidate's record once known. The first ``told`` candidates are the tuner's (None: all);
+    the others are re-evaluations (`optimizers.noise`)."""
 
     number: int
     candidates: list[Candidate]
     threshold: np.ndarray | None
     kth_best: float | None
     started: float
+    told: int | None = None
     records: list[Record | None] = field(default_factory=list)
 
     def __post_init__(self):
         self.records = [None] * len(self.candidates)
+        if self.told is None:
+            self.told = len(self.candidates)
 
     def best_fitness(self) -> float:
         return max(r.fitness for r in self.records if r is not None)
@@ -141,7 +158,7 @@ class Tuner:
     # ------------------------------------------------------------------ setup
     def fresh_state(self) -> RunState:
         return RunState(generation=0, optimizer=make_optimizer(self.config, self.space),
-                        early_abort=EarlyAbort.for_run(self.config))
+                        early_abort=EarlyAbort.for_run(self.config), noise=Noise.for_run(self.config, self.space))
 
     def _restore(self) -> None:
         """Rebuild the memo from the files; clean partial lines. `RunDamaged` when evaluations.csv
@@ -257,13 +274,17 @@ class Tuner:
 
     def candidate_config(self, values: list, g: int) -> dict:
         """The solver config of a candidate of generation ``g``: the space's, with the generation's
-        seeds under ``games.seeds: per_generation``."""
+        seeds under ``games.seeds: per_generation`` (and its games when they grow, `optimizers.noise`)."""
         data = self.space.config(values)
         rung = self.state.optimizer.settings_at(g)
         if rung:
             data = with_settings(data, rung)
         if self.config.games.seeds == "per_generation":
-            data = with_settings(data, {"seed": generation_seed(data, g)})
+            noise = self.state.noise
+            if noise is not None and noise.grows:
+                data = with_settings(data, {"online.games": noise.games, "seed": noise.first_seed(first_seed(data), g)})
+            else:
+                data = with_settings(data, {"seed": generation_seed(data, g)})
         return data
 
     # ------------------------------------------------------------------ one generation
@@ -283,10 +304,14 @@ class Tuner:
         # parameters show what was played, not the tuner's unscaled draw)
         values = [self.space.scaled(self.space.decode(v)) for v in self.state.optimizer.ask()]
         candidates = [Candidate(i, v, *canonical(self.candidate_config(v, g))) for i, v in enumerate(values)]
+        told = len(candidates)
+        if self.state.noise is not None:  # the elite played again on this generation's games
+            for v in self.state.noise.elite({point_key(c.values) for c in candidates}):
+                candidates.append(Candidate(len(candidates), v, *canonical(self.candidate_config(v, g))))
         early = self.state.early_abort
         if not self.state.optimizer.aborts_at(g):
-            return Generation(g, candidates, None, None, started)
-        return Generation(g, candidates, early.threshold(), early.kth_best(), started)
+            return Generation(g, candidates, None, None, started, told)
+        return Generation(g, candidates, early.threshold(), early.kth_best(), started, told)
 
     def _progress(self, gen: Generation):
         from tqdm import tqdm
@@ -373,22 +398,38 @@ class Tuner:
     def conclude(self, gen: Generation) -> None:
         """Take a generation in: the evaluations rewritten in order, the tuner and the early abort
         told, the statistics, the checkpoint and the artifacts written."""
-        state = self.state
-        fitness = np.array([r.fitness for r in gen.records])
+        state, noise = self.state, self.state.noise
+        mine = gen.records[: gen.told]  # the tuner's candidates (then re-evaluations)
+        fitness = np.array([r.fitness for r in mine])
         self.store.rewrite_evaluations(sorted(self.evaluations.values(), key=lambda e: e.slot))
-        state.optimizer.tell_run(fitness, [r.abort_piece if r.aborted else None for r in gen.records])
+        told = fitness
+        if noise is not None:
+            told = noise.observe(gen.number, [(c.index, c.values, r) for c, r in zip(gen.candidates, gen.records)],
+                                 gen.told)
+        state.optimizer.tell_run(told, [r.abort_piece if r.aborted else None for r in mine])
         state.early_abort.observe(gen.number, [(c.index, c.key, r.as_dict(), self.memo.curve(c.key))
                                                for c, r in zip(gen.candidates, gen.records) if not r.aborted])
         state.best = self._best_so_far()
         stats = self._statistics(gen, fitness)
         state.history.append(stats)
         state.generation = gen.number + 1
+        restart = noise is not None and noise.stalls(gen.number, float(told.max()), state.optimizer.generations)
+        if restart:
+            state.optimizer = noise.restarted(self.config, self.space, None if state.best is None else state.best.values,
+                                              gen.number)
+            state.optimizer.attach(self.dir)
         self.store.save_checkpoint(state.to_checkpoint())
         self.write_artifacts()
+        extra = ""
+        if noise is not None and noise.pools:
+            extra = f" | {noise.played[-1]} games each, {len(gen.candidates) - gen.told} re-evaluated"
         self._say(f"generation {stats.generation} ({stats.generation + 1} of {state.optimizer.generations}): "
                   f"best {stats.best:,.0f}  mean {stats.mean:,.0f}  median {stats.median:,.0f}  worst {stats.worst:,.0f} "
                   f"| {stats.simulated} simulated, {stats.aborted} aborted | {stats.wall_seconds:.1f} s | "
-                  f"best so far {stats.best_so_far:,.0f}")
+                  f"best so far {stats.best_so_far:,.0f}{extra}")
+        if restart:
+            self._say(f"restart {noise.restarts} after generation {gen.number} ({self.config.restart.stall} "
+                      f"generations without improvement): {noise.population} candidates per generation from now on")
 
     def _statistics(self, gen: Generation, fitness: np.ndarray) -> GenerationStats:
         rows = [self.evaluations[(gen.number, c.index)] for c in gen.candidates]
@@ -402,7 +443,13 @@ class Tuner:
 
     def _best_so_far(self) -> Best:
         """The best evaluation so far: the highest fitness among finished ones (aborted ones only
-        when none finished), the earliest on ties."""
+        when none finished), the earliest on ties. With pooling (`optimizers.noise`): the point of
+        highest pooled mean (`Noise.best`), as its first evaluation with that mean."""
+        noise = self.state.noise
+        if noise is not None and noise.pools and (point := noise.best()) is not None:
+            e = self.evaluations[point.first]
+            return Best(fitness=point.mean, score=int(round(point.score)), generation=e.generation, index=e.index,
+                        key=e.key, values=list(e.values))
         compared = self.state.optimizer.compared
         rows = [e for e in self.evaluations.values() if compared(e.generation)] or list(self.evaluations.values())
         finished = [e for e in rows if not e.record.aborted] or rows
@@ -422,8 +469,13 @@ class Tuner:
         """The ``rescore.top`` best evaluations of distinct configs: finished ones first, then by
         fitness, the earliest on ties."""
         compared = self.state.optimizer.compared
-        ranked = sorted((e for e in self.evaluations.values() if compared(e.generation)),
-                        key=lambda e: (e.record.aborted, -e.record.fitness, e.generation, e.index))
+        noise = self.state.noise
+        if noise is not None and noise.pools:  # points by pooled mean, each as its first evaluation
+            ranked = [replace(e, record=replace(e.record, fitness=p.mean))
+                      for p in noise.ranked() for e in [self.evaluations[p.first]]]
+        else:
+            ranked = sorted((e for e in self.evaluations.values() if compared(e.generation)),
+                            key=lambda e: (e.record.aborted, -e.record.fitness, e.generation, e.index))
         top, seen = [], set()
         for e in ranked:
             if e.key not in seen:
@@ -489,6 +541,9 @@ class Tuner:
                 "generation": source.generation, "index": source.index,
                 "fitness": source.fitness, "score": source.score,
                 "parameters": {p.path: v for p, v in zip(self.space.params, source.values)}}
+        noise = self.state.noise
+        if noise is not None and noise.pools and (point := noise.points.get(point_key(best.values))) is not None:
+            meta["pooled"] = {"mean": point.mean, "games": point.games, "samples": point.samples}
         if rescored is not None:
             meta.update({"tuned_fitness": rescored.tuned_fitness, "rescored_with": dict(self.config.rescore.overrides),
                          "best_before_rescoring": {"generation": best.generation, "index": best.index,
@@ -501,6 +556,8 @@ class Tuner:
         `PLOT_EVERY` seconds."""
         history = self.state.history
         self.store.write_generations(history)
+        if self.state.noise is not None:
+            write_text(self.dir / "noise.csv", noise_table(self.state.noise.rows))
         cfg = self.best_config()
         if cfg is not None:
             write_yaml(self.dir / "best.yaml", cfg,
@@ -509,6 +566,17 @@ class Tuner:
         if history and (final or time.monotonic() - self._plotted >= PLOT_EVERY):
             write_bytes(self.dir / "fitness.png", plot(history, self.config))
             self._plotted = time.monotonic()
+
+
+def noise_table(rows: list[dict]) -> str:
+    """noise.csv: a row per generation (`optimizers.noise.NOISE_COLUMNS`; empty: none)."""
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(NOISE_COLUMNS)
+    for row in rows:
+        out.writerow(["" if row[c] is None else repr(row[c]) if isinstance(row[c], float) else row[c]
+                      for c in NOISE_COLUMNS])
+    return buf.getvalue()
 
 
 def plot(history: list[GenerationStats], config: RunConfig) -> bytes:
