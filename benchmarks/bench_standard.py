@@ -285,12 +285,15 @@ class SeriesFile:
             self.rewrite()
 
     def close(self) -> None:
-        """The final FILE; the journal removed (Ctrl-C and SIGTERM wait until it is done)."""
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        self.rewrite()
-        self.journal.close()
-        self.journal_path.unlink(missing_ok=True)
+        """The final FILE; the journal removed (Ctrl-C and SIGTERM are ignored until it is done)."""
+        handlers = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.rewrite()
+            self.journal.close()
+            self.journal_path.unlink(missing_ok=True)
+        finally:
+            for s, handler in handlers.items():
+                signal.signal(s, handler)
 
 
 def check_output(path: Path, resume: bool, force: bool) -> None:

@@ -1,6 +1,8 @@
 """Tuning benchmark (run by hand; prints, asserts nothing):
 
     python benchmarks/bench_tuning.py [--seeds 1 2 3] [--generations N] [--tuners ga cem ...] [--out DIR]
+    python benchmarks/bench_tuning.py --standard [--seeds 1 2 3] [--standard-tuners cmaes optuna-tpe ...]
+                                      [--generations N] [--population N] [--set KEY=VALUE ...] [--out DIR]
 
 1. every registered tuner with a shipped config of its name (configs/ga.yaml, random.yaml,
    pso.yaml, cmaes.yaml, cem.yaml: one space, 288 evaluations each): final best fitness per
@@ -10,6 +12,18 @@
    final fitness compared with the K-th best finished fitness its threshold was built from;
 4. parallel efficiency of the n_jobs = 2 runs: summed evaluation seconds / (n_jobs x wall), over
    the generations (the run's start-up excluded) and over the whole run.
+
+``--standard`` runs part 5 alone: our CMA-ES against Optuna's samplers on the standard 10 x 20
+fitness (configs/cmaes_standard_split.yaml and configs/optuna_standard_split.yaml: one splitting
+estimate of the mean rows per game per candidate, 16 candidates x 24 generations, the same
+estimates' seeds for every tuner), each tuner on every ``--seeds`` (the run's seed: the tuner's
+random state). Per run: the tuned best (the highest single estimate, which favours a lucky draw)
+and the re-scored best (the 4 best re-estimated on 4 estimates no candidate's seed made: the
+figure to compare), evaluations and wall time; then each tuner's mean, min and max. About 20
+minutes a run with 2 workers, so the default 3 tuners x 3 seeds take about 3 hours (resumable per
+run only by hand: each run directory is a normal run, ``experiments.run --resume``).
+``--generations`` and ``--population`` shrink every run alike (a smoke test); ``--set`` passes
+further overrides to every run (e.g. ``solver.splitting.trials=20``).
 """
 
 from __future__ import annotations
@@ -39,7 +53,9 @@ def run(config_name: str, out: Path, overrides: list[str]) -> dict:
     wall = time.perf_counter() - t0
     ev, gens = result.evaluations(), result.generations()
     sim = ev[~ev.cached]
+    rescored = result.state.get("rescored")
     return {"config": config, "dir": result.dir, "best": result.state["best"]["fitness"], "evaluations": len(ev),
+            "rescored": None if rescored is None else rescored["fitness"],
             "simulated": len(sim), "aborted": int(ev.aborted.sum()), "pieces": int(sim.pieces.sum()),
             "eval_seconds": float(sim.seconds.sum()), "gen_wall": float(gens.wall_seconds.sum()), "wall": wall,
             "n_jobs": config.parallel.n_jobs, "ev": ev, "gens": gens}
@@ -70,6 +86,51 @@ def false_aborts(r: dict) -> tuple[int, int, list]:
     return len(margins), sum(m <= 0 for m in margins), margins
 
 
+#: part 5, the standard 10 x 20 fitness at equal budget: label -> (config, overrides)
+STANDARD = {
+    "cmaes": ("cmaes_standard_split.yaml", []),
+    "optuna-tpe": ("optuna_standard_split.yaml", ["optuna.sampler=tpe"]),
+    "optuna-cmaes": ("optuna_standard_split.yaml", ["optuna.sampler=cmaes"]),
+}
+
+
+def standard(args, out: Path) -> int:
+    """Part 5: ours against Optuna's samplers on the standard 10 x 20 fitness, at equal budget."""
+    size = []
+    if args.generations:
+        size += [f"cmaes.generations={args.generations}", f"optuna.generations={args.generations}"]
+    if args.population:
+        size += [f"cmaes.population={args.population}", f"optuna.population={args.population}"]
+    budgets = {}
+    for label in args.standard_tuners:
+        name, over = STANDARD[label]
+        c = load_run_config(ROOT / "configs" / name, [*over, *size, *args.set])
+        budgets[label] = (c.population, c.generations)
+    print(f"runs in {out}/\n")
+    print("5. the standard 10 x 20 fitness (a splitting estimate of the mean rows per game per candidate): "
+          "ours against Optuna's samplers at equal budget")
+    print("   candidates x generations: " + ", ".join(f"{k} {p} x {g}" for k, (p, g) in budgets.items()))
+    if len(set(budgets.values())) > 1:
+        print("   warning: the budgets differ")
+    print(f"{'tuner':<14}{'seed':>5}{'evaluations':>13}{'tuned best':>14}{'re-scored':>14}{'wall s':>9}")
+    results: dict[str, list[dict]] = {}
+    for label in args.standard_tuners:
+        name, over = STANDARD[label]
+        for seed in args.seeds:
+            r = run(name, out, [f"seed={seed}", *over, *size, *args.set])
+            results.setdefault(label, []).append(r)
+            rescored = "" if r["rescored"] is None else f"{r['rescored']:,.0f}"
+            print(f"{label:<14}{seed:>5}{r['evaluations']:>13}{r['best']:>14,.0f}{rescored:>14}{r['wall']:>9.0f}  "
+                  f"{r['dir']}", flush=True)
+    print("   re-scored best (the tuned best when not re-scored), mean over seeds (min-max):")
+    for label, rs in results.items():
+        final = [r["rescored"] if r["rescored"] is not None else r["best"] for r in rs]
+        tuned = [r["best"] for r in rs]
+        print(f"  {label:<14} {sum(final) / len(final):,.0f} ({min(final):,.0f}-{max(final):,.0f}); "
+              f"tuned best {sum(tuned) / len(tuned):,.0f}; wall {sum(r['wall'] for r in rs):.0f} s")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -77,8 +138,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")
     shipped = [name for name in TUNERS if (ROOT / "configs" / f"{name}.yaml").is_file()]
     parser.add_argument("--tuners", nargs="+", choices=shipped, default=shipped, help="the tuners compared in part 1")
+    parser.add_argument("--standard", action="store_true", help="part 5 alone: the standard 10 x 20 comparison")
+    parser.add_argument("--standard-tuners", nargs="+", choices=list(STANDARD), default=list(STANDARD),
+                        help="the tuners compared in part 5")
+    parser.add_argument("--population", type=int, help="part 5: fewer candidates per generation (a quick look)")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="part 5: overrides for every run")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-tuning-"))
+    if args.standard:
+        return standard(args, out)
     gen = {f"{name}.yaml": f"{name}.{'iterations' if 'iterations' in TUNERS[name].Settings.model_fields else 'generations'}"
            for name in TUNERS}
     extra = lambda name: [f"{gen[name]}={args.generations}"] if args.generations else []

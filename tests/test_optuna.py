@@ -173,3 +173,17 @@ def test_a_study_behind_the_checkpoint_is_refused(tmp_path):
     (tmp_path / STUDY_FILE).unlink()
     with pytest.raises(RunDamaged, match=r"study.db: the study .* holds 0 trials where the checkpoint has told 3"):
         pickle.loads(saved).attach(tmp_path)
+
+
+@pytest.mark.parametrize("ours, theirs", [("cmaes.yaml", "optuna.yaml"),
+                                          ("cmaes_standard_split.yaml", "optuna_standard_split.yaml")])
+def test_the_shipped_optuna_configs_mirror_ours_at_equal_budget(ours, theirs):
+    from pathlib import Path
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    a, b = (tuning.load_run_config(configs / name) for name in (ours, theirs))
+    assert (b.algorithm, a.algorithm) == ("optuna", "cmaes")
+    assert (a.population, a.generations) == (b.population, b.generations)
+    same = ("seed", "solver", "pieces", "space", "normalize", "init", "games", "early_abort", "rescore", "parallel")
+    assert {k: getattr(a, k) for k in same} == {k: getattr(b, k) for k in same}
+    assert b.optuna.sigma == a.cmaes.sigma
