@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -291,8 +292,10 @@ def test_bench_series_file_is_rewritten_at_bounded_cost(bench, tmp_path, monkeyp
             assert len(lines) == 1000 and json.loads(lines[-1]) == g
             assert json.loads(path.read_text())["games"] == []  # the file: its last rewrite, whole
     assert rewrites == [0]
+    handlers = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
     series.close()
     assert rewrites == [0, 2000] and not series.journal_path.exists()
+    assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == handlers  # left as they were
     data = json.loads(path.read_text())
     assert data["n"] == 2000 and data["games"] == out["games"] and bench.load_series(path)["games"] == out["games"]
     # past REWRITE_SECONDS (or REWRITE_SHARE of the time), a rewrite is due
@@ -318,7 +321,6 @@ def test_the_committed_series_files_read_back(bench):
 def test_bench_killed_with_kill_9_resumes_from_its_journal(tmp_path):
     """A series killed by ``kill -9`` leaves its file whole (the last rewrite) and its games in the
     journal; --resume continues it, and the series equals one played without a stop."""
-    import signal
     import time
 
     bench = [sys.executable, str(ROOT / "benchmarks" / "bench_standard.py"), "games", "--rules", "standard_10x10",
