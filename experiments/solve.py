@@ -127,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume and args.out and args.out != args.resume:
         print("error: --resume DIR writes to DIR: give no other --out", file=sys.stderr)
         return 2
+    for option, folder in (("--out", args.out), ("--resume", args.resume)):
+        if folder is not None and folder.name in ("", ".", ".."):  # '', '.', '..', '/': no folder of its own
+            print(f"error: {option} {str(folder)!r}: name a folder of its own for the solve's files "
+                  "(e.g. solves/mine)", file=sys.stderr)
+            return 2
     target = args.resume or args.out or default_out(args.config)
     try:
         config = load_solver_config(args.config, overrides)

@@ -557,6 +557,7 @@ def test_a_config_error_is_one_line_naming_the_file_and_the_key(monkeypatch, cap
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_negative_seed_from_the_command_line_has_no_traceback(tmp_path):
     done = command("-m", "experiments.solve", "configs/standard_dellacherie.yaml", "seed=-1", "--out",
                    str(tmp_path / "out"))
@@ -643,3 +644,13 @@ def test_a_segment_checkpoint_on_a_full_disk_is_one_line_and_keeps_the_previous_
     monkeypatch.undo()
     assert solve_main([str(config), "--resume", str(out), "--quiet"]) == 0  # room again: it goes on
     assert (out / "record.txt").exists()
+
+
+@pytest.mark.parametrize("out", ["", ".", "..", "/"])
+def test_a_solve_out_naming_no_folder_of_its_own_is_one_line(capsys, out):
+    from experiments.solve import main as solve_main
+
+    shown = "." if out == "" else out
+    assert solve_main(["configs/solver.yaml", "--pieces", "5", "--out", out]) == 2
+    assert capsys.readouterr().err == (f"error: --out {shown!r}: name a folder of its own for the solve's files "
+                                       "(e.g. solves/mine)\n")
