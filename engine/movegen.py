@@ -35,8 +35,8 @@ import numpy as np
 from numba import njit
 
 from .board import popcount, run_fill
-from .dispatch import FunctionTable, fixed
-from .rules import OVERFLOW_CLEAR_FIRST
+from .dispatch import fixed
+from .rules import LOWEST_PLACEMENTS, OVERFLOW_CLEAR_FIRST, PLACEMENTS
 
 STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
 STEP_LETTERS = "LRDC"
@@ -441,11 +441,7 @@ def emit_row(out, n, m, y, c):
     return n
 
 
-#: how placements are generated, chosen by the rules (`Rules.placement`) when a kernel is compiled:
-#: a kernel compiled for drop-only rules holds no move search, and the reverse (`KernelRules`'s
-#: ``placements`` and ``lowest_placements`` tokens)
-PLACEMENTS = FunctionTable("rules.placements")
-LOWEST_PLACEMENTS = FunctionTable("rules.lowest_placements")
+#: the placement generators chosen by the rules (`engine.rules.PLACEMENTS`), as kernels call them
 placements_by_rule = PLACEMENTS.call
 lowest_placements_by_rule = LOWEST_PLACEMENTS.call
 

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .dispatch import Fixed
+from .dispatch import Fixed, FunctionTable
 
 SHAPE_NAMES = ("I", "L", "J", "T", "O", "S", "Z")
 
@@ -178,7 +178,7 @@ class KernelRules(NamedTuple):
     fewest rows a mid-air lock must clear to be a placement (`Rules.placement` ``"floating"``,
     `Rules.floating_min_rows`);
     ``placements`` and ``lowest_placements``: the move generator's entries for `Rules.placement`
-    (`engine.movegen.PLACEMENTS`), chosen when a kernel is compiled, so that a kernel holds only
+    (`PLACEMENTS`, `LOWEST_PLACEMENTS`), chosen when a kernel is compiled, so that a kernel holds only
     the placement code of its rules."""
 
     cells: np.ndarray
@@ -209,6 +209,12 @@ PLACEMENT_RULES = ("reachable", "floating", "drop")
 #: `Rules.overflow`: what a lock does with cells of the piece above the board's top row
 OVERFLOW_RULES = ("discard", "end", "clear_first")
 OVERFLOW_DISCARD, OVERFLOW_END, OVERFLOW_CLEAR_FIRST = range(len(OVERFLOW_RULES))
+#: how placements are generated, chosen by the rules (`Rules.generator`) when a kernel is compiled:
+#: a kernel compiled for drop-only rules holds no move search, and the reverse (`KernelRules`'s
+#: ``placements`` and ``lowest_placements`` tokens). The move generator (`engine.movegen`, imported
+#: with the engine) registers its kernels into them and dispatches on them.
+PLACEMENTS = FunctionTable("rules.placements")
+LOWEST_PLACEMENTS = FunctionTable("rules.lowest_placements")
 
 
 @dataclass(frozen=True)
@@ -345,7 +351,6 @@ class Rules:
     @cached_property
     def kernel(self) -> KernelRules:
         """The rules as the kernels read them (`KernelRules`)."""
-        from .movegen import LOWEST_PLACEMENTS, PLACEMENTS  # the move generator reads the rules
         return KernelRules(
             cells=self.cells, alias=self.alias, periods=self.periods, scores=self.scores, width=self.width, height=self.height,
             spawn_x=self.spawn_x, spawn_y=self.spawn_y, cycle_states=self.spawn_state == "cycle",
@@ -358,7 +363,7 @@ class Rules:
 
     @property
     def generator(self) -> str:
-        """The move generator's entry for `placement` (`engine.movegen.PLACEMENTS`): ``"floating"``
+        """The move generator's entry for `placement` (`PLACEMENTS`): ``"floating"``
         is the ``"reachable"`` search with a run-time flag (`KernelRules.floating`), so that one
         compiled kernel serves both."""
         return "reachable" if self.placement == "floating" else self.placement
