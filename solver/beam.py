@@ -47,15 +47,14 @@ from evaluators import Placement, board_values, evaluate
 
 from ._base import Policy, path_scores
 from .config import BeamConfig
+from .layered import board_hash, descending, grown, pack, radix_argsort, same_board, table_hash, unpack
 from .registry import register
 from .result import SolveResult
 
-#: a ranking sorts its candidates by one packed key of at most PACK_BITS bits (radix sort on
-#: RADIX-valued digits); a row whose range reaches PACK_LIMIT is replaced by its dense ranks
+#: a ranking sorts its candidates by one packed key of at most PACK_BITS bits (`radix_argsort`); a
+#: row whose range reaches PACK_LIMIT is replaced by its dense ranks
 PACK_BITS = 62
 PACK_LIMIT = 1 << 40
-RADIX = 256
-SIGN_BIT = np.uint64(1 << 63)
 #: the score ranking ``score_per_clear`` ranks by score x PER_CLEAR_SCALE // max(clears, 1)
 PER_CLEAR_SCALE = 10_000
 #: layers grow past the width only by kept ties; buffers then grow by width // GROWTH_DIVISOR extra
@@ -66,12 +65,6 @@ THREAD_CHUNKS = 4
 CHUNK_SECONDS = 0.5
 #: the trace starts with room for this many full layers and doubles when it needs more
 TRACE_LAYERS = 64
-#: the 64-bit FNV-1a hash of a board's rows (the ``hash`` tie order and the best child's last tie)
-FNV_OFFSET = np.uint64(14695981039346656037)
-FNV_PRIME = np.uint64(1099511628211)
-#: odd 64-bit constants of the merge table's hash
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-MIX = np.uint64(0xBF58476D1CE4E5B9)
 
 #: why `run_layers` returned
 GOING, STUCK, ABORTED = -1, 1, 3
@@ -175,17 +168,6 @@ N_SCALARS = 8
 
 
 @njit(cache=True, inline="always")
-def pack(x, y, s):
-    """A placement as one int16: (x + 4) << 7 | y << 2 | s."""
-    return ((x + 4) << 7) | (y << 2) | s
-
-
-@njit(cache=True, inline="always")
-def unpack(code):
-    return (code >> 7) - 4, (code >> 2) & 31, code & 3
-
-
-@njit(cache=True, inline="always")
 def occupied_height(board):
     """Rows from the top occupied row down to the floor (0 for an empty board)."""
     h = board.shape[0]
@@ -193,29 +175,6 @@ def occupied_height(board):
         if board[y] != 0:
             return h - y
     return 0
-
-
-@njit(cache=True, inline="always")
-def board_hash(board):
-    """The 64-bit FNV-1a mix of a board's rows, shifted right once (a non-negative int64)."""
-    h = FNV_OFFSET
-    for r in board:
-        h = (h ^ np.uint64(r)) * FNV_PRIME
-    return np.int64(h >> np.uint64(1))
-
-
-@njit(cache=True)
-def descending(values):
-    """int64 keys whose ascending order is the descending order of the floats ``values`` (their
-    bits, the negative ones' magnitude bits flipped, then all bits flipped; -0.0 counts as 0.0)."""
-    bits = (values + 0.0).view(np.int64)
-    out = np.empty(values.shape[0], np.int64)
-    for m in range(values.shape[0]):
-        b = bits[m]
-        if b < 0:
-            b ^= np.int64(0x7FFFFFFFFFFFFFFF)
-        out[m] = ~b
-    return out
 
 
 @njit(cache=True)
@@ -414,26 +373,6 @@ def grow_children(kids, nodes, per_node, total, height):
 # Merging equal boards
 
 
-@njit(cache=True, inline="always")
-def table_hash(board):
-    """A fast hash of a board for the merge table (rows times distinct odd constants, summed, then
-    mixed: the products are independent, unlike `board_hash`'s chain of multiplications)."""
-    h = np.uint64(0)
-    for y in range(board.shape[0]):
-        h += np.uint64(board[y]) * (np.uint64(2 * y + 1) * GOLDEN)
-    h ^= h >> np.uint64(29)
-    h *= MIX
-    return h ^ (h >> np.uint64(32))
-
-
-@njit(cache=True, inline="always")
-def same_board(a, b):
-    for y in range(a.shape[0]):
-        if a[y] != b[y]:
-            return False
-    return True
-
-
 @njit(cache=True)
 def merge_equal_boards(kids, total, slot, stamp, layer):
     """Of the surviving children with equal boards keep one: the higher score, then fewer clears,
@@ -483,43 +422,6 @@ def merge_equal_boards(kids, total, slot, stamp, layer):
 
 # ------------------------------------------------------------------------------------------------
 # Ranking and picking
-
-
-@njit(cache=True)
-def radix_argsort(key):
-    """The stable argsort of int64 ``key``: a least-significant-digit radix sort over the bytes that
-    vary among the keys (linear in the number of keys)."""
-    n = key.shape[0]
-    u = np.empty(n, np.uint64)
-    for m in range(n):
-        u[m] = np.uint64(key[m]) ^ SIGN_BIT
-    order = np.arange(n)
-    if n < 2:
-        return order
-    varying = np.uint64(0)
-    for m in range(1, n):
-        varying |= u[m] ^ u[0]
-    u2 = np.empty(n, np.uint64)
-    order2 = np.empty(n, np.int64)
-    count = np.empty(RADIX + 1, np.int64)
-    for byte in range(8):
-        shift = np.uint64(8 * byte)
-        if (varying >> shift) & np.uint64(RADIX - 1) == 0:
-            continue
-        count[:] = 0
-        for m in range(n):
-            count[((u[m] >> shift) & np.uint64(RADIX - 1)) + 1] += 1
-        for d in range(RADIX):
-            count[d + 1] += count[d]
-        for m in range(n):
-            d = (u[m] >> shift) & np.uint64(RADIX - 1)
-            at = count[d]
-            count[d] = at + 1
-            u2[at] = u[m]
-            order2[at] = order[m]
-        u, u2 = u2, u
-        order, order2 = order2, order
-    return order
 
 
 @njit(cache=True)
@@ -821,17 +723,6 @@ def ancestors(cand, kids, st):
         out[m, 0] = p
         for g in range(1, gens):
             out[m, g] = st.anc[p, g - 1]
-    return out
-
-
-@njit(cache=True)
-def grown(a, n):
-    """``a`` with room for ``n`` rows along its first axis (a larger copy when it has less)."""
-    if a.shape[0] >= n:
-        return a
-    shape = (max(n, 2 * a.shape[0]),) + a.shape[1:]
-    out = np.zeros(shape, a.dtype)
-    out[: a.shape[0]] = a
     return out
 
 

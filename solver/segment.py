@@ -27,7 +27,7 @@ Terms:
   state's segment is independent and the leaves are merged into the table chunk by chunk in the
   states' order, so the result does not depend on the number of threads or processes.
 
-Paths: a state's segment is stored as its placements (packed int16, `solver.beam.pack`) with the id
+Paths: a state's segment is stored as its placements (int16, `solver.layered.pack`) with the id
 of the state it grew from; states that are expanded (and the final ones) enter an append-only
 *history*, from which the best state's placements are read back and replayed by the engine.
 
@@ -71,8 +71,8 @@ from engine.movegen import capacity, lowest_placements_into, new_scratch, placem
 from evaluators import Placement, board_values, evaluate
 
 from ._base import CheckpointError, Policy, path_scores, value_scratch
-from .beam import board_hash, descending, pack, radix_argsort, same_board, table_hash, unpack
 from .config import Strict
+from .layered import board_hash, descending, grown, pack, radix_argsort, same_board, table_hash, unpack
 from .registry import register
 from .result import SolveResult
 
@@ -236,17 +236,6 @@ def bucket_slot(count, boards, score, value, hashes, n_max, board, s, v, h):
 
 
 @njit(cache=True)
-def grow(a, n):
-    """``a`` with room for at least ``n`` rows (the first ones copied)."""
-    if a.shape[0] >= n:
-        return a
-    shape = (max(n, 2 * a.shape[0]),) + a.shape[1:]
-    out = np.empty(shape, a.dtype)
-    out[:a.shape[0]] = a
-    return out
-
-
-@njit(cache=True)
 def keep_best(values, boards, n, nodes, slot):
     """Indices (best first) of the best ``nodes`` of children 0..n-1 after merging equal boards (the
     first generated stays): the higher value, then the smaller hash. ``slot``: a scratch table."""
@@ -344,10 +333,10 @@ def expand(r, roots, sequence, rules, spec, cfg, leaves):
                     continue
                 if lock.lines == 0 and not final:
                     if n_kids == kids.shape[0]:
-                        kids = grow(kids, n_kids + 1)
-                        kid_value = grow(kid_value, kids.shape[0])
-                        kid_parent = grow(kid_parent, kids.shape[0])
-                        kid_code = grow(kid_code, kids.shape[0])
+                        kids = grown(kids, n_kids + 1)
+                        kid_value = grown(kid_value, kids.shape[0])
+                        kid_parent = grown(kid_parent, kids.shape[0])
+                        kid_code = grown(kid_code, kids.shape[0])
                     p = Placement(board, vs.cleared, vs.cleared, piece, x, y, 0, lock.points, width)
                     kid_value[n_kids] = evaluate(p, vs.pvals, spec)
                     kids[n_kids] = vs.cleared

@@ -16,7 +16,7 @@ from engine.lock import lock_piece
 from engine.rules import GEEK, SHAPE_NAMES
 from solver import SolverConfig, solve
 from solver._base import CheckpointError
-from solver.beam import board_hash, unpack
+from solver.layered import board_hash, unpack
 from solver.segment import (
     Roots, SegmentConfig, expand_chunk, found_leaves, insert_found, new_leaves, new_table, settings, take,
 )

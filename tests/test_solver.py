@@ -171,7 +171,8 @@ def test_solve_cli_config_errors(tmp_path, text, override, message):
 def test_lowest_placements_keep_the_lowest_of_each_state_and_column():
     from engine import final_board, placements
     from engine.movegen import capacity, scratch
-    from solver.beam import node_placements, unpack
+    from solver.beam import node_placements
+    from solver.layered import unpack
 
     boards = [final_board("N,N,D19,N,C1,D17,N,R3,D18", GEEK), np.zeros(20, np.uint16)]
     sc = scratch(GEEK)
