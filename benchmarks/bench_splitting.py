@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_standard import commit, load_series, make  # noqa: E402
 from engine import PRESETS  # noqa: E402
 from engine.files import write_json  # noqa: E402
-from solver.online.games import mean_ci95  # noqa: E402
+from solver.online.intervals import mean_ci95  # noqa: E402
 from solver.online.splitting import SplittingConfig, combine, estimate  # noqa: E402
 
 

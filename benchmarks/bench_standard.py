@@ -12,7 +12,7 @@ seeded games (seed 0, 1, ... until that many are placed).
 ``games``: ``--games`` seeded games (seeds ``--seed`` ...) of at most ``--cap`` pieces each, on the
 rules preset ``--rules`` or the same rules on a board of ``--height`` rows (the literature's smaller
 boards: 10 x 10, 10 x 14, ...); prints each game's rows, then the mean rows per game with its 95%
-confidence interval (`solver.online.games.mean_ci95`). ``--jobs N`` plays N games at once in
+confidence interval (`solver.online.intervals.mean_ci95`). ``--jobs N`` plays N games at once in
 worker processes (`engine.parallel.Pool`): a game is its seed's, so the series is the same whatever
 N. The series' figures count its games up to the first seed not yet finished: a game that ends
 while an earlier seed is still being played (a shorter one, most likely) waits in ``ahead`` until
@@ -62,7 +62,7 @@ from engine.validation import problem, show  # noqa: E402
 from evaluators import EvaluatorError, load_evaluator  # noqa: E402
 from solver import SolverConfig  # noqa: E402
 from solver.online import play_games  # noqa: E402
-from solver.online.games import CI_METHOD, mean_ci95  # noqa: E402
+from solver.online.intervals import CI_METHOD, mean_ci95  # noqa: E402
 from solver.registry import get as get_policy  # noqa: E402
 
 #: seconds between two rewrites of the series file at least

@@ -153,7 +153,7 @@ def test_estimates_pool_as_a_ratio_of_means_not_a_mean_of_ratios():
     """Two estimates with 0.4 rows a piece whose games end at 1 in 1,000 and 1 in 3,000 pieces:
     pooled, a game ends at 1 in 1,500 pieces, 600 rows (the plain mean of 400 and 1,200 would be
     800); the interval is Student's t on the two rates, inverted."""
-    from solver.online.games import mean_ci95
+    from solver.online.intervals import mean_ci95
     from solver.online.splitting import Estimate, combine
 
     def made(arrivals):  # 100,000 pieces, `arrivals` climbs, every stage half its trials: rate arrivals / 4e5

@@ -1,6 +1,6 @@
 """The literature's benchmark as a user runs it: the evaluator presets with the published weights,
 the shipped configurations, and the mean rows per game with its 95% confidence interval in every
-series' summary (`solver.online.games.mean_ci95`)."""
+series' summary (`solver.online.intervals.mean_ci95`)."""
 
 import importlib.util
 import json
@@ -13,7 +13,7 @@ from evaluators import load_evaluator
 from experiments import solve as solve_cli
 from solver import solve
 from solver.files import load_solver_config
-from solver.online.games import CI_METHOD, mean_ci95, t975
+from solver.online.intervals import CI_METHOD, mean_ci95, t975
 
 #: MdpTetris's feature files (the notes, section 7), in our feature names
 DELLACHERIE = {"landing_height_zero_based": -1, "eroded_cells": 1, "row_transitions": -1, "column_transitions": -1,

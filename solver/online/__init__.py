@@ -1,7 +1,7 @@
 """Policies for unknown pieces (random-piece rules and the course protocol): one module each, a class
 derived from `OnlinePolicy` registered by name (`solver.registry`): `one_ply`, `preview`, `expect`
 and `mcts`; `games` plays seeded games with a piece cap, `splitting` estimates the mean length of
-games too long to play. The package's modules are discovered, not listed: a new policy is one module
+games too long to play, `intervals` gives a series' mean its 95% interval. The package's modules are discovered, not listed: a new policy is one module
 (here or anywhere else), built on the kernels exported here (`Workspace`, its ply levels `CURRENT`
 and `NEXT`, `ply`, `ply_scratch`)."""
 

@@ -44,6 +44,7 @@ import numpy as np
 from numba import njit
 from pydantic import Field, field_validator
 
+from engine._numba_cache import KERNEL_PACKAGES
 from engine.board import popcount
 from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
 
@@ -52,6 +53,7 @@ from ..config import Strict
 from ..result import SolveResult
 from ._base import choose
 from ._kernels import CURRENT
+from .intervals import mean_ci95
 
 #: how `play_until` stopped: the stack reached ``high``, fell to ``low``, the game ended, or the
 #: pieces given ran out
@@ -247,8 +249,6 @@ def combine(found) -> tuple[float, tuple[float, float] | None]:
     that (Jensen's inequality); the ratio's bias falls as 1 / the number of estimates. The interval
     is Student's t on the rates (`mean_ci95`), inverted, so it is not symmetric; its upper end is
     infinite when the rates' interval reaches 0."""
-    from .games import mean_ci95
-
     rates = [1.0 / e.pieces_per_game for e in found]
     per_piece = float(np.mean([e.rows0 / e.pieces0 for e in found]))
     rate = float(np.mean(rates))
@@ -260,7 +260,6 @@ def combine(found) -> tuple[float, tuple[float, float] | None]:
 
 def _loop(policy):
     package = type(policy.bundle).__module__.split(".")[0]
-    from engine._numba_cache import KERNEL_PACKAGES
     return play_until if package in KERNEL_PACKAGES else play_until_fresh
 
 
