@@ -4,18 +4,18 @@ Layers, lowest first: `rules` (a game as data, and `KernelRules`, the bundle ker
 `board` (bitboard place, count and clear), `lock` (the one lock rule: score and game over, and the
 spawn), `movegen` (placements and routes), `record` (the contest's record format), `replay` (the
 contest engine's replay), `state` (one game between pieces). Beside them, what every layer shares:
-`files` (files written whole or not at all, reads bounded by kind), `validation` (the one-line
-configuration error), `config` (configuration files and their ``key=value`` overrides), `paths`
-(dotted paths into configuration data), `dispatch` (tables of numba functions chosen by name),
-`parallel` (the worker pool: in process, loky or dask) and `provenance` (where a result came from,
-and the command as typed).
+`files` (files written whole or not at all, reads bounded by kind), `validation` (the base of
+every configuration section, `validation.Strict`, and the one-line configuration error), `config`
+(configuration files and their ``key=value`` overrides), `paths` (dotted paths into configuration
+data), `dispatch` (tables of numba functions chosen by name), `parallel` (the worker pool: in
+process, loky or dask) and `provenance` (where a result came from, and the command as typed).
 """
 
 from . import _numba_cache  # noqa: F401  (first: numba's cache directory is set before any kernel)
 from .board import BOARD_DTYPE, from_strings, to_strings
 from .lock import END_NAMES, GOING_ON, LockResult, lock_copy, lock_piece, spawn_blocked, spawn_state
 from .movegen import MoveScratch, capacity, placements, route, scratch
-from .record import Record, RecordError, encode, extract, parse, replay_line, upload_line, validate
+from .record import Record, RecordError, encode, extract, parse, rejection, replay_line, upload_line
 from .replay import ReplayResult, final_board, replay, replay_record
 from .rules import (CLASSIC, COURSE, GEEK, PRESETS, STANDARD, STANDARD_10X10, STANDARD_10X12, STANDARD_CLEAR_FIRST,
                     KernelRules, PieceSource, Rules, get_rules)
@@ -26,5 +26,5 @@ __all__ = [
     "MoveScratch", "PRESETS", "PieceSource", "Record", "RecordError", "ReplayResult", "Rules", "STANDARD",
     "STANDARD_10X10", "STANDARD_10X12", "STANDARD_CLEAR_FIRST", "Transition", "capacity", "encode", "extract", "final_board",
     "from_strings", "get_rules", "lock_copy", "lock_piece", "parse", "placements", "replay", "replay_line",
-    "replay_record", "route", "scratch", "spawn_blocked", "spawn_state", "to_strings", "upload_line", "validate",
+    "rejection", "replay_record", "route", "scratch", "spawn_blocked", "spawn_state", "to_strings", "upload_line",
 ]

@@ -22,13 +22,14 @@ import time
 from typing import Callable, Literal, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-class ParallelConfig(BaseModel):
+from .validation import Strict
+
+
+class ParallelConfig(Strict):
     """``parallel``: where independent tasks run (a tuning run's candidates, a segment search's
     states): in this process, on joblib's loky processes, or on a dask.distributed cluster."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     backend: Literal["loky", "dask"] = Field("loky", description="joblib's loky processes, or a dask.distributed cluster")
     n_jobs: int = Field(1, ge=1, description="tasks at once (loky workers; dask LocalCluster workers); 1: in this process")

@@ -2,8 +2,9 @@
 
 A record is ``N`` (a new piece) and ``L<k>``, ``R<k>``, ``D<k>``, ``C<k>`` (k single steps left,
 right, down, or rotations). This module reads a record (plain, or inside either console line the
-contest accepted), validates it exactly as the contest does, encodes routes into a record and
-writes the console lines. Replaying is `engine.replay`.
+contest accepted), validates it exactly as the contest does (`parse`; `rejection` gives the reason
+the contest would reject it), encodes routes into a record and writes the console lines. Replaying
+is `engine.replay`.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def _parse_plain(record: str) -> Record | None:
     return Record(kinds, counts)
 
 
-def validate(record: str) -> str | None:
+def rejection(record: str) -> str | None:
     """The reason the contest would reject ``record``, or None when it is valid."""
     try:
         parse(record)

@@ -1,8 +1,9 @@
 """The one way a configuration problem is told: ``<origin>: <dotted key>: <problem>``, one line.
 
-Every configuration of the workbench (evaluators, solver, tuning runs) is validated by pydantic;
-`format_validation_error` turns the first problem of a `pydantic.ValidationError` into that line.
-It lives in the lowest layer so that every layer can use it.
+Every configuration of the workbench (evaluators, solver, tuning runs) is validated by pydantic,
+its sections built on `Strict` (an unknown key is an error); `format_validation_error` turns the
+first problem of a `pydantic.ValidationError` into that line. It lives in the lowest layer so that
+every layer can use it.
 """
 
 from __future__ import annotations
@@ -10,10 +11,17 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 #: longest value quoted in a message before it is cut
 SHOWN_CHARS = 40
+
+
+class Strict(BaseModel):
+    """A section of a configuration (the solver's, a tuning run's, ...): an unknown key is an
+    error, and so is a value assigned later that its field refuses."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 def show(v: Any) -> str:

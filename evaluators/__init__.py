@@ -25,8 +25,8 @@ from .evaluator import (
     preset_names,
 )
 from .registry import (
+    FeatureError,
     Placement,
-    RegistryError,
     board_feature,
     board_features,
     board_values,
@@ -39,8 +39,8 @@ from .registry import (
 )
 
 __all__ = [
-    "Evaluator", "EvaluatorError", "EvaluatorFile", "EvaluatorSpec", "FeatureTerm", "PRESETS_DIR", "Placement",
-    "RegistryError", "board_feature", "board_features", "board_values", "evaluate", "feature_vector",
+    "Evaluator", "EvaluatorError", "EvaluatorFile", "EvaluatorSpec", "FeatureError", "FeatureTerm", "PRESETS_DIR",
+    "Placement", "board_feature", "board_features", "board_values", "evaluate", "feature_vector",
     "from_dict", "load_evaluator", "placement_feature", "preset_names", "priority", "registry", "row_feature",
     "tie_break",
 ]

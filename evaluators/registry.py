@@ -89,7 +89,7 @@ _SNAPSHOTS: dict[str, tuple[Feature, ...]] = {}
 _digest: str | None = None
 
 
-class RegistryError(ValueError):
+class FeatureError(ValueError):
     """A feature or tie-break that cannot be registered; the message says which and why."""
 
 
@@ -110,7 +110,7 @@ def _check_arity(fn, n: int, what: str) -> None:
     py = getattr(fn, "py_func", fn)
     params = inspect.signature(py).parameters
     if len(params) != n:
-        raise RegistryError(f"feature kernel {py.__qualname__}: {what} takes {n} argument(s), "
+        raise FeatureError(f"feature kernel {py.__qualname__}: {what} takes {n} argument(s), "
                             f"got ({', '.join(params)})")
 
 
@@ -118,11 +118,11 @@ def _add(feature: Feature) -> None:
     global _digest
     for name in (feature.name, *feature.aliases):
         if not name.isidentifier():
-            raise RegistryError(f"feature {name!r}: a name must be an identifier")
+            raise FeatureError(f"feature {name!r}: a name must be an identifier")
         if name in _FEATURES or name in _ALIASES:
-            raise RegistryError(f"feature {name!r} is already registered (unregister it first)")
+            raise FeatureError(f"feature {name!r} is already registered (unregister it first)")
     if not feature.doc:
-        raise RegistryError(f"feature {feature.name!r}: its kernel needs a docstring (the feature's description)")
+        raise FeatureError(f"feature {feature.name!r}: its kernel needs a docstring (the feature's description)")
     _FEATURES[feature.name] = feature
     for alias in feature.aliases:
         _ALIASES[alias] = feature.name
@@ -184,7 +184,7 @@ def board_features(**docs: str):
     def wrap(f):
         _check_arity(f, 3, "a board feature (board, width, top)")
         if not docs:
-            raise RegistryError(f"board_features on {f.__name__}: name at least one feature")
+            raise FeatureError(f"board_features on {f.__name__}: name at least one feature")
         kernel = _jit(f)
         for i, (n, d) in enumerate(docs.items()):
             _add(Feature(n, BOARD, kernel, i, " ".join(d.split())))
@@ -212,7 +212,7 @@ def tie_break(name: str):
 
     def wrap(f):
         if name in _TIE_BREAKS:
-            raise RegistryError(f"tie-break {name!r} is already registered")
+            raise FeatureError(f"tie-break {name!r} is already registered")
         _check_arity(f, 4, "a tie-break (x, state, spawn_x, spawn_state)")
         _TIE_BREAKS[name] = _jit(f)
         return _TIE_BREAKS[name]
@@ -226,7 +226,7 @@ def unregister(name: str) -> None:
     global _digest
     feature = _FEATURES.pop(canonical(name), None)
     if feature is None:
-        raise RegistryError(f"no feature {name!r} is registered")
+        raise FeatureError(f"no feature {name!r} is registered")
     for alias in feature.aliases:
         _ALIASES.pop(alias, None)
     _digest = None
@@ -252,11 +252,11 @@ def known_names() -> list[str]:
 
 
 def get(name: str) -> Feature:
-    """The feature a name (or alias) stands for; `RegistryError` for an unknown name."""
+    """The feature a name (or alias) stands for; `FeatureError` for an unknown name."""
     try:
         return _FEATURES[canonical(name)]
     except KeyError:
-        raise RegistryError(f"unknown feature {name!r} (known: {', '.join(known_names())})") from None
+        raise FeatureError(f"unknown feature {name!r} (known: {', '.join(known_names())})") from None
 
 
 def index(name: str) -> int:
@@ -294,7 +294,7 @@ def measure(name: str, board: np.ndarray, width: int) -> float:
     """Board feature ``name`` of ``board`` (from Python; kernels call the feature functions)."""
     f = get(name)
     if f.kind != BOARD:
-        raise RegistryError(f"{name} is a placement feature: it needs a lock, not a board")
+        raise FeatureError(f"{name} is a placement feature: it needs a lock, not a board")
     board = np.ascontiguousarray(board, np.uint16)
     v = f.kernel(board, width, top_row(board))
     return v if f.output is None else v[f.output]
@@ -388,11 +388,11 @@ def kind(tie: str | None, layout: tuple[Term, ...] = ()) -> Kind:
     ``layout`` (`Term`s, in slot order), under the current registry."""
     tie = tie or "none"
     if tie not in _TIE_BREAKS:
-        raise RegistryError(f"unknown tie-break {tie!r} (known: {', '.join(_TIE_BREAKS)})")
+        raise FeatureError(f"unknown tie-break {tie!r} (known: {', '.join(_TIE_BREAKS)})")
     layout = tuple(sorted(Term(*t) for t in layout))
     slots = [t.slot for t in layout]
     if len(set(slots)) != len(slots) or any(not 0 <= i < len(_FEATURES) for i in slots):
-        raise RegistryError(f"a layout names each registered feature's slot at most once, got {slots}")
+        raise FeatureError(f"a layout names each registered feature's slot at most once, got {slots}")
     return Kind(digest(), tie, layout)
 
 
@@ -547,7 +547,7 @@ def source(what: str = "evaluate", layout: tuple[Term, ...] | None = None) -> st
 def _generated(what: str, kind: Kind):
     features = _SNAPSHOTS.get(kind.digest)
     if features is None:
-        raise RegistryError(f"no feature registry with digest {kind.digest} in this process")
+        raise FeatureError(f"no feature registry with digest {kind.digest} in this process")
     text, env = _source(features, what, kind.layout)
     name = f"<evaluators.registry: {what} for {kind.label()}>"
     exec(compile(text, name, "exec"), env)

@@ -1,15 +1,12 @@
-"""What every configuration section of the tuning run shares: strict models (an unknown key is an
-error), the check of a name against a table's keys, and the base of a tuner's settings."""
+"""What every configuration section of the tuning run shares: strict models
+(`engine.validation.Strict`: an unknown key is an error), the check of a name against a table's
+keys, and the base of a tuner's settings."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+from engine.validation import Strict
 
 
 def known(kind: str, names):

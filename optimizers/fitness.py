@@ -1,8 +1,8 @@
-"""Fitness: play one resolved solver configuration and reduce the result to a plain record.
+"""Fitness: play one resolved solver configuration and reduce the result to a tuning record.
 
 `evaluate` runs in the workers: it takes a plain task dict (the solver config mapping, the threshold
-array, numba threads) and returns a plain dict. A record (`Record`; a plain dict in the workers'
-results and in the memo) holds:
+array, numba threads) and returns a plain dict. A tuning record (`TuningRecord`; a plain dict in the
+workers' results and in the memo) holds:
 
 - ``fitness``: the score of the prefix played for a finished candidate; for an aborted one, per
   ``aborted_fitness``, its running best at the abort piece (``score_at_abort``) or 0 (``zero``);
@@ -39,7 +39,7 @@ CURVE_COMPRESSION = 6
 
 
 @dataclass(frozen=True)
-class Record:
+class TuningRecord:
     """An evaluation's result (the fields are described in the module docstring). Workers and the
     `Memo` pass it as the plain dict `as_dict`, which `from_dict` reads back."""
 
@@ -53,18 +53,18 @@ class Record:
     seconds: float
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Record":
+    def from_dict(cls, data: dict) -> "TuningRecord":
         return cls(**{name: data[name] for name in RECORD_FIELDS})
 
     def as_dict(self) -> dict:
         return {name: getattr(self, name) for name in RECORD_FIELDS}
 
-    def repeated(self) -> "Record":
+    def repeated(self) -> "TuningRecord":
         """The record of a candidate that repeats this one: the same result, no time spent."""
         return replace(self, seconds=0.0)
 
 
-RECORD_FIELDS = tuple(f.name for f in fields(Record))
+RECORD_FIELDS = tuple(f.name for f in fields(TuningRecord))
 
 
 def canonical(config: dict) -> tuple[str, dict]:

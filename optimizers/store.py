@@ -25,7 +25,7 @@ from pathlib import Path
 from engine.files import (MAX_JSON_BYTES, MAX_TABLE_BYTES, ReadError, read_bytes, read_json, read_pickle, read_text,
                           write_json, write_pickle, write_text)
 
-from .fitness import RECORD_FIELDS, Record, decode_curve, encode_curve
+from .fitness import RECORD_FIELDS, TuningRecord, decode_curve, encode_curve
 from .space import Param
 
 #: decimals of the seconds and the statistics written (a millisecond; a thousandth of a point)
@@ -46,7 +46,7 @@ class Evaluation:
     generation: int
     index: int
     values: list
-    record: Record
+    record: TuningRecord
     cached: bool
     key: str
 
@@ -72,7 +72,7 @@ class Rescoring:
     index: int
     values: list
     tuned_fitness: float
-    record: Record
+    record: TuningRecord
     cached: bool
     key: str
     tuned_key: str
@@ -174,14 +174,14 @@ class RunStore:
         return [self._value(p, row[p.path]) for p in self.params]
 
     @staticmethod
-    def _record_texts(r: Record) -> list[str]:
+    def _record_texts(r: TuningRecord) -> list[str]:
         return [_fmt(float(r.fitness)), _fmt(int(r.score)), _fmt(int(r.pieces)), r.stop, _fmt(bool(r.aborted)),
                 _fmt(r.abort_piece), _fmt(None if r.threshold is None else float(r.threshold)),
                 f"{float(r.seconds):.{DECIMALS}f}"]
 
     @staticmethod
-    def _record(row: dict) -> Record:
-        return Record(fitness=float(row["fitness"]), score=int(row["score"]), pieces=int(row["pieces"]),
+    def _record(row: dict) -> TuningRecord:
+        return TuningRecord(fitness=float(row["fitness"]), score=int(row["score"]), pieces=int(row["pieces"]),
                       stop=row["stop"], aborted=_bool(row["aborted"]), abort_piece=_opt(int, row["abort_piece"]),
                       threshold=_opt(float, row["threshold"]), seconds=float(row["seconds"]))
 

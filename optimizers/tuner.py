@@ -43,7 +43,7 @@ from engine.provenance import provenance
 from ._base import Optimizer
 from .config import RunConfig
 from .early_abort import EarlyAbort
-from .fitness import Memo, Record, canonical, evaluate
+from .fitness import Memo, TuningRecord, canonical, evaluate
 from .noise import NOISE_COLUMNS, Noise, point_key
 from .space import Param, Space, with_settings
 from .state import Best, Rescored, RunState
@@ -127,7 +127,7 @@ class Generation:
     kth_best: float | None
     started: float
     told: int | None = None
-    records: list[Record | None] = field(default_factory=list)
+    records: list[TuningRecord | None] = field(default_factory=list)
 
     def __post_init__(self):
         self.records = [None] * len(self.candidates)
@@ -335,7 +335,7 @@ class Tuner:
             elif c.key in first_of:
                 self._write_down(gen, c, gen.records[first_of[c.key]].repeated(), cached=True)
             elif (hit := self.memo.lookup(c.key, gen.threshold)) is not None:
-                self._write_down(gen, c, Record.from_dict(hit), cached=True)
+                self._write_down(gen, c, TuningRecord.from_dict(hit), cached=True)
                 first_of[c.key] = c.index
             else:
                 pending[c.key] = [c.index]
@@ -371,11 +371,11 @@ class Tuner:
         config (the first simulated, the others repeats of it)."""
         self.store.append_curve(gen.number, key, result["curve"])
         self.memo.store(key, result["record"], result["curve"])
-        record = Record.from_dict(result["record"])
+        record = TuningRecord.from_dict(result["record"])
         for j, i in enumerate(indices):
             self._write_down(gen, gen.candidates[i], record if j == 0 else record.repeated(), cached=j > 0)
 
-    def _write_down(self, gen: Generation, c: Candidate, record: Record, cached: bool) -> None:
+    def _write_down(self, gen: Generation, c: Candidate, record: TuningRecord, cached: bool) -> None:
         """A candidate's record: in the generation, evaluations.csv, run.log and ``on_evaluation``."""
         gen.records[c.index] = record
         e = Evaluation(gen.number, c.index, list(c.values), record, cached, c.key)
@@ -512,7 +512,7 @@ class Tuner:
                 rank, e, key, _ = todo[t]
                 self.store.append_curve("rescore", key, result["curve"])
                 row = Rescoring(rank, e.generation, e.index, e.values, e.record.fitness,
-                                Record.from_dict(result["record"]), False, key, e.key)
+                                TuningRecord.from_dict(result["record"]), False, key, e.key)
                 self.store.append_rescore(row)
                 rows[rank] = row
                 log.info("rescore #%d (gen %d #%d, tuned %s): %s", rank, e.generation, e.index,

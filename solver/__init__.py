@@ -15,7 +15,7 @@ with registry.assembling_once():  # `SolverConfig` assembled once, when every po
     from .config import BacksearchConfig, BeamConfig, GreedyConfig, LookaheadConfig, ProfileDPConfig, SolverConfig
     from .record import RecordMismatch, attach_record
     from .files import load_evaluators, load_online_policy, load_solver_config
-    from .registry import RegistryError, register
+    from .registry import PolicyError, register
     from .result import SolveResult
     from .solve import default_pieces, solve
     from .threshold import Threshold
@@ -23,7 +23,7 @@ with registry.assembling_once():  # `SolverConfig` assembled once, when every po
     registry.discover(__name__)  # every policy module registers its policy
 
 __all__ = [
-    "BacksearchConfig", "BeamConfig", "GreedyConfig", "LookaheadConfig", "Policy", "ProfileDPConfig", "Progress",
-    "RecordMismatch", "RegistryError", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
+    "BacksearchConfig", "BeamConfig", "GreedyConfig", "LookaheadConfig", "Policy", "PolicyError", "ProfileDPConfig",
+    "Progress", "RecordMismatch", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
     "load_evaluators", "load_online_policy", "load_solver_config", "register", "registry", "solve",
 ]

@@ -13,13 +13,10 @@ from __future__ import annotations
 import copy
 from typing import Literal, Mapping, Union
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
 from engine import PRESETS, get_rules
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+from engine.validation import Strict
 
 
 class GreedyConfig(Strict):

@@ -46,7 +46,7 @@ _deferred = 0
 HOME = __name__.rsplit(".", 1)[0]
 
 
-class RegistryError(ValueError):
+class PolicyError(ValueError):
     """A policy or section that cannot be registered, or a name that is not registered; the message
     says which and why."""
 
@@ -98,7 +98,7 @@ def _shipped(module: str) -> bool:
 def register(settings=None):
     """Class decorator: register the policy class as ``cls.name``, with ``settings`` (a pydantic
     model: the section ``cls.name`` of a configuration) or none. ``@register`` and
-    ``@register()`` register a policy without settings. `RegistryError` when the class cannot be
+    ``@register()`` register a policy without settings. `PolicyError` when the class cannot be
     registered (a name taken, a declaration missing)."""
     if isinstance(settings, type) and not issubclass(settings, BaseModel):
         return register()(settings)  # used bare: ``@register``
@@ -115,7 +115,7 @@ def register_section(key: str, model: type[BaseModel], known_pieces: bool, modul
     the known sequence, or unknown pieces, as ``known_pieces``), from ``module``; returns the model."""
     _check_key(key, f"section {key!r}")
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise RegistryError(f"section {key!r}: its model must be a pydantic model, not {model!r}")
+        raise PolicyError(f"section {key!r}: its model must be a pydantic model, not {model!r}")
     _SECTIONS[key] = Section(key, model, known_pieces, module)
     _assemble()
     return model
@@ -124,7 +124,7 @@ def register_section(key: str, model: type[BaseModel], known_pieces: bool, modul
 def unregister(name: str) -> None:
     """Remove the policy ``name`` (a test's policy, say); `SolverConfig` loses its name and section."""
     if _POLICIES.pop(name, None) is None:
-        raise RegistryError(f"no policy {name!r} is registered")
+        raise PolicyError(f"no policy {name!r} is registered")
     _assemble()
 
 
@@ -156,13 +156,13 @@ def _entry(cls, settings) -> Entry:
     what = f"policy class {cls.__module__}.{cls.__qualname__}"
     name = getattr(cls, "name", "")
     if not isinstance(name, str) or not name.isidentifier():
-        raise RegistryError(f"{what}: its name must be an identifier (the class attribute name), got {name!r}")
+        raise PolicyError(f"{what}: its name must be an identifier (the class attribute name), got {name!r}")
     _check_key(name, f"policy {name!r} ({what})")
     if settings is not None and not (isinstance(settings, type) and issubclass(settings, BaseModel)):
-        raise RegistryError(f"policy {name!r}: its settings must be a pydantic model, not {settings!r}")
+        raise PolicyError(f"policy {name!r}: its settings must be a pydantic model, not {settings!r}")
     known = getattr(cls, "known_pieces", None)
     if not isinstance(known, bool):
-        raise RegistryError(f"policy {name!r}: its class must say whether it plays the known sequence "
+        raise PolicyError(f"policy {name!r}: its class must say whether it plays the known sequence "
                             "(known_pieces: True or False; derive from solver.Policy or solver.online.OnlinePolicy)")
     if not known:
         _check_online(name, cls)
@@ -172,28 +172,28 @@ def _entry(cls, settings) -> Entry:
 def _check_key(key: str, what: str) -> None:
     if key in _POLICIES:
         existing = _POLICIES[key].policy
-        raise RegistryError(f"{what}: the name {key!r} is registered already, by "
+        raise PolicyError(f"{what}: the name {key!r} is registered already, by "
                             f"{existing.__module__}.{existing.__qualname__}; a policy's name must be unique")
     if key in _SECTIONS:
-        raise RegistryError(f"{what}: {key!r} is already a shared section of the configuration "
+        raise PolicyError(f"{what}: {key!r} is already a shared section of the configuration "
                             f"(registered by {_SECTIONS[key].module})")
     if key in config.SolverKeys.model_fields:
-        raise RegistryError(f"{what}: {key!r} is a key of every solver configuration; choose another name")
+        raise PolicyError(f"{what}: {key!r} is a key of every solver configuration; choose another name")
 
 
 def _check_online(name: str, cls) -> None:
     """A policy for unknown pieces declares its own bundle class and a numba choose kernel."""
     bundle = getattr(cls, "Bundle", None)
     if not (isinstance(bundle, type) and issubclass(bundle, tuple) and hasattr(bundle, "_fields")):
-        raise RegistryError(f"policy {name!r}: Bundle must be its own NamedTuple class (the parameters and "
+        raise PolicyError(f"policy {name!r}: Bundle must be its own NamedTuple class (the parameters and "
                             f"state its kernel reads), got {bundle!r}")
     for other in _POLICIES.values():
         if getattr(other.policy, "Bundle", None) is bundle:
-            raise RegistryError(f"policy {name!r}: its Bundle {bundle.__qualname__} is already the bundle of policy "
+            raise PolicyError(f"policy {name!r}: its Bundle {bundle.__qualname__} is already the bundle of policy "
                                 f"{other.name!r}; the game loop finds a policy's kernel by its bundle's class, so "
                                 "each policy needs a class of its own")
     if not isinstance(getattr(cls, "choose_kernel", None), Dispatcher):
-        raise RegistryError(f"policy {name!r}: choose_kernel must be a numba kernel (@njit) "
+        raise PolicyError(f"policy {name!r}: choose_kernel must be a numba kernel (@njit) "
                             "choose(bundle, board, shape, preview, t, rules, spec, ws)")
 
 
@@ -219,11 +219,11 @@ def names(known_pieces: bool | None = None) -> tuple[str, ...]:
 
 
 def get(name: str) -> Entry:
-    """The policy ``name``; `RegistryError` naming the registered ones otherwise."""
+    """The policy ``name``; `PolicyError` naming the registered ones otherwise."""
     try:
         return _POLICIES[name]
     except KeyError:
-        raise RegistryError(f"unknown policy {name!r} (registered: {', '.join(names())})") from None
+        raise PolicyError(f"unknown policy {name!r} (registered: {', '.join(names())})") from None
 
 
 def sections(shipped_only: bool = False) -> dict[str, type[BaseModel]]:

@@ -242,7 +242,7 @@ def parse_record(text):
     return [op.strip() for op in text.split(",")]
 
 
-def validate(ops):
+def rejection(ops):
     """Return None if the list of operations is a valid record, else a short
     reason (the four validation rules of the spec)."""
     if not ops:
@@ -274,7 +274,7 @@ def replay(text):
     """Replay a record as the contest engine does and report
     {valid, error, score, pieces, end}."""
     ops = parse_record(text)
-    error = validate(ops)
+    error = rejection(ops)
     if error is not None:
         return {"valid": False, "error": error, "score": 0, "pieces": 0, "end": None}
 

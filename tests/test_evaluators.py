@@ -10,7 +10,7 @@ from numba import njit
 import evaluators as E
 from engine import GEEK, final_board, lock_copy, placements, scratch
 from engine.board import count_and_clear, from_strings, place
-from evaluators import Placement, RegistryError, board_values, evaluate, feature_vector, registry
+from evaluators import FeatureError, Placement, board_values, evaluate, feature_vector, registry
 from evaluators.evaluator import FeatureTerm
 from evaluators.registry import index, known_names
 
@@ -420,7 +420,7 @@ def test_spec_arrays():
     assert pd.with_weights({"holes": -1}).spec.kind == pd.spec.kind        # new weights: the same kernels
     assert pd.with_weights({"bumpiness": -1}).spec.kind != pd.spec.kind    # another feature: its own
     assert pickle.loads(pickle.dumps(kind)) == kind
-    with pytest.raises(RegistryError, match="at most once"):
+    with pytest.raises(FeatureError, match="at most once"):
         registry.kind(None, [registry.Term(1, False, False), registry.Term(1, True, False)])
     n = len(registry.names())
     assert (w.shape, active.shape, delta.shape, tlen.shape) == ((n,), (n,), (n,), (n,))

@@ -9,7 +9,7 @@ import yaml
 
 from engine import GEEK, GameState, from_strings, lock_copy, replay
 from engine.board import popcount
-from evaluators import EvaluatorError, RegistryError, board_feature, load_evaluator, placement_feature, registry
+from evaluators import EvaluatorError, FeatureError, board_feature, load_evaluator, placement_feature, registry
 from solver import SolverConfig, solve
 
 NAME = "top_rows_cells"
@@ -177,52 +177,52 @@ def test_unregistering_removes_the_feature(registry_restored):
     assert "full_columns" not in registry.names() and "full_columns" not in registry.table()
     with pytest.raises(EvaluatorError, match=r"^<inline>: features\.full_columns: unknown feature \(known: "):
         load_evaluator({"features": {"full_columns": 1}})
-    with pytest.raises(RegistryError, match="^no feature 'full_columns' is registered$"):
+    with pytest.raises(FeatureError, match="^no feature 'full_columns' is registered$"):
         registry.unregister("full_columns")
 
 
 def test_registration_refuses_what_it_cannot_use(registry_restored):
     names, table = registry.names(), registry.table()
 
-    with pytest.raises(RegistryError, match=r"^feature 'holes' is already registered \(unregister it first\)$"):
+    with pytest.raises(FeatureError, match=r"^feature 'holes' is already registered \(unregister it first\)$"):
         @board_feature
         def holes(board, width, top):
             """A second holes."""
             return 0
 
-    with pytest.raises(RegistryError, match=r"^feature 'covered_empty_cells' is already registered"):
+    with pytest.raises(FeatureError, match=r"^feature 'covered_empty_cells' is already registered"):
         @board_feature(name="covered_empty_cells")  # an alias's name is taken too
         def other(board, width, top):
             """Another."""
             return 0
 
-    with pytest.raises(RegistryError, match=r"^feature 'lines_cleared' is already registered"):
+    with pytest.raises(FeatureError, match=r"^feature 'lines_cleared' is already registered"):
         @placement_feature
         def lines_cleared(p):
             """Placement features share the names."""
             return 0
 
-    with pytest.raises(RegistryError, match=r"^feature 'undocumented': its kernel needs a docstring "
+    with pytest.raises(FeatureError, match=r"^feature 'undocumented': its kernel needs a docstring "
                                             r"\(the feature's description\)$"):
         @board_feature
         def undocumented(board, width, top):
             return 0
 
-    with pytest.raises(RegistryError, match=r"^feature kernel .*two_arguments: a board feature \(board, width, top\) "
+    with pytest.raises(FeatureError, match=r"^feature kernel .*two_arguments: a board feature \(board, width, top\) "
                                             r"takes 3 argument\(s\), got \(board, width\)$"):
         @board_feature
         def two_arguments(board, width):
             """Board features take the board, its width and its top row."""
             return 0
 
-    with pytest.raises(RegistryError, match=r"^feature kernel .*board_like: a placement feature \(p\) takes 1 "
+    with pytest.raises(FeatureError, match=r"^feature kernel .*board_like: a placement feature \(p\) takes 1 "
                                             r"argument\(s\), got \(board, width, top\)$"):
         @placement_feature
         def board_like(board, width, top):
             """Placement features take the placement only."""
             return 0
 
-    with pytest.raises(RegistryError, match=r"^feature 'two words': a name must be an identifier$"):
+    with pytest.raises(FeatureError, match=r"^feature 'two words': a name must be an identifier$"):
         @board_feature(name="two words")
         def spaced(board, width, top):
             """A name with a space."""

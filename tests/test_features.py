@@ -12,7 +12,7 @@ from numba import njit
 
 from engine.board import count_and_clear, from_strings, place
 from engine.rules import CLASSIC, GEEK
-from evaluators import Placement, RegistryError, feature_vector, load_evaluator, registry
+from evaluators import FeatureError, Placement, feature_vector, load_evaluator, registry
 from evaluators import features as F
 
 I_VERTICAL = GEEK.cells[0, 0]    # (0,0) (0,-1) (0,-2) (0,1)
@@ -328,9 +328,9 @@ def test_registry():
         assert kind == ("placement" if registry.is_placement(name) else "board")
         assert doc and "\n" not in doc
     assert registry.get("lines_cleared").doc == "Rows cleared by the lock, 0..4."
-    with pytest.raises(RegistryError, match="unknown feature 'holse'"):
+    with pytest.raises(FeatureError, match="unknown feature 'holse'"):
         registry.index("holse")
-    with pytest.raises(RegistryError, match="landing_height is a placement feature"):
+    with pytest.raises(FeatureError, match="landing_height is a placement feature"):
         registry.measure("landing_height", B, 10)
 
 

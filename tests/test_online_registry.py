@@ -21,7 +21,7 @@ from solver.config import Strict
 from solver.online import CURRENT, OnlinePolicy, ply_scratch
 from solver.online.games import game_loop, play_chunk_fresh
 from solver.online.one_ply import OnePlyBundle, choose_one_ply
-from solver.registry import RegistryError, register
+from solver.registry import PolicyError, register
 
 
 # ------------------------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def test_a_name_registered_twice_is_refused():
         Bundle = tuple
         choose_kernel = choose_ranked
 
-    with pytest.raises(RegistryError, match=r"policy 'ranked' .*: the name 'ranked' is registered already, by "
+    with pytest.raises(PolicyError, match=r"policy 'ranked' .*: the name 'ranked' is registered already, by "
                                             r"\S*test_online_registry\.Ranked; a policy's name must be unique"):
         register(RankedConfig)(Again)
     assert registry.get("ranked").policy is Ranked
@@ -153,7 +153,7 @@ def test_a_shared_bundle_or_a_reserved_name_is_refused():
         Bundle = OnePlyBundle
         choose_kernel = choose_one_ply
 
-    with pytest.raises(RegistryError, match="its Bundle OnePlyBundle is already the bundle of policy 'one_ply'"):
+    with pytest.raises(PolicyError, match="its Bundle OnePlyBundle is already the bundle of policy 'one_ply'"):
         register(Copycat)
 
     class Rules(OnlinePolicy):
@@ -161,7 +161,7 @@ def test_a_shared_bundle_or_a_reserved_name_is_refused():
         Bundle = RankedBundle
         choose_kernel = choose_ranked
 
-    with pytest.raises(RegistryError, match="'rules' is a key of every solver configuration"):
+    with pytest.raises(PolicyError, match="'rules' is a key of every solver configuration"):
         register(Rules)
     assert "copycat" not in registry.names() and "rules" not in registry.names()
 
@@ -181,5 +181,5 @@ def test_unregistering_removes_the_name_and_the_section():
     with pytest.raises(ValueError, match="transient"):
         SolverConfig(policy="transient", rules="classic", pieces=5)
     assert "transient" not in SolverConfig.model_fields
-    with pytest.raises(RegistryError, match="unknown policy 'transient'"):
+    with pytest.raises(PolicyError, match="unknown policy 'transient'"):
         registry.get("transient")

@@ -68,11 +68,11 @@ def test_lock_counts_before_clearing():
     assert board[19][6] is False  # input untouched
 
 
-def test_validate():
-    assert ref.validate(ref.parse_record("N, D019 ,N,C1,L99")) is None
+def test_rejection():
+    assert ref.rejection(ref.parse_record("N, D019 ,N,C1,L99")) is None
     for bad in ["D1,N", "N3", "N,D0", "N,L", "N,d19", "N,X3", "N,L-1",
                 "N,D1.5", "N,D50,R51", ""]:
-        assert ref.validate(ref.parse_record(bad)) is not None, bad
+        assert ref.rejection(ref.parse_record(bad)) is not None, bad
     assert ref.replay("N,D0")["valid"] is False
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import reference as ref
-from engine import GEEK, encode, extract, final_board, parse, replay, replay_line, to_strings, upload_line, validate
+from engine import GEEK, encode, extract, final_board, parse, rejection, replay, replay_line, to_strings, upload_line
 from engine.record import RecordError, piece_operations
 
 
@@ -116,18 +116,18 @@ def test_spawn_blocked_counts_the_piece():
     ("", "is not N, L<k>, R<k>, D<k> or C<k>"),
 ])
 def test_validation_reasons(record, reason):
-    error = validate(record)
+    error = rejection(record)
     assert error is not None and reason in error
     result = replay(record)
     assert not result.valid and result.error == error and result.end is None
-    assert ref.validate(ref.parse_record(record)) is not None
+    assert ref.rejection(ref.parse_record(record)) is not None
 
 
 def test_valid_forms():
-    assert validate("N,D019") is None  # leading zeros
+    assert rejection("N,D019") is None  # leading zeros
     assert parse("N, D019 ,\tL2\n").counts.tolist() == [0, 19, 2]  # trimmed
-    assert validate("N,D50,L50,N,R100") is None  # the limit is per piece
-    assert validate("\ufeffN,D1") is None  # JavaScript's trim() removes a byte-order mark
+    assert rejection("N,D50,L50,N,R100") is None  # the limit is per piece
+    assert rejection("\ufeffN,D1") is None  # JavaScript's trim() removes a byte-order mark
     with pytest.raises(RecordError):
         parse("N,D٣")  # only ASCII digits
 
@@ -199,7 +199,7 @@ def test_a_record_longer_than_any_game_needs_is_refused():
 
     longest = ",".join(["N" + ",L1" * 100] * 10_000)
     assert len(longest) == 3_019_999 < MAX_RECORD_CHARS
-    assert validate(longest) is None
+    assert rejection(longest) is None
     result = replay("N," * (MAX_RECORD_CHARS // 2 + 1))
     assert not result.valid and result.error == (
         f"the record is {MAX_RECORD_CHARS + 2:,} characters long, more than the {MAX_RECORD_CHARS:,} any record "

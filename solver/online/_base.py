@@ -92,7 +92,7 @@ def policy_of(bundle_class: type | None) -> type[OnlinePolicy]:
     for entry in registry.entries():
         if not entry.known_pieces and entry.policy.Bundle is bundle_class:
             return entry.policy
-    raise registry.RegistryError(f"no registered policy for unknown pieces has the bundle class {bundle_class!r}")
+    raise registry.PolicyError(f"no registered policy for unknown pieces has the bundle class {bundle_class!r}")
 
 
 @overload(choose)
