@@ -14,8 +14,16 @@ from solver.backsearch import (BACKUPS, BACKUPS_HERE, BASE, BASE_DONE, BASE_END,
                                SURVIVAL_END, UNDONE, T, _after_death, _mode, backsearch_settings, new_state)
 from solver.lookahead import base_allowed, lookahead_settings
 
-#: a points evaluator that wants the stack tall: it dies within a few dozen pieces
-TOWER = {"name": "tower", "features": {"max_height": 10, "holes": -1}}
+#: a points evaluator that wants the stack tall: it dies within a few dozen pieces. It weighs the
+#: features of `backsearch_points` (the same evaluator layout: the kernels compiled for the default
+#: points evaluator serve it, new weights are not a new kernel), the tallest column through a table
+#: that counts its rows one by one
+TOWER = {"name": "tower", "features": {
+    "points_gained": 0, "occupied_cells": 0, "interior_row_transitions": 0, "covered_empty_cells": -1,
+    "max_height": {"weight": 10, "table": [[h, h] for h in range(1, 21)]}}}
+#: the same wish in `pierre_dellacherie`'s features and tie-break (its layout likewise): land high
+TOWER_SURVIVAL = {"name": "tower_survival", "tie_break": "pd_priority", "features": {
+    "landing_height": 10, "eroded_cells": 0, "row_transitions": 0, "column_transitions": 0, "holes": -1, "wells": 0}}
 
 
 def config(**backsearch):
@@ -53,7 +61,7 @@ def test_death_backs_up_and_replays_survival_first():
 
 @pytest.mark.slow
 def test_without_backsearch_the_tower_dies():
-    tower = solve(SolverConfig(policy="lookahead", pieces=150, evaluator=TOWER,
+    tower = solve(SolverConfig(policy="lookahead", pieces=150, evaluator=TOWER_SURVIVAL,
                                lookahead={"depth": 2, "keep_fraction": 0.3}))
     assert tower.pieces < 150 and tower.stop in ("stuck", "spawn_blocked")
 
@@ -61,8 +69,8 @@ def test_without_backsearch_the_tower_dies():
 @pytest.mark.slow
 @pytest.mark.parametrize("max_backups", [0, 2])
 def test_further_backups_when_the_replay_dies_too(max_backups):
-    # the survival evaluator is the same tower: its replay dies too and backs up further
-    r = solve(config(survival_evaluator=TOWER, max_backups=max_backups, backup=3))
+    # the survival evaluator wants a tower too: its replay dies too and backs up further
+    r = solve(config(survival_evaluator=TOWER_SURVIVAL, max_backups=max_backups, backup=3))
     info = r.extra["backsearch"]
     assert r.stop in ("stuck", "spawn_blocked") and r.pieces < 150
     # the last death alone: a back-up of 3 pieces, then max_backups more of at least 3 each (each
