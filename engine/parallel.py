@@ -22,6 +22,7 @@ import time
 from typing import Callable, Literal, Sequence
 
 import numpy as np
+from pydantic import model_validator
 from pydantic import Field
 
 from .validation import Strict
@@ -35,6 +36,23 @@ class ParallelConfig(Strict):
     n_jobs: int = Field(1, ge=1, description="tasks at once (loky workers; dask LocalCluster workers); 1: in this process")
     scheduler: str | None = Field(None, description="dask: scheduler address (null: a LocalCluster of n_jobs workers)")
     threads: int | None = Field(None, ge=1, description="numba threads per task (default: 1 when n_jobs > 1, else all cores)")
+
+    @model_validator(mode="after")
+    def _fits_the_machine(self):
+        """At most one worker per CPU of this machine, unless the workers are a named cluster's."""
+        cpus = cpu_count()
+        if not (self.backend == "dask" and self.scheduler) and self.n_jobs > cpus:
+            raise ValueError(f"n_jobs: {self.n_jobs:,} workers, more than the {cpus} CPUs of this machine; "
+                             "name a dask cluster (backend: dask, scheduler: its address) to use more")
+        return self
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity; every CPU of the machine where unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 #: tasks joblib hands out ahead of the free workers: two per worker keeps every worker busy while

@@ -157,6 +157,36 @@ class RunKeys(Strict):
             raise ValueError("solver: give either solver or solver_config, not both")
         return self
 
+    @model_validator(mode="after")
+    def _fits_memory(self):
+        """Refuse a population whose run would need more memory than there is (`engine.memory`;
+        measured: 6.5 KB a candidate of a generation under way, its solver config and task, and
+        1 KB an evaluation for the rest of the run, with its curve of 8 bytes a piece in the memo)."""
+        from engine.memory import Need, check
+
+        if getattr(self, "algorithm", None) is None:
+            return self
+        generations, population = self.generations, self.population
+        from solver import registry
+
+        solver = self.solver or {}
+        try:  # a candidate's curve: a value per piece, or per game for a policy of unknown pieces
+            online = not registry.get(solver.get("policy", "beam")).known_pieces
+        except registry.PolicyError:
+            online = False
+        pieces = ((solver.get("online") or {}).get("games") or 1) if online else \
+            (self.pieces or solver.get("pieces") or 10_000)
+        settings = self.settings
+        field = getattr(settings, "population_key", None) or next(
+            (k for k in ("population", "particles", "samples", "candidates") if k in type(settings).model_fields), None)
+        now = population * (6656 + 64 * len(self.space))
+        kept = generations * population * (1024 + 8 * int(pieces))
+        if kept > now and generations > population:  # the run's length is what costs
+            field = next((k for k in ("generations", "iterations") if k in type(settings).model_fields), field)
+        key = f"{self.algorithm}.{field}" if field else self.algorithm
+        check([Need(key, f"{population:,} candidates a generation over {generations:,} generations", now + kept)])
+        return self
+
     @property
     def settings(self) -> TunerSettings:
         """The chosen tuner's section."""

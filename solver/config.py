@@ -11,11 +11,13 @@ defines its own in its module (`solver/online/`).
 from __future__ import annotations
 
 import copy
+import os
 from typing import Literal, Mapping, Union
 
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
 from engine import PRESETS, get_rules
+from engine.memory import Need, check
 from engine.validation import Strict
 
 
@@ -87,6 +89,18 @@ class BeamConfig(Strict):
             raise ValueError("every quota must be in (0, 1]")
         return v
 
+    def memory(self, config: "SolverKeys") -> list[Need]:
+        """What the search allocates (`engine.memory`; measured on the Geek game, 16 KB a node and
+        16 bytes a node per piece): per node kept, room for its placements' codes, about 6 children
+        per column of the board with their boards, merge table and sort buffers (buffers grow by
+        doubling), and the trace of every layer's nodes (parent and placement, doubling too)."""
+        from engine.movegen import capacity
+
+        rules, pieces = config.game_rules(), config.played()
+        cap = self.width + self.width // 8 + 1
+        per_node = 2 * capacity.py_func(rules.height, rules.width) + 6 * rules.width * (2 * rules.height + 160)
+        return [Need("beam.width", f"{self.width:,} nodes over {pieces:,} pieces", cap * (per_node + 16 * pieces))]
+
 
 class ProfileDPConfig(Strict):
     """``profile_dp``: dynamic programming over hole-free surfaces of the top ``window`` rows (the
@@ -105,6 +119,16 @@ class ProfileDPConfig(Strict):
     links: Literal["auto", "memory", "disk"] = Field(
         "auto", description="where parent links are kept: memory, a temporary file, or auto (disk above links_memory_mb)")
     links_memory_mb: int = Field(1024, ge=0, description="auto: the most link memory before links go to disk")
+
+    def memory(self, config: "SolverKeys") -> list[Need]:
+        """What the layers allocate (`engine.memory`; measured: 1.9 KB a state over 120 pieces): per
+        state, its children (about 4 moves per column, 16 bytes each), the merge's hash table (2 to 4
+        slots of 16 bytes per child) and, when kept in memory, a 4-byte link per piece."""
+        rules, pieces = config.game_rules(), config.played()
+        links = 4 * pieces if self.links == "memory" or (
+            self.links == "auto" and 4 * self.states * pieces <= self.links_memory_mb * 2**20) else 0
+        per_state = 48 * 4 * rules.width + 32 + links
+        return [Need("profile_dp.states", f"{self.states:,} states over {pieces:,} pieces", self.states * per_state)]
 
 
 EvaluatorSource = Union[str, dict]
@@ -187,6 +211,37 @@ class SolverKeys(Strict):
         if online is not None and splitting is not None and online.estimate == "splitting":
             splitting.check(get_rules(self.rules).height)  # "splitting.levels: ..." names its key
         return self
+
+    @model_validator(mode="after")
+    def _fits_memory(self):
+        """Refuse sizes whose search would allocate more memory than there is (`engine.memory`):
+        the estimate of the policy's section and of the shared sections (``online``), each a
+        section's ``memory(config)``, is made before anything is allocated."""
+        from . import registry
+
+        try:
+            registry.get(self.policy)
+        except registry.PolicyError:
+            return self
+        shared = [key for key in registry.sections() if key not in registry.names()]
+        needs: list[Need] = []
+        for key in (self.policy, *shared):
+            estimate = getattr(getattr(self, key, None), "memory", None)
+            if callable(estimate):
+                needs += estimate(self)
+        check(needs)
+        return self
+
+    def played(self) -> int:
+        """The pieces a search of the known sequence plays (`solver.solve.default_pieces` when
+        ``pieces`` is not given); for unknown pieces, the cap per game."""
+        limit = get_rules(self.rules).piece_limit
+        pieces = self.pieces if self.pieces is not None else (limit or 1) - 1
+        return max(1, min(pieces, limit) if limit is not None else pieces)
+
+    def busy_threads(self) -> int:
+        """numba threads this process runs at once (``threads``, default every CPU)."""
+        return self.threads or os.cpu_count() or 1
 
     def game_rules(self):
         """The rules the policy plays by: the preset, with mid-air clears among the placements

@@ -64,6 +64,7 @@ from pydantic import Field, field_validator
 
 from engine.board import popcount
 from engine.files import read_pickle, remove_stale_temporaries, write_pickle
+from engine.memory import Need
 from engine.parallel import ParallelConfig, Pool
 from engine.board import copy_rows
 from engine.lock import lock_copy, lock_counted, lost, spawn_blocked, spawn_state
@@ -113,6 +114,35 @@ class SegmentConfig(Strict):
     @classmethod
     def _one_for_all(cls, v):
         return [v] * 4 if isinstance(v, int) else v
+
+    def memory(self, config) -> list[Need]:
+        """What the search allocates (`engine.memory`; measured on the Geek game: 6.9 KB a node for
+        each segment expanded at once, and the record's settings' states within this bound): each
+        segment under way holds its children (`CHILDREN_PER_NODE` a node, buffers doubling, with
+        their boards and the merge's buffers); the table (``states`` per key for the next
+        ``depth`` + 1 piece indices), each process's leaves buffer (`CHUNK` segments x ``depth`` x
+        keys x ``states``), and the history of the states expanded: at a piece index the cells
+        on a board all differ by multiples of the width (4 cells a piece, a width per row cleared),
+        so at most ``states`` x (rows above the cell floor + 1) states a piece index, each kept with
+        its placements and copied once more when the checkpoint is pickled."""
+        rules, pieces = config.game_rules(), config.played()
+        height, width = rules.height, rules.width
+        kcfg = settings(self, rules, pieces)
+        par = self.parallel
+        if par.n_jobs > 1 or par.backend == "dask":
+            processes = 0 if par.scheduler else par.n_jobs  # a named cluster's workers are not here
+            at_once = processes * (par.threads or 1)
+        else:
+            processes, at_once = 1, config.busy_threads()
+        per_node = 2 * CHILDREN_PER_NODE * (2 * height + 32) + 6 * (kcfg.max_depth + 1)
+        per_slot = 2 * height + 40 + 2 * kcfg.max_depth
+        table = kcfg.slots * kcfg.keys * self.states * per_slot
+        leaves = max(processes, 1) * CHUNK * kcfg.max_depth * kcfg.keys * self.states * per_slot
+        per_index = self.states * min(kcfg.keys, height - min(self.min_cells) // width + 1)
+        history = pieces * per_index * (64 + 2 * self.depth)
+        return [Need("segment.nodes", f"{self.nodes:,} nodes in {at_once:,} segments at once",
+                     at_once * self.nodes * per_node),
+                Need("segment.states", f"{self.states:,} states per key over {pieces:,} pieces", table + leaves + history)]
 
 
 class SegmentSettings(NamedTuple):

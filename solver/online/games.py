@@ -66,6 +66,18 @@ class OnlineConfig(Strict):
             raise ValueError("; ".join(f"{k}: moved to {MOVED_KEYS[k]}" for k in moved))
         return data
 
+    def memory(self, config) -> list:
+        """What a series keeps per game (`engine.memory`): its seed, score, pieces, end and time, as
+        Python objects and arrays, and its line of summary.json (about 256 bytes); an estimate
+        (``estimate: splitting``) about 2 KB. Nothing for a policy of the known sequence."""
+        from engine.memory import Need
+
+        if registry.get(config.policy).known_pieces:
+            return []
+        each = 2048 if self.estimate == "splitting" else 256
+        return [Need("online.games", f"{self.games:,} {'estimates' if self.estimate == 'splitting' else 'games'}",
+                     self.games * each)]
+
 
 registry.register_section("online", OnlineConfig, known_pieces=False, module=__name__)
 

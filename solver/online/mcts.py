@@ -61,6 +61,20 @@ class MCTSConfig(Strict):
     death_penalty: float = Field(10000.0, ge=0, description="reward of a simulation in which the game ends")
     use_preview: bool = Field(True, description="the root's chance node is the shown preview")
 
+    def memory(self, config) -> list:
+        """The tree's storage (`engine.memory`, `new_tree`): per simulation of a move (``ms``: room for
+        `TIMED_SIMULATIONS`), a decision node and room for every placement's after-state (its board,
+        points, value, visits and a child per shape)."""
+        from engine.memory import Need
+
+        rules = config.game_rules()
+        n = TIMED_SIMULATIONS if self.ms else self.simulations
+        after = 2 * rules.height + 8 * (5 + SHAPES)
+        per = capacity.py_func(rules.height, rules.width) * after + 2 * rules.height + 48
+        key, what = ("mcts.ms", f"room for {n:,} simulations a move") if self.ms else \
+            ("mcts.simulations", f"{n:,} simulations a move")
+        return [Need(key, what, (n + 2) * per)]
+
 
 #: ``AfterStates.next`` of an after-state whose lock ends the game (the piece limit): a leaf worth its points
 ENDED = -2

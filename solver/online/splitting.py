@@ -93,6 +93,19 @@ class SplittingConfig(Strict):
         if self.levels[-1] >= height:
             raise ValueError(f"splitting.levels: the last level ({self.levels[-1]}) must be below the board's height ({height})")
 
+    def memory(self, config) -> list:
+        """What an estimate keeps (`engine.memory`): a board (a small array: 112 bytes and 2 a row) for
+        each climb to the first level in ``pieces`` pieces (at most one a piece), then for each of
+        the ``trials`` continuations that climb on. Nothing unless the policy's games are estimated."""
+        from engine.memory import Need
+
+        online = getattr(config, "online", None)
+        if online is None or online.estimate != "splitting" or registry.get(config.policy).known_pieces:
+            return []
+        board = 112 + 2 * config.game_rules().height
+        return [Need("splitting.pieces", f"{self.pieces:,} pieces and {self.trials:,} trials",
+                     (self.pieces + self.trials) * board)]
+
 
 registry.register_section("splitting", SplittingConfig, known_pieces=False, module=__name__)
 
