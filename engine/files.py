@@ -204,20 +204,85 @@ def cannot_write(label: str, e: OSError) -> OutputError:
     return OutputError(f"{label}: cannot write there: {e.strerror or e}")
 
 
+#: a test hook: this environment variable, a number of seconds, holds every commit of an output
+#: set that long at its midpoint (the new set complete, the old one still in place; with
+#: `NO_EXCHANGE_ENV`, between the two renames), so that a signal or a kill lands there on purpose
+COMMIT_PAUSE_ENV = "WORKBENCH_TEST_COMMIT_PAUSE"
+#: a test hook: set, a commit moves the old set aside and the new one in by two renames, as on a
+#: system that cannot exchange two names in one step
+NO_EXCHANGE_ENV = "WORKBENCH_TEST_NO_EXCHANGE"
+#: Linux's ``renameat2`` flag that swaps two names, and its "this directory" file descriptor
+RENAME_EXCHANGE, AT_FDCWD = 2, -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the names ``a`` and ``b`` in one atomic step (Linux's ``renameat2`` with
+    ``RENAME_EXCHANGE``); False, nothing done, where the system or the file system cannot (OSError
+    for any other failure)."""
+    import ctypes
+    import errno
+    import sys
+
+    if os.environ.get(NO_EXCHANGE_ENV) or not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # a C library without it (glibc before 2.28)
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _pause_for_tests() -> None:
+    seconds = os.environ.get(COMMIT_PAUSE_ENV)
+    if seconds:
+        import time
+
+        time.sleep(float(seconds))
+
+
+def recover_output(folder: str | Path) -> bool:
+    """Put back the set of output folder ``folder`` when a process killed in the middle of its
+    commit left it missing: the previous set, moved aside to ``.<name>.<pid>.old`` by a process that
+    is gone, is renamed back (only where a commit cannot exchange the two sets in one step, or after
+    an older version of this program). Returns whether a set was put back. Readers of output sets
+    (`read_bytes`, and so replay, view and results) call it when a file is not found."""
+    folder = Path(folder)
+    if folder.exists() or not folder.name:
+        return False
+    for p in sorted(folder.parent.glob(f".{glob.escape(folder.name)}.*.old")):
+        pid = p.name[len(folder.name) + 2:-len(".old")]
+        if pid.isdigit() and not _alive(int(pid)):
+            try:
+                os.replace(p, folder)
+            except OSError:
+                return False
+            return True
+    return False
+
+
 class OutputSet:
     """The files of one output folder, put in place together: a reader (or a process killed at any
-    moment) finds the folder's previous set or the new one, never a mix.
+    moment) finds the folder's previous set or the new one, never a mix, and never no folder.
 
     Made before the work whose results it will hold, so a folder that cannot be written is found
     at once (`OutputError`): the folder is not a folder, holds files that are not ``owned`` (a
     set only ever replaces a set of the same kind), its parent cannot be written, or the disk
     has less than ``min_free`` bytes free. The files are written (`write_text`, `write_json`) into
-    a hidden staging folder beside the target, ``.<name>.<pid>.partial``; `commit` renames it into
-    place (a previous set is moved aside to ``.<name>.<pid>.old`` first, then removed), `discard`
-    removes it. With ``exclusive``, a target that exists is an error (a default folder name must
-    never reuse another run's). A process killed between the two renames of a commit leaves the
-    previous set in its ``.old`` folder: the next `OutputSet` of that target puts it back, and
-    removes the staging folders of processes that are gone."""
+    a hidden staging folder beside the target, ``.<name>.<pid>.partial``; `commit` swaps it with
+    the target in one atomic step (Linux's ``renameat2(RENAME_EXCHANGE)``: the staging name then
+    holds the previous set, which is removed), so the target is there at every instant, `discard`
+    removes it. Where the two cannot be swapped (another system, a file system without it), the
+    previous set is moved aside to ``.<name>.<pid>.old`` and the new one renamed in: a process
+    killed between those two renames leaves the previous set there, which the next reader
+    (`recover_output`) or the next `OutputSet` of that target puts back. With ``exclusive``, a
+    target that exists is an error (a default folder name must never reuse another run's). The
+    staging folders of processes that are gone are removed."""
 
     def __init__(self, target: str | Path, owned: frozenset[str], exclusive: bool = False,
                  min_free: int = OUTPUT_MIN_FREE):
@@ -255,15 +320,13 @@ class OutputSet:
 
     def _recover(self) -> None:
         """Put back a previous set a killed commit left aside; remove dead processes' staging."""
+        recover_output(self.target)
         parent = self.target.parent
         for p in parent.glob(f".{glob.escape(self.target.name)}.*.*"):
             pid, _, what = p.name[len(self.target.name) + 2:].partition(".")
             if not pid.isdigit() or what not in ("partial", "old") or _alive(int(pid)):
                 continue
-            if what == "old" and not self.target.exists():
-                os.replace(p, self.target)
-            else:
-                shutil.rmtree(p, ignore_errors=True)
+            shutil.rmtree(p, ignore_errors=True)
 
     def write_text(self, name: str, text: str) -> None:
         self._write(name, lambda path: write_text(path, text))
@@ -290,11 +353,20 @@ class OutputSet:
             if self.target.exists():
                 if self.exclusive:
                     raise OutputError(f"{self.target}: exists already")
+                if not os.environ.get(NO_EXCHANGE_ENV):
+                    _pause_for_tests()
+                if _exchange(self.staging, self.target):  # the staging name now holds the previous set
+                    _fsync_dir(self.target.parent)
+                    shutil.rmtree(self.staging, ignore_errors=True)
+                    return self.target
                 old = self._aside("old")
                 os.replace(self.target, old)
+                if os.environ.get(NO_EXCHANGE_ENV):
+                    _pause_for_tests()
                 os.replace(self.staging, self.target)
                 shutil.rmtree(old, ignore_errors=True)
             else:
+                _pause_for_tests()
                 os.replace(self.staging, self.target)
             _fsync_dir(self.target.parent)
         except OSError as e:
@@ -319,8 +391,9 @@ class FolderLock:
     until the block ends or the process dies (the kernel releases it then, even after ``kill -9``).
     Taking a lock another process holds raises `Locked`."""
 
-    def __init__(self, folder: str | Path, name: str = "lock"):
+    def __init__(self, folder: str | Path, name: str = "lock", label: str | None = None):
         self.path = Path(folder) / name
+        self.label = label or str(self.path.parent)  # what a refusal names
         self._fd: int | None = None
 
     def __enter__(self) -> "FolderLock":
@@ -332,7 +405,7 @@ class FolderLock:
         except BlockingIOError:
             owner = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
-            raise Locked(f"{self.path.parent}: another process (pid {owner}) is working in it; wait for it to end "
+            raise Locked(f"{self.label}: another process (pid {owner}) is working in it; wait for it to end "
                          "or stop it first") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
@@ -395,6 +468,8 @@ def read_bytes(path: str | Path, limit: int, kind: str, stream=None) -> bytes:
                 if not (stat.S_ISREG(info.st_mode) and info.st_size > limit):  # a plain file's size is known
                     data = f.read(limit + 1)
     except FileNotFoundError:
+        if stream is None and recover_output(Path(path).parent):  # a set a killed commit left aside
+            return read_bytes(path, limit, kind)
         raise ReadError(path, "file not found") from None
     except OSError as e:
         raise ReadError(path, f"cannot read: {e.strerror or e}") from None

@@ -60,11 +60,12 @@ def table() -> str:
     """The README's score table rows, from results/*/summary.json; `SummaryError` naming the file
     when one cannot be read (`engine.files.read_json`: at most `MAX_JSON_BYTES`) or is not a
     solve's summary."""
-    from engine.files import MAX_JSON_BYTES, ReadError, read_json
+    from engine.files import MAX_JSON_BYTES, ReadError, read_json, recover_output
 
     rows = ["| result | policy | evaluator | score | pieces | search time | pieces/s |", "|---|---|---|---|---|---|---|"]
     for name in RUNS:
         path = ROOT / "results" / name / "summary.json"
+        recover_output(path.parent)  # a set a solve killed in its commit left aside
         if not path.exists():
             continue
         try:

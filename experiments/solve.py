@@ -11,34 +11,50 @@ confirmed the record's score. A policy for unknown pieces (one_ply, preview, exp
 figures, `solver.online.splitting`).
 
 The files are put in place as one set (`engine.files.OutputSet`): the folder holds the complete new
-set, or its previous one, never a mix, even when the process is killed while writing. DIR must be a
+set, or its previous one, never a mix, and is there at every instant, even when the process is
+killed while writing (where the two sets cannot be swapped in one step, a set a kill left aside is
+put back by the next solve, replay or view of the folder). DIR must be a
 new folder or one holding an earlier solve's files; it is checked before the search (not a folder,
 other files in it, not writable, under 32 MB free: one line, exit status 2, the search not begun).
 The default DIR, ``solves/<config>-<date>-<time>-<pid>``, is never another solve's.
 
 Ctrl-C (or a kill: SIGTERM) once ends the search at the next step with its best path so far,
 which is verified and written like a finished one (``stop: interrupted`` in the summary; exit
-status 130); a second one, or one during online games, stops at once and writes nothing.
+status 130); a second one, or one during online games, stops at once and writes nothing. Once the
+search is over (or the games played), Ctrl-C and SIGTERM are held until the files are written: the
+record is verified and written whole, the command says so and exits with status 130.
+
+Every size in the configuration (beam width, nodes, states, games, ...) is checked against memory
+before anything is allocated: a search whose estimate exceeds the memory there is (the machine's,
+a cgroup's limit, ``ulimit -v``) is refused in one line naming the key, the estimate and that
+memory (exit status 2, nothing made).
 
 A resumable policy (``segment``) also saves its whole search beside the folder, in
 ``DIR.checkpoint.pkl``, every ``segment.checkpoint_seconds`` and when it stops; ``--resume DIR``
 continues that search (same configuration and overrides: a checkpoint made by other settings is
 refused) and ends exactly as an uninterrupted run would, so a run of many hours can be done over
-several sittings: stop it with Ctrl-C (its best path so far is written), resume it later.
+several sittings: stop it with Ctrl-C (its best path so far is written), resume it later. The
+process working on such a search holds the lock ``DIR.lock`` (`engine.files.FolderLock`) from
+before its checkpoint is looked at until it ends: a second solve or ``--resume`` of the same DIR
+meanwhile is refused (one line naming DIR and the pid, exit status 2), so two processes never write
+one checkpoint.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from engine import replay_line, upload_line
 from engine.config import ConfigError
-from engine.files import OutputError, OutputSet
+from engine.files import FolderLock, Locked, OutputError, OutputSet
 from engine.parallel import ParallelError
 from engine.provenance import provenance
 from solver import SolverConfig, registry, solve
@@ -94,6 +110,16 @@ def checkpoint_path(out: Path) -> Path:
     return out.with_name(out.name + ".checkpoint.pkl")
 
 
+def resumable(config: SolverConfig) -> bool:
+    """Whether the configuration's policy saves its search (`checkpoint_for`)."""
+    return getattr(registry.get(config.policy).policy, "resumable", False)  # (online policies have no Policy base)
+
+
+def lock_name(out: Path) -> str:
+    """The lock file beside ``out`` that a process working on its saved search holds: ``<out>.lock``."""
+    return out.name + ".lock"
+
+
 def checkpoint_for(config: SolverConfig, out: Path, resume: bool) -> Path | None:
     """The checkpoint file of a solve into ``out``: None for a policy that cannot resume; with
     ``resume`` it must exist, without it it must not (a new search never overwrites a saved one).
@@ -136,33 +162,93 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_solver_config(args.config, overrides)
         evaluator = load_evaluators(config, args.config)
-        checkpoint = checkpoint_for(config, target, args.resume is not None)
         # the output folder is checked (and its staging folder made) before the search, not after it
         out = OutputSet(target, OUTPUT_FILES, exclusive=args.out is None and args.resume is None)
     except (ConfigError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    try:
-        try:  # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
-            with progress_bar(config.policy, shown=not args.quiet) as progress:
-                result = solve(config, progress=progress, evaluator=evaluator, interruptible=True,
-                               checkpoint=checkpoint, resume=args.resume is not None)
-        except KeyboardInterrupt:
-            print("interrupted: nothing written", file=sys.stderr)
-            return 130
-        except (CheckpointError, ParallelError) as e:
+    end = AfterTheSearch()
+    with contextlib.ExitStack() as held:
+        try:
+            if resumable(config):  # one process at a time works on a saved search and its folder
+                held.enter_context(FolderLock(target.parent, lock_name(target), label=str(target)))
+            checkpoint = checkpoint_for(config, target, args.resume is not None)
+        except (ConfigError, Locked) as e:
+            out.discard()
             print(f"error: {e}", file=sys.stderr)
             return 2
-        if not result.pieces:
-            print("error: the policy placed no piece; nothing written", file=sys.stderr)
-            return 1
         try:
-            write_solution(out, result, config)
-        except OutputError as e:
-            print(f"error: {e}; nothing written", file=sys.stderr)
-            return 2
-    finally:
-        out.discard()  # whatever was not committed
+            with end.signals():
+                try:  # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
+                    with progress_bar(config.policy, shown=not args.quiet) as progress:
+                        result = solve(config, progress=progress, evaluator=evaluator, interruptible=True,
+                                       checkpoint=checkpoint, resume=args.resume is not None, searched=end.searched)
+                except KeyboardInterrupt:
+                    print("interrupted: nothing written", file=sys.stderr)
+                    return 130
+                except (CheckpointError, ParallelError) as e:
+                    print(f"error: {e}", file=sys.stderr)
+                    return 2
+                except MemoryError:
+                    print(f"error: {args.config}: the search ran out of memory (its sizes passed the estimate, "
+                          "but the memory was not there); nothing written", file=sys.stderr)
+                    return 2
+                if not result.pieces:
+                    print("error: the policy placed no piece; nothing written", file=sys.stderr)
+                    return 1
+                try:  # signals from the end of the search on are held (`AfterTheSearch`)
+                    write_solution(out, result, config)
+                except OutputError as e:
+                    print(f"error: {e}; nothing written", file=sys.stderr)
+                    return 2
+                status = report(result, out.target)
+                if end.pending is not None and status == 0:
+                    what = "record" if result.record is not None else "summary"
+                    print(f"interrupted ({end.pending}) after the search: the {what} was written", file=sys.stderr)
+                    return 130
+                return status
+        finally:
+            out.discard()  # whatever was not committed
+
+
+class AfterTheSearch:
+    """Ctrl-C (SIGINT) and kill (SIGTERM) around a solve: until the search is over they stop the
+    process at once (a KeyboardInterrupt; during the search the policy takes the first one itself,
+    `solver.Policy.run`); once it is over (`searched`) they are held, not acted on, while the record
+    is verified and the output set written and committed, so the finished work is written whole;
+    ``pending`` then names the signal held, and the command reports it (exit status 130)."""
+
+    def __init__(self):
+        self.over = False
+        self.pending: str | None = None
+
+    def searched(self) -> None:
+        self.over = True
+
+    def _handle(self, signum, frame) -> None:
+        if not self.over:
+            raise KeyboardInterrupt
+        if self.pending is None:
+            self.pending = signal.Signals(signum).name
+
+    @contextmanager
+    def signals(self):
+        """Install the handlers while inside (main thread only; a signal the process ignores, as a
+        background job ignores SIGINT, stays ignored)."""
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    previous[sig] = signal.signal(sig, self._handle)
+        try:
+            yield self
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def report(result, target: Path) -> int:
+    """Print what was written to ``target``; the exit status (130 for a search a signal ended)."""
     if result.record is None and "games" in result.extra:
         g = result.extra["games"]
         ci = f" (95% CI {g['ci95'][0]:,.0f} .. {g['ci95'][1]:,.0f})" if g["ci95"] else ""
@@ -170,17 +256,17 @@ def main(argv: list[str] | None = None) -> int:
                                             if g["capped"] else "")
         print(f"{len(g['scores'])} games (seeds {g['seeds'][0]}..{g['seeds'][-1]}, cap {g['cap']:,}): mean "
               f"{g['mean']:,.0f}{ci}, std {g['std']:,.0f}, min {g['min']:,}, max {g['max']:,}, {capped}, "
-              f"{result.pieces:,} pieces in {result.seconds:.1f} s; written to {out.target}/")
+              f"{result.pieces:,} pieces in {result.seconds:.1f} s; written to {target}/")
         return 0
     if result.record is None and "splitting" in result.extra:
         est, ci = result.extra["splitting"]["estimates"], result.extra["splitting"]["ci95"]
         ci = f" (95% CI {ci[0]:,.0f} .. {ci[1]:,.0f}, pooled)" if ci else ""
         print(f"{len(est)} splitting estimate(s) (seeds {est[0]['seed']}..{est[-1]['seed']}): mean "
               f"{result.score:,} points a game{ci}; {result.pieces:,} pieces played in {result.seconds:.1f} s; "
-              f"written to {out.target}/")
+              f"written to {target}/")
         return 0
     print(f"{result.score:,} points, {result.pieces:,} pieces ({result.end}; {result.stop}) in "
-          f"{result.seconds:.1f} s; verified by the replayer; written to {out.target}/")
+          f"{result.seconds:.1f} s; verified by the replayer; written to {target}/")
     if result.stop == "interrupted":
         print("interrupted: the best path found so far was written", file=sys.stderr)
         return 130

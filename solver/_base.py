@@ -167,15 +167,19 @@ class Policy(ABC):
         piece t + 1 (-inf: unchecked)."""
 
     def run(self, threshold: np.ndarray, progress: Progress | None = None,
-            interruptible: bool = False) -> SolveResult:
+            interruptible: bool = False, searched: Callable[[], None] | None = None) -> SolveResult:
         """`search`, timed; a two-piece warm-up first loads (or compiles) the kernels, so that
         ``seconds`` is the search alone. With ``interruptible`` (main thread only), a first Ctrl-C
         or kill (SIGTERM) during the search sets `interrupted` instead of raising or ending the
-        process, so the search ends with its best path so far; a second one acts as usual."""
+        process, so the search ends with its best path so far; a second one acts as usual.
+        ``searched()`` is called once the search is over (before the signal handlers the search
+        replaced are put back), so a caller's handlers can tell a signal after it from one during it."""
         self.warm_up()
         start = time.perf_counter()
-        with self._first_signal_stops() if interruptible else contextlib.nullcontext():
+        with self._first_signal_stops(searched) if interruptible else contextlib.nullcontext():
             result = self.search(threshold, progress)
+        if not interruptible and searched is not None:
+            searched()
         result.seconds = time.perf_counter() - start
         return result
 
@@ -209,12 +213,17 @@ class Policy(ABC):
         return None
 
     @contextlib.contextmanager
-    def _first_signal_stops(self):
+    def _first_signal_stops(self, searched: Callable[[], None] | None = None):
         """While inside: the first SIGINT (Ctrl-C) or SIGTERM (kill) sets `interrupted`, and puts
         that signal's previous handler back for the next one. A signal the process ignores (as a
-        job started in the background ignores SIGINT) stays ignored."""
+        job started in the background ignores SIGINT) stays ignored. On leaving, ``searched()``
+        is called, then the previous handlers are put back."""
         if threading.current_thread() is not threading.main_thread():
-            yield
+            try:
+                yield
+            finally:
+                if searched is not None:
+                    searched()
             return
         previous = {}
 
@@ -228,5 +237,7 @@ class Policy(ABC):
         try:
             yield
         finally:
+            if searched is not None:
+                searched()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

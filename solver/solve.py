@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numba
 import numpy as np
@@ -28,21 +29,26 @@ def default_pieces(rules: Rules) -> int:
 
 def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Progress | None = None,
           evaluator: Evaluator | None = None, record: bool = True, interruptible: bool = False,
-          checkpoint: str | Path | None = None, resume: bool = False) -> SolveResult:
+          checkpoint: str | Path | None = None, resume: bool = False,
+          searched: Callable[[], None] | None = None) -> SolveResult:
     """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
     project's replayer and checked against the result (`RecordMismatch` on any difference). With
     ``interruptible``, a first Ctrl-C or SIGTERM ends the search with its best path so far
     (``stop = "interrupted"``; `Policy.run`). A resumable policy (`Policy.resumable`: ``segment``)
     saves its search to ``checkpoint`` as it goes, and with ``resume`` continues from it (a
     checkpoint file that does not exist yet starts a new search); a policy that cannot is refused
-    a checkpoint (ValueError).
+    a checkpoint (ValueError). ``searched()`` is called once the search (or the series of games) is
+    over, before the record is built and verified (`Policy.run`).
     A policy for unknown pieces (`registry.Entry.known_pieces` False) plays seeded games instead
     (`solver.online.games.solve_games`; no record)."""
     if config.threads:
         numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
     entry = registry.get(config.policy)
     if not entry.known_pieces:
-        return solve_games(config, threshold, progress, evaluator)
+        result = solve_games(config, threshold, progress, evaluator)
+        if searched is not None:
+            searched()
+        return result
     game = get_rules(config.rules)
     rules = config.game_rules()  # the game's, with the placements the config offers the policy
     pieces = config.pieces or default_pieces(rules)
@@ -56,7 +62,7 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
         if not policy.resumable:
             raise ValueError(f"policy {config.policy!r} cannot save or resume its search (a checkpoint was given)")
         policy.checkpoint, policy.resume = Path(checkpoint), resume
-    result = policy.run(curve, progress, interruptible)
+    result = policy.run(curve, progress, interruptible, searched)
     if record and result.pieces:
         attach_record(result, game, sequence, config.seed)
     return result
