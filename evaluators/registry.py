@@ -430,9 +430,12 @@ def priority(spec, x, state, spawn_x, spawn_state):
 WEIGHT, ACTIVE, DELTA, TABLE_LEN, TABLE = 0, 1, 2, 3, 4
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def term(i, value, parent_values, spec):
-    """Feature ``i``'s term: weight x table(value - parent value if delta, else value)."""
+    """Feature ``i``'s term: weight x table(value - parent value if delta, else value). A plain call
+    (LLVM inlines it where it pays): inlined by numba, each delta or table term of an evaluator
+    re-typed the whole generated `evaluate`, and an evaluator of many such terms took half a
+    minute to compile instead of ten seconds."""
     terms = spec.terms
     v = np.float64(value)
     if terms[DELTA, i] != 0.0:
