@@ -132,9 +132,16 @@ def _opt(conv, s: str):
 
 
 class RunStore:
-    def __init__(self, run_dir: str | Path, params: list[Param]):
+    """The files of the run in ``run_dir`` whose space has ``params``. ``config``: the resolved run
+    config as plain data, which every checkpoint keeps a copy of (a resume compares config.yaml
+    with it); checkpoint.pkl also keeps the sessions of provenance.json, to rebuild that file from."""
+
+    def __init__(self, run_dir: str | Path, params: list[Param], config: dict | None = None):
         self.dir = Path(run_dir)
         self.params = params
+        self.config = config
+        #: provenance.json's sessions as last written or read (saved in the checkpoint too)
+        self.sessions: list[dict] | None = None
         self.eval_columns = ["generation", "index", *[p.path for p in params], *RECORD_COLUMNS, "cached", "key"]
         self.rescore_columns = ["rank", "generation", "index", *[p.path for p in params], "tuned_fitness",
                                 *RECORD_COLUMNS, "cached", "key", "tuned_key"]
@@ -333,12 +340,40 @@ class RunStore:
         """provenance.json: one entry per session of the run (its start, then each resume), each
         `engine.provenance.provenance` plus what the session did (``resumed_at``: None for the start)."""
         path = self.dir / "provenance.json"
-        sessions = read_json(path, MAX_JSON_BYTES, "a provenance file") if path.exists() else []
-        write_json(path, [*sessions, session])
+        sessions = self.read_provenance()
+        if sessions is None:  # damaged: rebuilt from the checkpoint's copy, the new session says so
+            problem = f"provenance.json could not be read ({self.provenance_problem})"
+            sessions = list(self.sessions or [])
+            session = {**session, "rebuilt": f"{problem}: its {len(sessions)} earlier session(s) rebuilt from "
+                                             "checkpoint.pkl's copy" if self.sessions is not None else
+                       f"{problem} and checkpoint.pkl holds no copy of it: its earlier sessions are lost"}
+        self.sessions = [*sessions, session]
+        write_json(path, self.sessions)
+
+    def read_provenance(self) -> list[dict] | None:
+        """provenance.json's sessions ([] when there is no file); None when it is damaged (not JSON,
+        not a list of sessions, too large, unreadable: `provenance_problem` says which)."""
+        path = self.dir / "provenance.json"
+        self.provenance_problem = None
+        if not path.exists():
+            return []
+        try:
+            sessions = read_json(path, MAX_JSON_BYTES, "a provenance file")
+        except ReadError as e:
+            self.provenance_problem = e.problem
+            return None
+        if not isinstance(sessions, list) or not all(isinstance(s, dict) for s in sessions):
+            self.provenance_problem = "not a list of sessions"
+            return None
+        return sessions
 
     def save_checkpoint(self, checkpoint: dict) -> None:
-        """checkpoint.pkl: the run's state as plain data (`optimizers.state.RunState.to_checkpoint`)."""
-        write_pickle(self.checkpoint, checkpoint)
+        """checkpoint.pkl: the run's state as plain data (`optimizers.state.RunState.to_checkpoint`),
+        with a copy of the run's config and of provenance.json's sessions."""
+        extra = {"config": self.config} if self.config is not None else {}
+        if self.sessions is not None:
+            extra["provenance"] = self.sessions
+        write_pickle(self.checkpoint, {**checkpoint, **extra})
 
     def load_checkpoint(self) -> dict | None:
         """The checkpoint (None when there is none); `RunDamaged`, saying how to go on, when it
@@ -349,6 +384,9 @@ class RunStore:
             data = read_pickle(self.checkpoint)
             if not isinstance(data, dict) or "generation" not in data:
                 raise ValueError("not a run's checkpoint")
+            saved = data.get("provenance")
+            if self.sessions is None and isinstance(saved, list):
+                self.sessions = list(saved)
             return data
         except Exception as e:  # unpickling damaged bytes raises almost anything
             raise RunDamaged(f"{self.checkpoint}: cannot be read ({type(e).__name__}: {str(e)[:80]}); move it "

@@ -149,7 +149,7 @@ class Tuner:
         self.quiet = quiet
         self.on_evaluation = on_evaluation
         self.space = make_space(config)
-        self.store = RunStore(self.dir, self.space.params)
+        self.store = RunStore(self.dir, self.space.params, config=config.model_dump(mode="json"))
         self.memo = Memo(config.early_abort.aborted_fitness)
         self.state: RunState | None = None
         self.evaluations: dict[tuple[int, int], Evaluation] = {}  # (generation, index) -> this run's evaluations
@@ -173,6 +173,13 @@ class Tuner:
             self.evaluations[e.slot] = e
             if not e.cached and (e.generation, e.key) in curves:
                 self.memo.store(e.key, e.record.as_dict(), curves[(e.generation, e.key)])
+        # an evaluation of the generation under way whose curve curves.jsonl lost (a damaged or
+        # truncated file) is simulated again: the early abort takes every finished candidate's curve
+        lost = [e for e in rows if e.generation >= self.state.generation and e.key not in self.memo]
+        for e in lost:
+            del self.evaluations[e.slot]
+        if lost:
+            self.store.rewrite_evaluations(sorted(self.evaluations.values(), key=lambda e: e.slot))
 
     def warm_up(self) -> None:
         """Compile (or load) the policy kernels in this process before the workers start, so they
@@ -409,7 +416,7 @@ class Tuner:
         state.optimizer.tell_run(told, [r.abort_piece if r.aborted else None for r in mine])
         state.early_abort.observe(gen.number, [(c.index, c.key, r.as_dict(), self.memo.curve(c.key))
                                                for c, r in zip(gen.candidates, gen.records) if not r.aborted])
-        state.best = self._best_so_far()
+        state.best = self._best_so_far(gen.number)
         stats = self._statistics(gen, fitness)
         state.history.append(stats)
         state.generation = gen.number + 1
@@ -441,17 +448,20 @@ class Tuner:
                                wall_seconds=time.perf_counter() - gen.started,
                                best_so_far=self.state.best.fitness, kth_best=gen.kth_best)
 
-    def _best_so_far(self) -> Best:
-        """The best evaluation so far: the highest fitness among finished ones (aborted ones only
-        when none finished), the earliest on ties. With pooling (`optimizers.noise`): the point of
-        highest pooled mean (`Noise.best`), as its first evaluation with that mean."""
+    def _best_so_far(self, upto: int) -> Best:
+        """The best evaluation of generations 0 .. ``upto``: the highest fitness among finished ones
+        (aborted ones only when none finished), the earliest on ties (evaluations of later
+        generations, read back from evaluations.csv when a run resumes without its checkpoint, do
+        not count yet). With pooling (`optimizers.noise`): the point of highest pooled mean
+        (`Noise.best`), as its first evaluation with that mean."""
         noise = self.state.noise
         if noise is not None and noise.pools and (point := noise.best()) is not None:
             e = self.evaluations[point.first]
             return Best(fitness=point.mean, score=int(round(point.score)), generation=e.generation, index=e.index,
                         key=e.key, values=list(e.values))
         compared = self.state.optimizer.compared
-        rows = [e for e in self.evaluations.values() if compared(e.generation)] or list(self.evaluations.values())
+        done = [e for e in self.evaluations.values() if e.generation <= upto]
+        rows = [e for e in done if compared(e.generation)] or done
         finished = [e for e in rows if not e.record.aborted] or rows
         return Best.of(min(finished, key=lambda e: (-e.record.fitness, e.generation, e.index)))
 
