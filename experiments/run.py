@@ -17,8 +17,13 @@ has a worker that cannot import this project (or runs other sources of it): noth
 second get two directories. A process holds ``run.lock`` in its run directory while it works there:
 a ``--resume`` of a run that is still running is refused (exit status 2), and the lock goes with
 the process, however it ends. A resume refuses a run whose files disagree: a checkpoint.pkl that
-cannot be read, or an evaluations.csv lacking rows the checkpoint counts (a damaged, edited or
-deleted file); the message says which and how to go on.
+cannot be read, an evaluations.csv lacking rows the checkpoint counts (a damaged, edited or
+deleted file), or a config.yaml that differs from the copy the checkpoint keeps (edited after the
+run began: the first key that differs is named); the message says which and how to go on. A
+provenance.json that cannot be read is rebuilt from the checkpoint's copy, and an evaluation whose
+curve curves.jsonl lost is simulated again. A population (or a number of generations) whose run
+would need more memory than there is, and a parallel.n_jobs above the CPU count (unless a dask
+scheduler is named), are configuration problems like any other.
 """
 
 from __future__ import annotations

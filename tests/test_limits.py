@@ -129,3 +129,18 @@ def test_under_rlimit_as_a_size_is_refused_in_one_line_and_nothing_is_made(tmp_p
     assert f": {key}: " in err[0] and " of memory; this process may map " in err[0] and "(RLIMIT_AS 3.0 GiB)" in err[0]
     assert "Traceback" not in done.stderr and not (tmp_path / "OUT").exists()
     assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_the_docs_quote_the_messages_as_given(monkeypatch):
+    """docs/policies.md and docs/tuning.md quote a refusal each, on a machine of 23.5 GiB."""
+    from optimizers.run import load_run_config
+
+    monkeypatch.setattr(memory, "available", lambda: (int(23.5 * GIB), "this machine has 23.5 GiB"))
+    monkeypatch.chdir(ROOT)  # (the messages name the files as given)
+    docs = {name: " ".join((ROOT / "docs" / name).read_text().split()) for name in ("policies.md", "tuning.md")}
+    for name, load, config, override in (
+            ("policies.md", load_solver_config, "configs/solver.yaml", "beam.width=1000000000"),
+            ("tuning.md", load_run_config, "configs/ga.yaml", "ga.population=1000000000")):
+        with pytest.raises(ConfigError) as e:
+            load(config, [override])
+        assert f"`{e.value}`" in docs[name]
