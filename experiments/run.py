@@ -101,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {run_dir}: {e.strerror or e}; once fixed, continue with  python -m experiments.run "
               f"--resume {run_dir}", file=sys.stderr)
         return 2
+    except MemoryError:  # the sizes passed their estimates, but the memory was not there
+        print(f"error: {run_dir}: out of memory; with more memory free (or smaller sizes), continue with  "
+              f"python -m experiments.run --resume {run_dir}", file=sys.stderr)
+        return 2
     _report(run_dir, state)
     return 0
 

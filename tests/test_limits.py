@@ -144,3 +144,26 @@ def test_the_docs_quote_the_messages_as_given(monkeypatch):
         with pytest.raises(ConfigError) as e:
             load(config, [override])
         assert f"`{e.value}`" in docs[name]
+
+
+def test_memory_that_runs_out_all_the_same_is_one_line(tmp_path, monkeypatch, capsys):
+    """An estimate is made for the memory there is when the command starts: a MemoryError later (other
+    processes took it) is one line too, and a tuning run stays resumable."""
+    from experiments import run as run_cli
+    from experiments import solve as solve_cli
+
+    def short(*a, **k):
+        raise MemoryError
+
+    config = tmp_path / "g.yaml"
+    config.write_text("policy: greedy\nevaluator: pierre_dellacherie\npieces: 6\n")
+    monkeypatch.setattr(solve_cli, "solve", short)
+    assert solve_cli.main([str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: {config}: the search ran out of memory (its sizes passed the "
+                                               "estimate, but the memory was not there); nothing written")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml"]
+    monkeypatch.setattr(run_cli, "tune", short)
+    assert run_cli.main(["configs/ga.yaml", f"runs_dir={tmp_path / 'runs'}", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {tmp_path / 'runs'}/ga-") and "out of memory" in err[0]
+    assert "continue with  python -m experiments.run --resume " in err[0]
