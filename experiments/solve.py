@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                     return 2
                 status = report(result, out.target)
                 if end.pending is not None and status == 0:
-                    what = "record" if result.record is not None else "summary"
+                    what = "record" if getattr(result, "record", None) is not None else "summary"
                     print(f"interrupted ({end.pending}) after the search: the {what} was written", file=sys.stderr)
                     return 130
                 return status
