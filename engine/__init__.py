@@ -8,7 +8,8 @@ contest engine's replay), `state` (one game between pieces). Beside them, what e
 every configuration section, `validation.Strict`, and the one-line configuration error), `config`
 (configuration files and their ``key=value`` overrides), `paths` (dotted paths into configuration
 data), `dispatch` (tables of numba functions chosen by name), `parallel` (the worker pool: in
-process, loky or dask) and `provenance` (where a result came from, and the command as typed).
+process, loky or dask), `memory` (what a size will allocate, checked against the memory there is)
+and `provenance` (where a result came from, and the command as typed).
 """
 
 from . import _numba_cache  # noqa: F401  (first: numba's cache directory is set before any kernel)
