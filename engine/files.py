@@ -389,24 +389,41 @@ class FolderLock:
     """An exclusive lock on a folder while a process works in it (``with FolderLock(folder): ...``):
     the file ``<folder>/<name>`` holds the owner's pid, and an advisory ``flock`` on it is held
     until the block ends or the process dies (the kernel releases it then, even after ``kill -9``).
-    Taking a lock another process holds raises `Locked`."""
+    Taking a lock another process holds raises `Locked` (naming ``label``, by default the folder).
+    With ``remove``, the file is removed when the block ends (still locked then: a process that
+    opened it meanwhile finds it gone once it has the lock, and takes a new one), so nothing is
+    left beside an output folder after a normal end; a killed process leaves it, unlocked."""
 
-    def __init__(self, folder: str | Path, name: str = "lock", label: str | None = None):
+    #: how often a lock whose file was removed under it is taken again
+    ATTEMPTS = 100
+
+    def __init__(self, folder: str | Path, name: str = "lock", label: str | None = None, remove: bool = False):
         self.path = Path(folder) / name
         self.label = label or str(self.path.parent)  # what a refusal names
+        self.remove = remove
         self._fd: int | None = None
 
     def __enter__(self) -> "FolderLock":
         import fcntl
 
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, NEW_FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        for _ in range(self.ATTEMPTS):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, NEW_FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
+                raise Locked(f"{self.label}: another process (pid {owner}) is working in it; wait for it to end "
+                             "or stop it first") from None
+            try:
+                current = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                current = False
+            if current:  # (not a file its last holder removed after this process opened it)
+                break
             os.close(fd)
-            raise Locked(f"{self.label}: another process (pid {owner}) is working in it; wait for it to end "
-                         "or stop it first") from None
+        else:
+            raise Locked(f"{self.label}: its lock file {self.path} keeps being replaced; stop the other processes")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._fd = fd
@@ -414,6 +431,8 @@ class FolderLock:
 
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
+            if self.remove:
+                self.path.unlink(missing_ok=True)  # while still held
             os.close(self._fd)  # closing releases the flock
             self._fd = None
 

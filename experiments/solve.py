@@ -35,9 +35,9 @@ continues that search (same configuration and overrides: a checkpoint made by ot
 refused) and ends exactly as an uninterrupted run would, so a run of many hours can be done over
 several sittings: stop it with Ctrl-C (its best path so far is written), resume it later. The
 process working on such a search holds the lock ``DIR.lock`` (`engine.files.FolderLock`) from
-before its checkpoint is looked at until it ends: a second solve or ``--resume`` of the same DIR
-meanwhile is refused (one line naming DIR and the pid, exit status 2), so two processes never write
-one checkpoint.
+before its checkpoint is looked at until it ends (the file is removed then): a second solve or
+``--resume`` of the same DIR meanwhile is refused (one line naming DIR and the pid, exit status 2),
+so two processes never write one checkpoint.
 """
 
 from __future__ import annotations
@@ -168,48 +168,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     end = AfterTheSearch()
-    with contextlib.ExitStack() as held:
+    with end.signals():  # put back last: nothing from the search's end on is cut short by a signal
         try:
-            if resumable(config):  # one process at a time works on a saved search and its folder
-                held.enter_context(FolderLock(target.parent, lock_name(target), label=str(target)))
-            checkpoint = checkpoint_for(config, target, args.resume is not None)
-        except (ConfigError, Locked) as e:
-            out.discard()
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        try:
-            with end.signals():
-                try:  # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
-                    with progress_bar(config.policy, shown=not args.quiet) as progress:
-                        result = solve(config, progress=progress, evaluator=evaluator, interruptible=True,
-                                       checkpoint=checkpoint, resume=args.resume is not None, searched=end.searched)
-                except KeyboardInterrupt:
-                    print("interrupted: nothing written", file=sys.stderr)
-                    return 130
-                except (CheckpointError, ParallelError) as e:
-                    print(f"error: {e}", file=sys.stderr)
-                    return 2
-                except MemoryError:
-                    print(f"error: {args.config}: the search ran out of memory (its sizes passed the estimate, "
-                          "but the memory was not there); nothing written", file=sys.stderr)
-                    return 2
+            with contextlib.ExitStack() as held:
+                if resumable(config):  # one process at a time works on a saved search and its folder
+                    held.enter_context(FolderLock(target.parent, lock_name(target), label=str(target), remove=True))
+                checkpoint = checkpoint_for(config, target, args.resume is not None)
+                with progress_bar(config.policy, shown=not args.quiet) as progress:
+                    # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
+                    result = solve(config, progress=progress, evaluator=evaluator, interruptible=True,
+                                   checkpoint=checkpoint, resume=args.resume is not None, searched=end.searched)
                 if not result.pieces:
                     print("error: the policy placed no piece; nothing written", file=sys.stderr)
                     return 1
-                try:  # signals from the end of the search on are held (`AfterTheSearch`)
-                    write_solution(out, result, config)
-                except OutputError as e:
-                    print(f"error: {e}; nothing written", file=sys.stderr)
-                    return 2
+                write_solution(out, result, config)  # signals from the end of the search on are held
                 status = report(result, out.target)
                 if end.pending is not None and status == 0:
                     what = "record" if getattr(result, "record", None) is not None else "summary"
                     print(f"interrupted ({end.pending}) after the search: the {what} was written", file=sys.stderr)
                     return 130
                 return status
+        except KeyboardInterrupt:  # before the search was over
+            print("interrupted: nothing written", file=sys.stderr)
+            return 130
+        except (ConfigError, Locked, CheckpointError, ParallelError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        except OutputError as e:
+            print(f"error: {e}; nothing written", file=sys.stderr)
+            return 2
+        except MemoryError:
+            print(f"error: {args.config}: the search ran out of memory (its sizes passed the estimate, "
+                  "but the memory was not there); nothing written", file=sys.stderr)
+            return 2
         finally:
             out.discard()  # whatever was not committed
-
 
 class AfterTheSearch:
     """Ctrl-C (SIGINT) and kill (SIGTERM) around a solve: until the search is over they stop the

@@ -217,6 +217,7 @@ def test_a_segment_search_signalled_after_it_ended_writes_its_record(tmp_path):
     assert (tmp_path / "run.checkpoint.pkl").exists()
     assert cli.main([str(ROOT / SEGMENT[0]), *SEGMENT[1:], "--resume", str(out), "--quiet"]) == 0
     assert (out / "record.txt").read_text() == record
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "run.checkpoint.pkl"]  # no lock left
 
 
 # ------------------------------------------------------------------------------------------------
@@ -235,6 +236,16 @@ def test_a_segment_search_another_process_works_on_is_refused(tmp_path, capsys):
             assert err == [f"error: {out}: another process (pid {os.getpid()}) is working in it; wait for it to "
                            "end or stop it first"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.lock"]
+
+
+def test_a_lock_beside_a_folder_goes_with_its_holder(tmp_path):
+    with files.FolderLock(tmp_path, "run.lock", remove=True):
+        with pytest.raises(files.Locked, match=rf"^run: another process \(pid {os.getpid()}\) is working in it"):
+            with files.FolderLock(tmp_path, "run.lock", label="run"):
+                pass
+    assert list(tmp_path.iterdir()) == []
+    with files.FolderLock(tmp_path, "run.lock", remove=True):  # taken again
+        pass
 
 
 def test_a_policy_that_saves_nothing_takes_no_lock(tmp_path, config):
