@@ -7,9 +7,10 @@ contest engine's replay), `state` (one game between pieces). Beside them, what e
 `files` (files written whole or not at all, reads bounded by kind), `validation` (the base of
 every configuration section, `validation.Strict`, and the one-line configuration error), `config`
 (configuration files and their ``key=value`` overrides), `paths` (dotted paths into configuration
-data), `dispatch` (tables of numba functions chosen by name), `parallel` (the worker pool: in
-process, loky or dask), `memory` (what a size will allocate, checked against the memory there is)
-and `provenance` (where a result came from, and the command as typed).
+data), `registry` (the one idiom for whatever is found by name: rules presets, function tables,
+features, policies, tuners), `dispatch` (tables of numba functions chosen by name), `parallel`
+(the worker pool: in process, loky or dask), `memory` (what a size will allocate, checked against
+the memory there is) and `provenance` (where a result came from, and the command as typed).
 """
 
 from . import _numba_cache  # noqa: F401  (first: numba's cache directory is set before any kernel)

@@ -14,16 +14,17 @@ is a table of functions of one signature, and the choice travels into kernels as
 The token is a `Static`: its numba type holds the table and the entry, and `FunctionTable.call` is a numba overload
 that picks the entry when the calling kernel is compiled: no run-time branch, no code restating the
 names, and numba's cache keys the compiled kernel on the token's type, so each choice is compiled
-(and cached on disk) once. Adding a variant is one decorated function.
+(and cached on disk) once. Adding a variant is one decorated function. A table is a
+`engine.registry.Registry` like every other kind found by name (``names()``, ``get(name)``).
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
 from numba import types
 from numba.core.dispatcher import Dispatcher
 from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
+
+from .registry import Registry
 
 _TABLES: dict[str, "FunctionTable"] = {}
 
@@ -111,14 +112,15 @@ class Token(Static):
     __slots__ = ("table", "name")
 
 
-class FunctionTable:
-    """Named numba functions of one signature (see the module docstring)."""
+class FunctionTable(Registry):
+    """Named numba functions of one signature (see the module docstring): a `Registry` whose entries
+    are numba functions, with `call` and `token`."""
 
     def __init__(self, name: str):
         if name in _TABLES:
             raise ValueError(f"a function table {name!r} exists already")
+        super().__init__(f"{name} entry", entry=self._numba_function)
         self.name = name
-        self.functions: dict[str, Dispatcher] = {}
         _TABLES[name] = self
         table = self
 
@@ -131,7 +133,7 @@ class FunctionTable:
             if not (isinstance(token, StaticType) and isinstance(token.value, Token)
                     and token.value.table == table.name):
                 return None
-            fn = table.functions[token.value.name]
+            fn = table[token.value.name]
 
             def impl(token, *args):
                 return fn(*args)
@@ -140,24 +142,12 @@ class FunctionTable:
 
         self.call = call
 
-    def register(self, name: str) -> Callable:
-        """Decorator: register a numba function as the entry ``name``."""
-
-        def wrap(fn):
-            if name in self.functions:
-                raise ValueError(f"{self.name}: {name!r} is registered already")
-            if not isinstance(fn, Dispatcher):
-                raise TypeError(f"{self.name}: {name!r} must be a numba function (@njit)")
-            self.functions[name] = fn
-            return fn
-
-        return wrap
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(self.functions)
+    def _numba_function(self, name: str, fn) -> Dispatcher:
+        if not isinstance(fn, Dispatcher):
+            raise TypeError(f"{self.name}: {name!r} must be a numba function (@njit)")
+        return fn
 
     def token(self, name: str) -> Token:
         """The token choosing ``name``; ValueError naming the known entries otherwise."""
-        if name not in self.functions:
-            raise ValueError(f"{self.name}: unknown {name!r} (known: {', '.join(self.functions)})")
+        self.get(name)
         return Token(self.name, name)

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .dispatch import Fixed, FunctionTable
+from .registry import Registry
 
 SHAPE_NAMES = ("I", "L", "J", "T", "O", "S", "Z")
 
@@ -394,7 +395,10 @@ def _same_up_to_translation(a: frozenset, b: frozenset) -> bool:
     return {(x - ax, y - ay) for x, y in a} == {(x - bx, y - by) for x, y in b}
 
 
-GEEK = Rules(
+#: the rules presets by name (`get_rules`; a preset registers itself: ``PRESETS.register(Rules(...))``)
+PRESETS: Registry[Rules] = Registry("rules preset")
+
+GEEK = PRESETS.register(Rules(
     name="geek",
     width=10,
     height=20,
@@ -408,9 +412,9 @@ GEEK = Rules(
     top_out="all_rows",
     spawn_must_drop=False,
     piece_limit=10_000,
-)
+))
 
-CLASSIC = Rules(
+CLASSIC = PRESETS.register(Rules(
     name="classic",
     width=12,
     height=26,
@@ -424,11 +428,12 @@ CLASSIC = Rules(
     top_out="none",
     spawn_must_drop=True,
     piece_limit=None,
-)
+))
 
 #: The course's bot protocol (PROTOCOL.md): the classic pieces on a 10 x 20 board, dropped straight
 #: down (no slides), spawning at column 3 of the 4x4 box.
-COURSE = replace(CLASSIC, name="course", width=10, height=20, spawn_x=3, spawn_must_drop=False, placement="drop")
+COURSE = PRESETS.register(replace(CLASSIC, name="course", width=10, height=20, spawn_x=3, spawn_must_drop=False,
+                                  placement="drop"))
 
 #: The literature's benchmark (Thiéry and Scherrer's "simplified" game, MdpTetris's standard game:
 #: ``new_game(0, 10, 20, 0, ...)``): 10 x 20, the seven pieces i.i.d. uniform, each placed by choosing
@@ -436,7 +441,7 @@ COURSE = replace(CLASSIC, name="course", width=10, height=20, spawn_x=3, spawn_m
 #: no preview, one point per row cleared, and the game over when the dropped piece does not fit inside
 #: the 20 rows (nothing cleared first: ``allow_lines_after_overflow`` 0, the rule of MdpTetris's
 #: ``mdptetris_play_games``, which the published scores of fixed weights come from).
-STANDARD = Rules(
+STANDARD = PRESETS.register(Rules(
     name="standard",
     width=10,
     height=20,
@@ -454,30 +459,23 @@ STANDARD = Rules(
     placement="drop",
     overflow="end",
     preview=False,
-)
+))
 
 #: `STANDARD` with MdpTetris's other overflow rule (``allow_lines_after_overflow`` 1, the default of
 #: its learning programs): a piece resting partly above the 20 rows first clears the rows it
 #: completes, and the game ends only if one of its cells is still above them.
-STANDARD_CLEAR_FIRST = replace(STANDARD, name="standard_clear_first", overflow="clear_first")
+STANDARD_CLEAR_FIRST = PRESETS.register(replace(STANDARD, name="standard_clear_first", overflow="clear_first"))
 
 #: `STANDARD` on the literature's small board, 10 x 10 (Scherrer et al. 2015 report it beside
 #: 10 x 20): games of thousands of rows, which end in seconds, so that a series is played to the
 #: end instead of to a cap.
-STANDARD_10X10 = replace(STANDARD, name="standard_10x10", height=10)
+STANDARD_10X10 = PRESETS.register(replace(STANDARD, name="standard_10x10", height=10))
 #: `STANDARD` on 10 x 12: games some six times longer than on 10 x 10 (a step towards 10 x 20 for
 #: tuning whose result should carry over to it)
-STANDARD_10X12 = replace(STANDARD, name="standard_10x12", height=12)
-
-PRESETS = {"geek": GEEK, "classic": CLASSIC, "course": COURSE, "standard": STANDARD,
-           "standard_clear_first": STANDARD_CLEAR_FIRST, "standard_10x10": STANDARD_10X10,
-           "standard_10x12": STANDARD_10X12}
+STANDARD_10X12 = PRESETS.register(replace(STANDARD, name="standard_10x12", height=12))
 
 
 def get_rules(name: str) -> Rules:
     """The preset called ``name`` (one of `PRESETS`: ``geek``, ``classic``, ``course``,
     ``standard``, ``standard_clear_first``, ``standard_10x10``, ``standard_10x12``)."""
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise ValueError(f"unknown rules preset {name!r} (known: {', '.join(PRESETS)})") from None
+    return PRESETS.get(name)

@@ -11,6 +11,8 @@ generated `evaluate` computes every row feature an evaluator weighs in one pass 
 `placement_feature`.
 The function's docstring (its first paragraph) is the feature's description.
 
+The features and the tie-breaks are each a `engine.registry.Registry` (`FEATURES`, `TIE_BREAKS`),
+the one idiom of everything found by name; the decorators above are how a feature joins it.
 Registration is all it takes. From the registry come: the feature names and their slots in an
 evaluator's weight vector (registration order, `names`), the evaluator kernels (`evaluate`,
 `board_values`, `feature_vector`, compiled for the registry as it is when an evaluator is built),
@@ -42,6 +44,7 @@ from numba.extending import overload
 
 from engine import _numba_cache
 from engine.dispatch import Static
+from engine.registry import Registry
 
 BOARD = "board"
 PLACEMENT = "placement"
@@ -81,16 +84,41 @@ class Feature:
     row: Dispatcher | None = None
 
 
-_FEATURES: dict[str, Feature] = {}
+class FeatureError(ValueError):
+    """A feature or tie-break that cannot be registered; the message says which and why."""
+
+
+def _checked(name: str, feature: Feature) -> Feature:
+    """A feature as `FEATURES` keeps it, its names (and aliases) free and its description given."""
+    for n in (name, *feature.aliases):
+        if not n.isidentifier():
+            raise FeatureError(f"feature {n!r}: a name must be an identifier")
+        if n in FEATURES or n in _ALIASES:
+            raise FeatureError(f"feature {n!r} is already registered (unregister it first)")
+    if not feature.doc:
+        raise FeatureError(f"feature {name!r}: its kernel needs a docstring (the feature's description)")
+    return feature
+
+
+def _forget_digest() -> None:
+    global _digest
+    _digest = None
+
+
+def _tie_break_kernel(name: str, fn) -> Dispatcher:
+    _check_arity(fn, 4, "a tie-break (x, state, spawn_x, spawn_state)")
+    return _jit(fn)
+
+
+#: the features by name, in slot order (the order of an evaluator's weight vector); an alias is
+#: another name of one of them (`_ALIASES`), not an entry
+FEATURES: Registry[Feature] = Registry("feature", error=FeatureError, entry=_checked, changed=_forget_digest)
 _ALIASES: dict[str, str] = {}
-_TIE_BREAKS: dict[str, Dispatcher] = {}
+#: the tie-breaks by name (`tie_break`): each a numba kernel
+TIE_BREAKS: Registry[Dispatcher] = Registry("tie-break", error=FeatureError, entry=_tie_break_kernel)
 #: digest -> the features of that registry, in slot order (every registry an evaluator was built for)
 _SNAPSHOTS: dict[str, tuple[Feature, ...]] = {}
 _digest: str | None = None
-
-
-class FeatureError(ValueError):
-    """A feature or tie-break that cannot be registered; the message says which and why."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -115,18 +143,9 @@ def _check_arity(fn, n: int, what: str) -> None:
 
 
 def _add(feature: Feature) -> None:
-    global _digest
-    for name in (feature.name, *feature.aliases):
-        if not name.isidentifier():
-            raise FeatureError(f"feature {name!r}: a name must be an identifier")
-        if name in _FEATURES or name in _ALIASES:
-            raise FeatureError(f"feature {name!r} is already registered (unregister it first)")
-    if not feature.doc:
-        raise FeatureError(f"feature {feature.name!r}: its kernel needs a docstring (the feature's description)")
-    _FEATURES[feature.name] = feature
+    FEATURES.add(feature.name, feature)
     for alias in feature.aliases:
         _ALIASES[alias] = feature.name
-    _digest = None
 
 
 def board_feature(fn: Callable | None = None, *, name: str | None = None, aliases: tuple[str, ...] = ()):
@@ -210,26 +229,17 @@ def tie_break(name: str):
     """Register ``fn(x, state, spawn_x, spawn_state)`` -> an int rank (lower first) as the tie-break
     ``name`` an evaluator may name: among placements of equal value, a policy takes the lowest rank."""
 
-    def wrap(f):
-        if name in _TIE_BREAKS:
-            raise FeatureError(f"tie-break {name!r} is already registered")
-        _check_arity(f, 4, "a tie-break (x, state, spawn_x, spawn_state)")
-        _TIE_BREAKS[name] = _jit(f)
-        return _TIE_BREAKS[name]
-
-    return wrap
+    return lambda f: TIE_BREAKS.add(name, f)
 
 
 def unregister(name: str) -> None:
     """Remove the feature ``name`` (and its aliases); its slot goes, later slots move down. Evaluators
     built before keep the registry they were built for."""
-    global _digest
-    feature = _FEATURES.pop(canonical(name), None)
-    if feature is None:
+    if canonical(name) not in FEATURES:
         raise FeatureError(f"no feature {name!r} is registered")
+    feature = FEATURES.remove(canonical(name))
     for alias in feature.aliases:
         _ALIASES.pop(alias, None)
-    _digest = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -243,20 +253,20 @@ def canonical(name: str) -> str:
 
 def names() -> tuple[str, ...]:
     """Registered feature names in slot order (the order of an evaluator's weight vector)."""
-    return tuple(_FEATURES)
+    return FEATURES.names()
 
 
 def known_names() -> list[str]:
     """Every accepted name, features and aliases, sorted."""
-    return sorted(set(_FEATURES) | set(_ALIASES))
+    return sorted(set(FEATURES) | set(_ALIASES))
 
 
 def get(name: str) -> Feature:
     """The feature a name (or alias) stands for; `FeatureError` for an unknown name."""
-    try:
-        return _FEATURES[canonical(name)]
-    except KeyError:
-        raise FeatureError(f"unknown feature {name!r} (known: {', '.join(known_names())})") from None
+    feature = FEATURES.get(canonical(name), None)
+    if feature is None:
+        raise FeatureError(f"unknown feature {name!r} (known: {', '.join(known_names())})")
+    return feature
 
 
 def index(name: str) -> int:
@@ -270,7 +280,7 @@ def is_placement(name: str) -> bool:
 
 def tie_breaks() -> tuple[str, ...]:
     """Registered tie-break names."""
-    return tuple(_TIE_BREAKS)
+    return TIE_BREAKS.names()
 
 
 def aliases() -> dict[str, str]:
@@ -282,7 +292,7 @@ def table() -> str:
     """The docs' feature table (Markdown): every feature in slot order with its kind and description,
     then the aliases."""
     rows = ["| feature | kind | what it measures |", "|---|---|---|"]
-    for f in _FEATURES.values():
+    for f in FEATURES.values():
         doc = f.doc.replace("|", "\\|")
         rows.append(f"| `{f.name}` | {f.kind} | {doc} |")
     for alias, target in _ALIASES.items():
@@ -376,10 +386,10 @@ def digest() -> str:
     global _digest
     if _digest is None:
         h = hashlib.sha1()
-        for f in _FEATURES.values():
+        for f in FEATURES.values():
             h.update(f"{f.name}|{f.kind}|{f.output}|{_source_digest(f.row or f.kernel)}\n".encode())
         _digest = h.hexdigest()[:16]
-        _SNAPSHOTS[_digest] = tuple(_FEATURES.values())
+        _SNAPSHOTS[_digest] = tuple(FEATURES.values())
     return _digest
 
 
@@ -387,11 +397,10 @@ def kind(tie: str | None, layout: tuple[Term, ...] = ()) -> Kind:
     """The `Kind` of an evaluator with tie-break ``tie`` (None: ``none``) weighing the features of
     ``layout`` (`Term`s, in slot order), under the current registry."""
     tie = tie or "none"
-    if tie not in _TIE_BREAKS:
-        raise FeatureError(f"unknown tie-break {tie!r} (known: {', '.join(_TIE_BREAKS)})")
+    TIE_BREAKS.get(tie)  # FeatureError naming the known ones
     layout = tuple(sorted(Term(*t) for t in layout))
     slots = [t.slot for t in layout]
-    if len(set(slots)) != len(slots) or any(not 0 <= i < len(_FEATURES) for i in slots):
+    if len(set(slots)) != len(slots) or any(not 0 <= i < len(FEATURES) for i in slots):
         raise FeatureError(f"a layout names each registered feature's slot at most once, got {slots}")
     return Kind(digest(), tie, layout)
 
@@ -543,8 +552,8 @@ def source(what: str = "evaluate", layout: tuple[Term, ...] | None = None) -> st
     """The generated source of a kernel for the current registry and ``layout`` (default: every
     feature weighed plainly), for reading and debugging."""
     if layout is None:
-        layout = tuple(Term(i, False, False) for i in range(len(_FEATURES)))
-    return _source(tuple(_FEATURES.values()), what, layout)[0]
+        layout = tuple(Term(i, False, False) for i in range(len(FEATURES)))
+    return _source(tuple(FEATURES.values()), what, layout)[0]
 
 
 def _generated(what: str, kind: Kind):
@@ -574,7 +583,7 @@ def _feature_vector_overload(p, spec, out):
 
 @overload(priority)
 def _priority_overload(spec, x, state, spawn_x, spawn_state):
-    rank = _TIE_BREAKS[_spec_kind(spec).tie]
+    rank = TIE_BREAKS[_spec_kind(spec).tie]
 
     def impl(spec, x, state, spawn_x, spawn_state):
         return rank(x, state, spawn_x, spawn_state)

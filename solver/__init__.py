@@ -21,9 +21,10 @@ with registry.assembling_once():  # `SolverConfig` assembled once, when every po
     from .threshold import Threshold
 
     registry.discover(__name__)  # every policy module registers its policy
+    from .segment import SegmentConfig
 
 __all__ = [
     "BacksearchConfig", "BeamConfig", "GreedyConfig", "LookaheadConfig", "Policy", "PolicyError", "ProfileDPConfig",
-    "Progress", "RecordMismatch", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
+    "Progress", "RecordMismatch", "SegmentConfig", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
     "load_evaluators", "load_online_policy", "load_solver_config", "register", "registry", "solve",
 ]

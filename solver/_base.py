@@ -138,9 +138,11 @@ class CheckpointError(ValueError):
 
 class Policy(ABC):
     """A search policy over the known piece sequence. Subclasses implement `search` and register
-    themselves by name (`solver.registry.register`)."""
+    themselves by name (``@register``, `solver.registry`), declaring their ``name`` and ``Settings``."""
 
     name: str = ""
+    #: its settings: a pydantic model, the configuration section named after it (None: it has none)
+    Settings = None
     #: it plays the known sequence (`solver.registry`; a policy for unknown pieces: False)
     known_pieces: bool = True
     #: it can save its search to a file and continue from it (`checkpoint`, `resume`)

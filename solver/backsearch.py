@@ -295,9 +295,10 @@ def backsearch_run(sequence, budget, rules, pspec, sspec, settings, threshold, s
     return _check_tail(stop, state, threshold, settings.reach)
 
 
-@register(BacksearchConfig)
+@register
 class Backsearch(Policy):
     name = "backsearch"
+    Settings = BacksearchConfig
 
     def __init__(self, config, rules, evaluator, sequence, pieces):
         super().__init__(config, rules, evaluator, sequence, pieces)

@@ -886,9 +886,10 @@ def initial_state(rules, pieces: int, width: int, gens: int) -> BeamState:
         counters=np.zeros((gens, cap), np.int64))
 
 
-@register(BeamConfig)
+@register
 class Beam(Policy):
     name = "beam"
+    Settings = BeamConfig
 
     def search(self, threshold, progress):
         cfg, rules, n_pieces = self.config.beam, self.rules, self.pieces

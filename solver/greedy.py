@@ -60,9 +60,10 @@ def greedy_run(sequence, t0, t1, board, rules, spec, threshold, score, path):
     return t1, score, GOING
 
 
-@register(GreedyConfig)
+@register
 class Greedy(Policy):
     name = "greedy"
+    Settings = GreedyConfig
 
     def search(self, threshold, progress):
         rules, n = self.rules, self.pieces

@@ -283,9 +283,10 @@ def lookahead_run(sequence, t0, t1, board, rules, spec, settings, threshold, sco
     return t1, score, GOING, nodes
 
 
-@register(LookaheadConfig)
+@register
 class Lookahead(Policy):
     name = "lookahead"
+    Settings = LookaheadConfig
 
     def search(self, threshold, progress):
         rules, n, cfg = self.rules, self.pieces, self.config.lookahead

@@ -768,9 +768,10 @@ class LayerRun:
             self.best_score, self.best_layer, self.best_state = int(states.scores[i]), layer, i
 
 
-@register(ProfileDPConfig)
+@register
 class ProfileDP(Policy):
     name = "profile_dp"
+    Settings = ProfileDPConfig
 
     def warm_up(self):
         """`Policy.warm_up`, and the layer kernels, which the two-piece warm-up never reaches (it

@@ -1,20 +1,23 @@
-"""The solver's policies by name. A policy registers itself with a decorator on its class, in its own
+"""The solver's policies by name (`POLICIES`, an `engine.registry.Registry`: the idiom of everything
+found by name). A policy registers itself with the registry's decorator on its class, in its own
 module; everything that lists policies reads this registry: the `policy` key and the sections of
 `SolverConfig`, `solve`'s choice of how to play, the players' check that a policy plays unknown
 pieces, the configuration reference.
 
-    @register(BeamConfig)          # its settings: the configuration section named after it
+    @register                      # POLICIES.register
     class Beam(Policy):
         name = "beam"
+        Settings = BeamConfig      # its settings: the configuration section named after it
 
-    @register                      # a policy without settings
+    @register                      # a policy without settings declares none
     class OnePly(OnlinePolicy):
         name = "one_ply"
         Bundle = OnePlyBundle
         choose_kernel = choose_one_ply
 
-A policy class declares ``name`` (its name in a configuration, ``policy: <name>``, an identifier)
-and ``known_pieces``: True for a policy that plays the known sequence (`solver._base.Policy`),
+A policy class declares ``name`` (its name in a configuration, ``policy: <name>``, an identifier),
+``Settings`` (a pydantic model, its configuration section; None, the base classes' value, when it
+has none) and ``known_pieces``: True for a policy that plays the known sequence (`solver._base.Policy`),
 False for one that sees only the current piece and the preview and is scored on seeded games
 (`solver.online.OnlinePolicy`), which also declares ``Bundle`` (the NamedTuple class of its
 parameters and state as its kernel reads them, its own: the game loop finds the policy's kernel by
@@ -30,12 +33,12 @@ public module of a package: a policy module is found by being there.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import pkgutil
 from dataclasses import dataclass
 
 from numba.core.dispatcher import Dispatcher
 from pydantic import BaseModel
+
+from engine.registry import Registry
 
 from . import config
 
@@ -83,10 +86,6 @@ class Section:
         return _shipped(self.module)
 
 
-_POLICIES: dict[str, Entry] = {}
-_SECTIONS: dict[str, Section] = {}
-
-
 def _shipped(module: str) -> bool:
     return module == HOME or module.startswith(HOME + ".")
 
@@ -95,37 +94,19 @@ def _shipped(module: str) -> bool:
 # Declaring
 
 
-def register(settings=None):
-    """Class decorator: register the policy class as ``cls.name``, with ``settings`` (a pydantic
-    model: the section ``cls.name`` of a configuration) or none. ``@register`` and
-    ``@register()`` register a policy without settings. `PolicyError` when the class cannot be
-    registered (a name taken, a declaration missing)."""
-    if isinstance(settings, type) and not issubclass(settings, BaseModel):
-        return register()(settings)  # used bare: ``@register``
-
-    def wrap(cls):
-        _add(_entry(cls, settings))
-        return cls
-
-    return wrap
-
-
 def register_section(key: str, model: type[BaseModel], known_pieces: bool, module: str) -> type[BaseModel]:
     """Register the section ``key`` of a configuration that several policies read (those playing
     the known sequence, or unknown pieces, as ``known_pieces``), from ``module``; returns the model."""
     _check_key(key, f"section {key!r}")
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise PolicyError(f"section {key!r}: its model must be a pydantic model, not {model!r}")
-    _SECTIONS[key] = Section(key, model, known_pieces, module)
-    _assemble()
+    SECTIONS.add(key, Section(key, model, known_pieces, module))
     return model
 
 
 def unregister(name: str) -> None:
     """Remove the policy ``name`` (a test's policy, say); `SolverConfig` loses its name and section."""
-    if _POLICIES.pop(name, None) is None:
-        raise PolicyError(f"no policy {name!r} is registered")
-    _assemble()
+    POLICIES.remove(name)
 
 
 @contextlib.contextmanager
@@ -147,17 +128,19 @@ def discover(package: str) -> None:
     included, each discovering its own), so that the policies they define register themselves;
     `SolverConfig` is assembled once, when the last of them is in."""
     with assembling_once():
-        for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-            if not module.name.startswith("_"):
-                importlib.import_module(f"{package}.{module.name}")
+        POLICIES.discover(package)
 
 
-def _entry(cls, settings) -> Entry:
-    what = f"policy class {cls.__module__}.{cls.__qualname__}"
-    name = getattr(cls, "name", "")
-    if not isinstance(name, str) or not name.isidentifier():
-        raise PolicyError(f"{what}: its name must be an identifier (the class attribute name), got {name!r}")
+def _entry(name: str, cls) -> Entry:
+    """A policy class as `POLICIES` keeps it (its `Entry`), checked: named by its ``name``, its
+    ``Settings`` a pydantic model or None, its ``known_pieces`` declared (and a policy for unknown
+    pieces its bundle and kernel)."""
+    what = f"policy class {getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', repr(cls))}"
+    declared = getattr(cls, "name", "")
+    if not isinstance(name, str) or not name.isidentifier() or name != declared:
+        raise PolicyError(f"{what}: its name must be an identifier (the class attribute name), got {declared!r}")
     _check_key(name, f"policy {name!r} ({what})")
+    settings = getattr(cls, "Settings", None)
     if settings is not None and not (isinstance(settings, type) and issubclass(settings, BaseModel)):
         raise PolicyError(f"policy {name!r}: its settings must be a pydantic model, not {settings!r}")
     known = getattr(cls, "known_pieces", None)
@@ -170,13 +153,13 @@ def _entry(cls, settings) -> Entry:
 
 
 def _check_key(key: str, what: str) -> None:
-    if key in _POLICIES:
-        existing = _POLICIES[key].policy
+    if key in POLICIES:
+        existing = POLICIES[key].policy
         raise PolicyError(f"{what}: the name {key!r} is registered already, by "
                             f"{existing.__module__}.{existing.__qualname__}; a policy's name must be unique")
-    if key in _SECTIONS:
+    if key in SECTIONS:
         raise PolicyError(f"{what}: {key!r} is already a shared section of the configuration "
-                            f"(registered by {_SECTIONS[key].module})")
+                            f"(registered by {SECTIONS[key].module})")
     if key in config.SolverKeys.model_fields:
         raise PolicyError(f"{what}: {key!r} is a key of every solver configuration; choose another name")
 
@@ -187,7 +170,7 @@ def _check_online(name: str, cls) -> None:
     if not (isinstance(bundle, type) and issubclass(bundle, tuple) and hasattr(bundle, "_fields")):
         raise PolicyError(f"policy {name!r}: Bundle must be its own NamedTuple class (the parameters and "
                             f"state its kernel reads), got {bundle!r}")
-    for other in _POLICIES.values():
+    for other in POLICIES.values():
         if getattr(other.policy, "Bundle", None) is bundle:
             raise PolicyError(f"policy {name!r}: its Bundle {bundle.__qualname__} is already the bundle of policy "
                                 f"{other.name!r}; the game loop finds a policy's kernel by its bundle's class, so "
@@ -197,19 +180,13 @@ def _check_online(name: str, cls) -> None:
                             "choose(bundle, board, shape, preview, t, rules, spec, ws)")
 
 
-def _add(entry: Entry) -> None:
-    _POLICIES[entry.name] = entry
-    _assemble()
-
-
 # ------------------------------------------------------------------------------------------------
 # Reading
 
 
 def entries(shipped_only: bool = False) -> tuple[Entry, ...]:
     """The registered policies: those playing the known sequence first, each group by name."""
-    found = (e for e in _POLICIES.values() if e.shipped or not shipped_only)
-    return tuple(sorted(found, key=lambda e: (not e.known_pieces, e.name)))
+    return tuple(e for e in POLICIES.values() if e.shipped or not shipped_only)
 
 
 def names(known_pieces: bool | None = None) -> tuple[str, ...]:
@@ -220,17 +197,14 @@ def names(known_pieces: bool | None = None) -> tuple[str, ...]:
 
 def get(name: str) -> Entry:
     """The policy ``name``; `PolicyError` naming the registered ones otherwise."""
-    try:
-        return _POLICIES[name]
-    except KeyError:
-        raise PolicyError(f"unknown policy {name!r} (registered: {', '.join(names())})") from None
+    return POLICIES.get(name)
 
 
 def sections(shipped_only: bool = False) -> dict[str, type[BaseModel]]:
     """key -> model of every section of a configuration, in the order `SolverConfig` lists them:
     for the policies of the known sequence, then of unknown pieces, the shared sections first, then
     the policies' own in `entries` order."""
-    keyed = [((s.known_pieces is False, 0, s.key), s.key, s.model) for s in _SECTIONS.values()
+    keyed = [((s.known_pieces is False, 0, s.key), s.key, s.model) for s in SECTIONS.values()
              if s.shipped or not shipped_only]
     keyed += [((not e.known_pieces, 1, e.name), e.name, e.settings) for e in entries(shipped_only)
               if e.settings is not None]
@@ -250,3 +224,12 @@ def _assemble() -> None:
         return
     policies = {e.name: e.known_pieces for e in entries()}
     config.assemble(config.registered_fields(policies, sections()))
+
+
+#: the policies by name, each kept as its `Entry`; ``@register`` on a policy class joins it
+POLICIES: Registry[Entry] = Registry("policy", error=PolicyError, entry=_entry, changed=_assemble,
+                                     order=lambda name, entry: (not entry.known_pieces, name))
+#: the sections several policies read, by key (`register_section`)
+SECTIONS: Registry[Section] = Registry("section", error=PolicyError, changed=_assemble)
+#: the decorator a policy class registers with
+register = POLICIES.register

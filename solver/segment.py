@@ -691,9 +691,10 @@ def settings(cfg: SegmentConfig, rules, pieces: int) -> SegmentSettings:
                            max_depth + 1, max_depth, pieces)
 
 
-@register(SegmentConfig)
+@register
 class Segment(Policy):
     name = "segment"
+    Settings = SegmentConfig
     resumable = True
 
     def fingerprint(self) -> str:

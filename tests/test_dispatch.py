@@ -40,7 +40,7 @@ def test_a_token_picks_its_entry_per_compiled_kernel():
     assert apply_twice(SQUARES.token("cube"), 2) == 512
     assert len(apply_twice.signatures) == 2  # one compiled kernel per choice
     assert SQUARES.names() == ("square", "cube")
-    with pytest.raises(ValueError, match=r"test\.squares: unknown 'quartic' \(known: square, cube\)"):
+    with pytest.raises(ValueError, match=r"unknown test\.squares entry 'quartic' \(known: square, cube\)"):
         SQUARES.token("quartic")
 
 

@@ -1,7 +1,9 @@
-"""The lists of registered things (board features, policies, tuners, rules presets, modules and
-commands) in the README, docs/*.md, the package docstrings and the package exports agree with
+"""The lists of registered things (board features and tie-breaks, policies and their settings,
+tuners, rules presets, the entries of a function table, modules and commands) in the README,
+docs/*.md, the package docstrings, the configuration schemas and the package exports agree with
 what is registered: a test here fails when a registered item is missing from a list of its kind,
-or when a list names one that does not exist. Imports only: nothing is compiled.
+or when a list names one that does not exist. Every kind found by name is one
+`engine.registry.Registry`. Imports only: nothing is compiled.
 """
 
 import importlib
@@ -10,17 +12,22 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 import engine
 import evaluators
 import optimizers
 import solver
 import solver.online  # noqa: F401  (registers the policies for unknown pieces)
+from engine.dispatch import _TABLES
+from engine.registry import Registry
 from engine.rules import PRESETS, Rules
 from evaluators import preset_names
 from evaluators import registry as features
 from optimizers.tuners import TUNERS
 from solver import registry as policies
+from solver.beam import TIE_ORDERS
+from solver.config import BeamConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -94,6 +101,7 @@ def _registered(kind: str) -> set[str]:
         "tuners": set(TUNERS),
         "commands": _commands(),
         "features": set(features.names()) | set(features.aliases()),
+        "tie-breaks": set(features.tie_breaks()),
         "evaluator presets": set(preset_names()),
     }[kind]
 
@@ -199,6 +207,13 @@ def test_the_tuning_page_names_every_tuner():
     assert not missing, f"docs/tuning.md: tuners not named by their algorithm name: {missing}"
 
 
+def test_the_evaluators_page_lists_the_tie_breaks():
+    listed = _bullets(_section((DOCS / "evaluators.md").read_text(encoding="utf-8"), "## The YAML format"))
+    assert len(listed) == len(set(listed)) and set(listed) == _registered("tie-breaks"), (
+        f"docs/evaluators.md, the YAML format: tie-breaks listed {sorted(listed)}, "
+        f"registered {sorted(_registered('tie-breaks'))}")
+
+
 def test_the_evaluators_page_lists_features_and_presets():
     text = (DOCS / "evaluators.md").read_text(encoding="utf-8")
     table = {row[0].strip("`") for row in _table(text[text.index("<!-- feature-table:start"):])}
@@ -238,6 +253,39 @@ def test_the_engine_exports_every_rules_preset():
         assert names and set(names) & exported, f"engine: the preset {preset!r} has no constant in engine.__all__"
     strays = [name for name in exported if not any(constants[name] is rules for rules in PRESETS.values())]
     assert not strays, f"engine exports rules that are not in PRESETS: {strays}"
+
+
+def test_everything_found_by_name_is_one_registry():
+    """Rules presets, features, tie-breaks, policies and their shared sections, tuners and every
+    function table: one idiom (`engine.registry.Registry`), so one way to register and to read."""
+    kinds = {"rules presets": PRESETS, "features": features.FEATURES, "tie-breaks": features.TIE_BREAKS,
+             "policies": policies.POLICIES, "sections": policies.SECTIONS, "tuners": TUNERS,
+             **{f"function table {name}": table for name, table in _TABLES.items()}}
+    wrong = sorted(kind for kind, found in kinds.items() if not isinstance(found, Registry))
+    assert not wrong, f"kept outside an engine.registry.Registry: {wrong}"
+    assert engine.PRESETS is PRESETS and set(PRESETS) == {r.name for r in PRESETS.values()}
+
+
+@pytest.mark.parametrize(("package", "known"), [("solver", True), ("solver.online", False)], ids=["known", "online"])
+def test_each_policy_package_exports_its_policies_settings(package, known):
+    """A package exports the settings model of each of its registered policies (the configuration
+    section named after it), and no settings model of a policy that is not registered."""
+    module = importlib.import_module(package)
+    settings = {e.settings for e in policies.entries(shipped_only=True) if e.known_pieces == known and e.settings}
+    exported = {getattr(module, name) for name in module.__all__}
+    missing = sorted(s.__name__ for s in settings - exported)
+    assert not missing, f"{package}.__all__: the settings of registered policies missing: {missing}"
+    others = {section.model for section in policies.SECTIONS.values()} | {solver.SolverConfig}
+    strays = sorted(m.__name__ for m in exported if isinstance(m, type) and issubclass(m, BaseModel)
+                    and m not in settings | others)
+    assert not strays, f"{package}.__all__: settings of no registered policy: {strays}"
+
+
+def test_the_beam_tie_break_key_lists_its_table():
+    """``beam.tie_break`` offers exactly the entries of the beam's tie-order table."""
+    choices = BeamConfig.model_fields["tie_break"].annotation.__args__
+    assert set(choices) == set(TIE_ORDERS.names()), (
+        f"solver.config.BeamConfig.tie_break offers {sorted(choices)}, beam.tie_break registers {TIE_ORDERS.names()}")
 
 
 #: what each package's docstring lists in full

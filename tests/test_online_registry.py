@@ -60,9 +60,10 @@ def choose_ranked(bundle, board, shape, preview, t, rules, spec, ws):
     return order[min(max(i, 0), alive - 1)]
 
 
-@register(RankedConfig)
+@register
 class Ranked(OnlinePolicy):
     name = "ranked"
+    Settings = RankedConfig
     Bundle = RankedBundle
     choose_kernel = choose_ranked
 
@@ -138,12 +139,13 @@ def test_the_reference_documents_the_projects_policies_only():
 def test_a_name_registered_twice_is_refused():
     class Again(OnlinePolicy):
         name = "ranked"
+        Settings = RankedConfig
         Bundle = tuple
         choose_kernel = choose_ranked
 
     with pytest.raises(PolicyError, match=r"policy 'ranked' .*: the name 'ranked' is registered already, by "
                                             r"\S*test_online_registry\.Ranked; a policy's name must be unique"):
-        register(RankedConfig)(Again)
+        register(Again)
     assert registry.get("ranked").policy is Ranked
 
 
@@ -170,9 +172,10 @@ def test_unregistering_removes_the_name_and_the_section():
     class Doomed(NamedTuple):
         rank: int
 
-    @register(RankedConfig)
+    @register
     class Transient(OnlinePolicy):
         name = "transient"
+        Settings = RankedConfig
         Bundle = Doomed
         choose_kernel = choose_ranked
 

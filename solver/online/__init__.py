@@ -11,6 +11,10 @@ from ._kernels import CURRENT, DEAD, NEXT, Workspace, ply, ply_scratch
 from .games import GAME_ENDS, GamesResult, make_policy, play_game, play_games, solve_games
 
 registry.discover(__name__)  # every policy module registers its policy
+from .expect import ExpectConfig  # noqa: E402  (the policies' settings, exported as solver's are)
+from .mcts import MCTSConfig  # noqa: E402
+from .preview import PreviewConfig  # noqa: E402
 
-__all__ = ["CURRENT", "DEAD", "GAME_ENDS", "GamesResult", "NEXT", "OnlinePolicy", "Workspace", "choose", "make_policy",
-           "play_game", "play_games", "ply", "ply_scratch", "solve_games"]
+__all__ = ["CURRENT", "DEAD", "ExpectConfig", "GAME_ENDS", "GamesResult", "MCTSConfig", "NEXT", "OnlinePolicy",
+           "PreviewConfig", "Workspace", "choose", "make_policy", "play_game", "play_games", "ply", "ply_scratch",
+           "solve_games"]

@@ -5,8 +5,8 @@ A policy for unknown pieces (an *online* policy) sees only the board, the curren
 the game shows it, the preview; it never reads further along the sequence. One module per policy
 declares, on a class derived from `OnlinePolicy` and registered with `solver.registry.register`:
 
-- ``name``, and its settings (a pydantic model, the configuration section named after it) in the
-  decorator, if it has any;
+- ``name``, and ``Settings``: its settings (a pydantic model, the configuration section named after
+  it), if it has any;
 - ``Bundle``: a NamedTuple class of its own, its parameters and state as its kernel reads them
   (numba compiles it as a tuple), and `OnlinePolicy.new_bundle`, which builds one;
 - ``choose_kernel``: a numba kernel ``choose(bundle, board, shape, preview, t, rules, spec, ws)``
@@ -41,6 +41,8 @@ class OnlinePolicy:
     workspace."""
 
     name: ClassVar[str] = ""
+    #: its settings: a pydantic model, the configuration section named after it (None: it has none)
+    Settings: ClassVar[Any] = None
     #: it plays unknown pieces, scored on seeded games (`solver.registry`)
     known_pieces: ClassVar[bool] = False
     Bundle: ClassVar[type]

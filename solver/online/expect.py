@@ -38,9 +38,10 @@ def choose_expect(bundle, board, shape, preview, t, rules, spec, ws):
     return two_ply(board, shape, t, 0, SHAPES, rules, spec, ws, bundle.search)
 
 
-@register(ExpectConfig)
+@register
 class Expect(OnlinePolicy):
     name = "expect"
+    Settings = ExpectConfig
     Bundle = ExpectBundle
     choose_kernel = choose_expect
 

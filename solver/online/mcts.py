@@ -421,9 +421,10 @@ def choose_mcts(search, board, shape, preview, t, rules, spec, ws):
     return most_visited(search.tree)
 
 
-@register(MCTSConfig)
+@register
 class MCTS(OnlinePolicy):
     name = "mcts"
+    Settings = MCTSConfig
     Bundle = MCTSBundle
     choose_kernel = choose_mcts
 

@@ -35,9 +35,10 @@ def choose_preview(bundle, board, shape, preview, t, rules, spec, ws):
     return two_ply(board, shape, t, preview, preview + 1, rules, spec, ws, bundle.search)
 
 
-@register(PreviewConfig)
+@register
 class Preview(OnlinePolicy):
     name = "preview"
+    Settings = PreviewConfig
     Bundle = PreviewBundle
     choose_kernel = choose_preview
 
