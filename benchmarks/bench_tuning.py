@@ -81,7 +81,7 @@ def false_aborts(r: dict) -> tuple[int, int, list]:
         keys.append(row.key)
         tasks.append({"config": data, "threshold": None, "threads": 1, "aborted_fitness": "score_at_abort"})
     with Pool(config.parallel) as pool:
-        final = {k: res["record"]["fitness"] for k, res in zip(keys, pool.map(evaluate, tasks))}
+        final = {k: res.record.fitness for k, res in zip(keys, pool.map(evaluate, tasks))}
     margins = [kth[row.generation] - final[row.key] for _, row in aborted.iterrows()]
     return len(margins), sum(m <= 0 for m in margins), margins
 

@@ -70,15 +70,15 @@ def main(argv=None) -> int:
     pool = Pool(config.parallel)
     started = time.perf_counter()
 
-    def finished(j: int, result: dict) -> None:
+    def finished(j: int, result) -> None:  # an optimizers.fitness.Evaluated
         r, i, key, _ = jobs[j]
-        rec = result["record"]
-        row = {"rung": r, "sample": i, "key": key, "fitness": rec["fitness"], "score": rec["score"],
-               "pieces": rec["pieces"], "seconds": round(rec["seconds"], 2)}
+        rec = result.record
+        row = {"rung": r, "sample": i, "key": key, "fitness": rec.fitness, "score": rec.score,
+               "pieces": rec.pieces, "seconds": round(rec.seconds, 2)}
         done[(r, key)] = row
         with open(log, "a") as f:
             f.write(json.dumps(row) + "\n")
-        print(f"  rung {r} sample {i:>3}: {rec['fitness']:>12,.0f} in {rec['seconds']:7.1f} s "
+        print(f"  rung {r} sample {i:>3}: {rec.fitness:>12,.0f} in {rec.seconds:7.1f} s "
               f"({time.perf_counter() - started:,.0f} s so far)", flush=True)
 
     try:

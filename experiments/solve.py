@@ -59,6 +59,7 @@ from engine.parallel import ParallelError
 from engine.provenance import provenance
 from solver import SolverConfig, registry, solve
 from solver._base import CheckpointError
+from solver.online import GamesSeries, SplittingSeries
 from solver.files import load_evaluators, load_solver_config
 
 
@@ -242,19 +243,19 @@ class AfterTheSearch:
 
 def report(result, target: Path) -> int:
     """Print what was written to ``target``; the exit status (130 for a search a signal ended)."""
-    if result.record is None and "games" in result.extra:
-        g = result.extra["games"]
-        ci = f" (95% CI {g['ci95'][0]:,.0f} .. {g['ci95'][1]:,.0f})" if g["ci95"] else ""
-        capped = f"{g['capped']} capped" + (" (a capped game's score is a lower bound, and so is the mean)"
-                                            if g["capped"] else "")
-        print(f"{len(g['scores'])} games (seeds {g['seeds'][0]}..{g['seeds'][-1]}, cap {g['cap']:,}): mean "
-              f"{g['mean']:,.0f}{ci}, std {g['std']:,.0f}, min {g['min']:,}, max {g['max']:,}, {capped}, "
+    if isinstance(result, GamesSeries):
+        g = result.games
+        ci = f" (95% CI {g.ci95[0]:,.0f} .. {g.ci95[1]:,.0f})" if g.ci95 else ""
+        capped = f"{g.capped} capped" + (" (a capped game's score is a lower bound, and so is the mean)"
+                                         if g.capped else "")
+        print(f"{len(g.scores)} games (seeds {g.seeds[0]}..{g.seeds[-1]}, cap {g.cap:,}): mean "
+              f"{g.mean:,.0f}{ci}, std {g.std:,.0f}, min {g.scores.min():,}, max {g.scores.max():,}, {capped}, "
               f"{result.pieces:,} pieces in {result.seconds:.1f} s; written to {target}/")
         return 0
-    if result.record is None and "splitting" in result.extra:
-        est, ci = result.extra["splitting"]["estimates"], result.extra["splitting"]["ci95"]
+    if isinstance(result, SplittingSeries):
+        est, ci = result.estimates, result.ci95
         ci = f" (95% CI {ci[0]:,.0f} .. {ci[1]:,.0f}, pooled)" if ci else ""
-        print(f"{len(est)} splitting estimate(s) (seeds {est[0]['seed']}..{est[-1]['seed']}): mean "
+        print(f"{len(est)} splitting estimate(s) (seeds {est[0].seed}..{est[-1].seed}): mean "
               f"{result.score:,} points a game{ci}; {result.pieces:,} pieces played in {result.seconds:.1f} s; "
               f"written to {target}/")
         return 0

@@ -21,7 +21,7 @@ The modules:
 - `run`: a run from a configuration (`tune`, `resume`, `Run`, `load_run_config`, `resolve`);
 - `space`: parameters by dotted path into the solver config, vector <-> config (`engine.paths`: the
   one dotted-path walker, shared with the command line's overrides);
-- `fitness`: one evaluation (a plain dict in, a plain dict out) and the memo;
+- `fitness`: one evaluation (a plain task in, its typed record and curve out) and the memo;
 - `early_abort`: the threshold curve from earlier generations' best finished candidates (the map
   over candidates, in process, joblib loky or dask.distributed, is `engine.parallel`);
 - `tuners`: the tuners, one module each, registered by name (`_base.Optimizer`, their settings

@@ -111,14 +111,15 @@ class EarlyAbort:
         return float(self.best[-1][0]) if self.ready else None
 
     def observe(self, generation: int, entries) -> None:
-        """Take in a finished generation: ``entries`` of (index, key, record, curve)."""
+        """Take in a finished generation: ``entries`` of (index, key, record, curve), each record a
+        `optimizers.fitness.TuningRecord`."""
         if not self.settings.enabled:
             return
         known = {key for _, _, _, key, _ in self.best}
         for index, key, record, curve in entries:
-            if record["aborted"] or key in known:
+            if record.aborted or key in known:
                 continue
             known.add(key)
-            self.best.append((float(record["fitness"]), generation, index, key, np.asarray(curve, dtype=np.int64)))
+            self.best.append((float(record.fitness), generation, index, key, np.asarray(curve, dtype=np.int64)))
         self.best.sort(key=lambda e: (-e[0], e[1], e[2]))
         del self.best[self.settings.k:]

@@ -1,8 +1,8 @@
 """Fitness: play one resolved solver configuration and reduce the result to a tuning record.
 
 `evaluate` runs in the workers: it takes a plain task dict (the solver config mapping, the threshold
-array, numba threads) and returns a plain dict. A tuning record (`TuningRecord`; a plain dict in the
-workers' results and in the memo) holds:
+array, numba threads) and returns an `Evaluated`: the `TuningRecord` and the curve. A tuning record
+holds:
 
 - ``fitness``: the score of the prefix played for a finished candidate; for an aborted one, per
   ``aborted_fitness``, its running best at the abort piece (``score_at_abort``) or 0 (``zero``);
@@ -27,6 +27,7 @@ import hashlib
 import json
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -40,8 +41,9 @@ CURVE_COMPRESSION = 6
 
 @dataclass(frozen=True)
 class TuningRecord:
-    """An evaluation's result (the fields are described in the module docstring). Workers and the
-    `Memo` pass it as the plain dict `as_dict`, which `from_dict` reads back."""
+    """An evaluation's result (the fields are described in the module docstring); as plain data
+    (a run's ``on_evaluation``, the figures' tables) it is the dict `as_dict`, which `from_dict`
+    reads back."""
 
     fitness: float
     score: int
@@ -65,6 +67,15 @@ class TuningRecord:
 
 
 RECORD_FIELDS = tuple(f.name for f in fields(TuningRecord))
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """What `evaluate` returns: the candidate's ``record`` and its ``curve`` (the result's
+    ``best_by_step``, one value per piece simulated, or per game of a series)."""
+
+    record: TuningRecord
+    curve: list[int]
 
 
 def canonical(config: dict) -> tuple[str, dict]:
@@ -93,35 +104,34 @@ def first_abort(curve, threshold) -> int | None:
     return int(below[0]) + 1 if len(below) else None
 
 
-def aborted_record(curve, piece: int, threshold: float, aborted_fitness: str) -> dict:
+def aborted_record(curve, piece: int, threshold: float, aborted_fitness: str) -> TuningRecord:
     """The record of a candidate stopped at ``piece`` (1-based) whose running best is ``curve``."""
     best = int(curve[piece - 1])
-    return {
-        "fitness": float(best) if aborted_fitness == "score_at_abort" else 0.0,
-        "score": best, "pieces": int(piece), "stop": "aborted", "aborted": True,
-        "abort_piece": int(piece), "threshold": float(threshold), "seconds": 0.0,
-    }
+    return TuningRecord(fitness=float(best) if aborted_fitness == "score_at_abort" else 0.0, score=best,
+                        pieces=int(piece), stop="aborted", aborted=True, abort_piece=int(piece),
+                        threshold=float(threshold), seconds=0.0)
 
 
-def games_fitness(score: float, games: dict | None, topout_penalty: float) -> float:
+def games_fitness(score: float, ends: Sequence[str] | None, topout_penalty: float) -> float:
     """The fitness of a finished candidate: its score, less ``topout_penalty`` times the share of its
-    seeded games (``games``: the result's ``extra["games"]``, None for the known sequence) that ended
-    before the cap."""
-    if not topout_penalty or not games or not games["ends"]:
+    seeded games that ended before the cap (``ends``: how each game ended, `GamesResult.ends`;
+    None for the known sequence, or a series of estimates)."""
+    if not topout_penalty or not ends:
         return float(score)
-    lost = sum(end != "capped" for end in games["ends"])
-    return float(score) - topout_penalty * lost / len(games["ends"])
+    lost = sum(end != "capped" for end in ends)
+    return float(score) - topout_penalty * lost / len(ends)
 
 
-def evaluate(task: dict) -> dict:
+def evaluate(task: dict) -> Evaluated:
     """Play ``task["config"]`` (a solver config mapping) under ``task["threshold"]`` (a per-piece
-    array or None) with ``task["threads"]`` numba threads; returns ``{"record": ..., "curve": [...]}``.
+    array or None) with ``task["threads"]`` numba threads; returns its `Evaluated` record and curve.
     A finished candidate's fitness is `games_fitness` (``task["topout_penalty"]``, 0 if absent)."""
     global SIMULATIONS
     start = time.perf_counter()
     import numba
 
     from solver import SolverConfig, Threshold, solve
+    from solver.online import GamesSeries
 
     threads = task.get("threads")
     numba.set_num_threads(min(threads or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
@@ -134,11 +144,11 @@ def evaluate(task: dict) -> dict:
     if result.aborted:
         record = aborted_record(curve, int(result.abort_piece), float(result.abort_threshold), task["aborted_fitness"])
     else:
-        fitness = games_fitness(result.score, result.extra.get("games"), task.get("topout_penalty", 0.0))
-        record = {"fitness": fitness, "score": int(result.score), "pieces": int(result.pieces),
-                  "stop": result.stop, "aborted": False, "abort_piece": None, "threshold": None}
-    record["seconds"] = time.perf_counter() - start
-    return {"record": record, "curve": curve}
+        ends = result.games.ends if isinstance(result, GamesSeries) else None
+        record = TuningRecord(fitness=games_fitness(result.score, ends, task.get("topout_penalty", 0.0)),
+                              score=int(result.score), pieces=int(result.pieces), stop=result.stop, aborted=False,
+                              abort_piece=None, threshold=None, seconds=0.0)
+    return Evaluated(replace(record, seconds=time.perf_counter() - start), curve)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -161,7 +171,7 @@ class Memo:
 
     def __init__(self, aborted_fitness: str = "score_at_abort"):
         self.aborted_fitness = aborted_fitness
-        self.entries: dict[str, tuple[dict, np.ndarray]] = {}
+        self.entries: dict[str, tuple[TuningRecord, np.ndarray]] = {}
 
     def __contains__(self, key: str) -> bool:
         return key in self.entries
@@ -169,22 +179,22 @@ class Memo:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def store(self, key: str, record: dict, curve) -> None:
-        self.entries[key] = (dict(record), np.asarray(curve, dtype=np.int64))
+    def store(self, key: str, record: TuningRecord, curve) -> None:
+        self.entries[key] = (record, np.asarray(curve, dtype=np.int64))
 
     def curve(self, key: str) -> np.ndarray:
         return self.entries[key][1]
 
-    def lookup(self, key: str, threshold) -> dict | None:
+    def lookup(self, key: str, threshold) -> TuningRecord | None:
         """The record a new simulation under ``threshold`` would give, if it is known; else None."""
         entry = self.entries.get(key)
         if entry is None:
             return None
         record, curve = entry
         p = first_abort(curve, threshold)
-        if not record["aborted"]:
+        if not record.aborted:
             if p is None:
-                return {**record, "seconds": 0.0}
+                return record.repeated()
             return aborted_record(curve, p, threshold[p - 1], self.aborted_fitness)
         if p is None:
             return None  # a laxer threshold: it would run further

@@ -43,7 +43,7 @@ from engine.provenance import provenance
 from ._base import Optimizer
 from .config import RunConfig
 from .early_abort import EarlyAbort
-from .fitness import Memo, TuningRecord, canonical, evaluate
+from .fitness import Evaluated, Memo, TuningRecord, canonical, evaluate
 from .noise import NOISE_COLUMNS, Noise, point_key
 from .space import Param, Space, with_settings
 from .state import Best, Rescored, RunState
@@ -172,7 +172,7 @@ class Tuner:
         for e in rows:
             self.evaluations[e.slot] = e
             if not e.cached and (e.generation, e.key) in curves:
-                self.memo.store(e.key, e.record.as_dict(), curves[(e.generation, e.key)])
+                self.memo.store(e.key, e.record, curves[(e.generation, e.key)])
         # an evaluation of the generation under way whose curve curves.jsonl lost (a damaged or
         # truncated file) is simulated again: the early abort takes every finished candidate's curve
         lost = [e for e in rows if e.generation >= self.state.generation and e.key not in self.memo]
@@ -342,7 +342,7 @@ class Tuner:
             elif c.key in first_of:
                 self._write_down(gen, c, gen.records[first_of[c.key]].repeated(), cached=True)
             elif (hit := self.memo.lookup(c.key, gen.threshold)) is not None:
-                self._write_down(gen, c, TuningRecord.from_dict(hit), cached=True)
+                self._write_down(gen, c, hit, cached=True)
                 first_of[c.key] = c.index
             else:
                 pending[c.key] = [c.index]
@@ -365,7 +365,7 @@ class Tuner:
         groups = list(pending.items())
         tasks = [self._task(gen.candidates[indices[0]].config, gen.threshold, pool) for _, indices in groups]
 
-        def done(t: int, result: dict) -> None:
+        def done(t: int, result: Evaluated) -> None:
             key, indices = groups[t]
             self._take_result(gen, key, indices, result)
             bar.update(len(indices))
@@ -373,12 +373,12 @@ class Tuner:
 
         pool.map(evaluate, tasks, on_result=done)
 
-    def _take_result(self, gen: Generation, key: str, indices: list[int], result: dict) -> None:
+    def _take_result(self, gen: Generation, key: str, indices: list[int], result: Evaluated) -> None:
         """A simulation's result: its curve and the memo first, then a row per candidate of the
         config (the first simulated, the others repeats of it)."""
-        self.store.append_curve(gen.number, key, result["curve"])
-        self.memo.store(key, result["record"], result["curve"])
-        record = TuningRecord.from_dict(result["record"])
+        self.store.append_curve(gen.number, key, result.curve)
+        self.memo.store(key, result.record, result.curve)
+        record = result.record
         for j, i in enumerate(indices):
             self._write_down(gen, gen.candidates[i], record if j == 0 else record.repeated(), cached=j > 0)
 
@@ -414,7 +414,7 @@ class Tuner:
             told = noise.observe(gen.number, [(c.index, c.values, r) for c, r in zip(gen.candidates, gen.records)],
                                  gen.told)
         state.optimizer.tell_run(told, [r.abort_piece if r.aborted else None for r in mine])
-        state.early_abort.observe(gen.number, [(c.index, c.key, r.as_dict(), self.memo.curve(c.key))
+        state.early_abort.observe(gen.number, [(c.index, c.key, r, self.memo.curve(c.key))
                                                for c, r in zip(gen.candidates, gen.records) if not r.aborted])
         state.best = self._best_so_far(gen.number)
         stats = self._statistics(gen, fitness)
@@ -518,11 +518,11 @@ class Tuner:
 
         tasks = [self._task(data, None, pool) for *_, data in todo]
         with tqdm(total=len(tasks), desc="rescore", unit="eval", leave=False, disable=self.quiet or not tasks) as bar:
-            def done(t: int, result: dict) -> None:
+            def done(t: int, result: Evaluated) -> None:
                 rank, e, key, _ = todo[t]
-                self.store.append_curve("rescore", key, result["curve"])
-                row = Rescoring(rank, e.generation, e.index, e.values, e.record.fitness,
-                                TuningRecord.from_dict(result["record"]), False, key, e.key)
+                self.store.append_curve("rescore", key, result.curve)
+                row = Rescoring(rank, e.generation, e.index, e.values, e.record.fitness, result.record, False, key,
+                                e.key)
                 self.store.append_rescore(row)
                 rows[rank] = row
                 log.info("rescore #%d (gen %d #%d, tuned %s): %s", rank, e.generation, e.index,

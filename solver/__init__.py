@@ -5,7 +5,9 @@ One module per policy, each registering itself by name (`solver.registry`): for 
 for unknown pieces, scored on seeded games, the modules of `solver/online/` (behind
 `solver.online.OnlinePolicy`). The modules are discovered, not listed: a new policy is one module.
 `solve` resolves a `SolverConfig`, runs its policy, and attaches the record checked by the
-project's replayer.
+project's replayer; what it returns is typed (`Outcome`): a path on the known sequence is a
+`SolveResult`, a series of seeded games a `solver.online.GamesSeries`, of splitting estimates a
+`solver.online.SplittingSeries`.
 """
 
 from . import registry
@@ -16,7 +18,7 @@ with registry.assembling_once():  # `SolverConfig` assembled once, when every po
     from .record import RecordMismatch, attach_record
     from .files import load_evaluators, load_online_policy, load_solver_config
     from .registry import PolicyError, register
-    from .result import SolveResult
+    from .result import Outcome, SolveResult
     from .solve import default_pieces, solve
     from .threshold import Threshold
 
@@ -24,7 +26,8 @@ with registry.assembling_once():  # `SolverConfig` assembled once, when every po
     from .segment import SegmentConfig
 
 __all__ = [
-    "BacksearchConfig", "BeamConfig", "GreedyConfig", "LookaheadConfig", "Policy", "PolicyError", "ProfileDPConfig",
-    "Progress", "RecordMismatch", "SegmentConfig", "SolveResult", "SolverConfig", "Threshold", "attach_record", "default_pieces",
-    "load_evaluators", "load_online_policy", "load_solver_config", "register", "registry", "solve",
+    "BacksearchConfig", "BeamConfig", "GreedyConfig", "LookaheadConfig", "Outcome", "Policy", "PolicyError",
+    "ProfileDPConfig", "Progress", "RecordMismatch", "SegmentConfig", "SolveResult", "SolverConfig", "Threshold",
+    "attach_record", "default_pieces", "load_evaluators", "load_online_policy", "load_solver_config", "register",
+    "registry", "solve",
 ]

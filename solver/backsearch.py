@@ -33,6 +33,7 @@ as in the lookahead policy.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -48,14 +49,33 @@ from .config import BacksearchConfig
 from .lookahead import (CHUNK_PIECES, DEAD, MIN_CHUNK, LookaheadSettings, lookahead_choice,
                         lookahead_settings, lookahead_work)
 from .registry import register
+from .result import Report
 
 #: modes, as stored per piece
 BASE, POINTS, SURVIVAL = 0, 1, 2
 MODE_NAMES = ("base", "points", "survival")
-#: a result's ``extra["backsearch"]`` holds: ``modes`` (pieces of the final path placed in each
-#: mode), ``placements_made`` (every placement made in each mode, undone ones included),
-#: ``backups``, ``pieces_undone``, ``base_end`` (pieces before the base was done or given up; null
-#: when the run stopped first) and ``mode_by_step`` (one letter per piece of the path: b, p, s)
+
+
+@dataclass(frozen=True)
+class BacksearchReport(Report):
+    """The back-search's account of its run (`SolveResult.report`, summary.json's ``backsearch``):
+    ``modes`` (pieces of the final path placed in each mode, by `MODE_NAMES`), ``placements_made``
+    (every placement made in each mode, undone ones included), ``backups``, ``pieces_undone``,
+    ``base_end`` (pieces before the base was done or given up; None when the run stopped first) and
+    ``mode_by_step`` (one letter per piece of the path: b, p, s)."""
+
+    key = "backsearch"
+    modes: dict[str, int]
+    placements_made: dict[str, int]
+    backups: int
+    pieces_undone: int
+    base_end: int | None
+    mode_by_step: str
+
+    def summary(self) -> dict:
+        return {"modes": dict(self.modes), "placements_made": dict(self.placements_made), "backups": self.backups,
+                "pieces_undone": self.pieces_undone, "base_end": self.base_end, "mode_by_step": self.mode_by_step}
+
 
 #: slots of `BacksearchState.slots`: ``T`` the next piece of the path, ``SCORE`` the path's score,
 #: ``BASE_DONE`` (0/1) whether the base is done or given up, ``BASE_END`` the piece where it was (the
@@ -323,7 +343,7 @@ class Backsearch(Policy):
 
     def _result(self, state, stop, threshold):
         """The `SolveResult` of the final path in ``state``, its clears recounted from its placements
-        (the kernel's count includes undone ones), with the mode counts in ``extra["backsearch"]``."""
+        (the kernel's count includes undone ones), with the mode counts in its `BacksearchReport`."""
         st, path, modes, made = state.slots, state.path, state.modes, state.made
         done = int(st[T])
         scores, kinds = path_scores(path.placements[:done], self.sequence, self.rules)
@@ -332,12 +352,12 @@ class Backsearch(Policy):
         path.kinds[:] = kinds
         result = path_result(st[SCORE], done, stop, path, threshold, int(st[NODES]))
         counts = np.bincount(modes[:done], minlength=len(MODE_NAMES))
-        result.extra["backsearch"] = {
-            "modes": {name: int(counts[i]) for i, name in enumerate(MODE_NAMES)},
-            "placements_made": {name: int(made[i]) for i, name in enumerate(MODE_NAMES)},
-            "backups": int(st[BACKUPS]),
-            "pieces_undone": int(st[UNDONE]),
-            "base_end": int(st[BASE_END]) if st[BASE_DONE] else None,
-            "mode_by_step": "".join("bps"[m] for m in modes[:done]),
-        }
+        result.report = BacksearchReport(
+            modes={name: int(counts[i]) for i, name in enumerate(MODE_NAMES)},
+            placements_made={name: int(made[i]) for i, name in enumerate(MODE_NAMES)},
+            backups=int(st[BACKUPS]),
+            pieces_undone=int(st[UNDONE]),
+            base_end=int(st[BASE_END]) if st[BASE_DONE] else None,
+            mode_by_step="".join("bps"[m] for m in modes[:done]),
+        )
         return result

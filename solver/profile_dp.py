@@ -44,7 +44,7 @@ from __future__ import annotations
 import os
 import resource
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -62,7 +62,7 @@ from ._base import (
 from ._splitmix import GOLDEN, mix64
 from .config import ProfileDPConfig
 from .registry import register
-from .result import SolveResult
+from .result import Report, SolveResult
 
 BITS = 5  #: bits per column in a packed profile
 MASK = (1 << BITS) - 1
@@ -717,6 +717,32 @@ def warm_layer_kernels(rules, win: Window, key: SurfaceKey) -> None:
 
 
 # --------------------------------------------------------------------------- the policy
+@dataclass(frozen=True)
+class ProfileDPReport(Report):
+    """The DP's account of its run (`SolveResult.report`, summary.json's ``profile_dp``): the base's
+    ``base_pieces``, ``base_rows`` (rows below the window) and ``base_cells``; once layers ran, the
+    ``states`` kept per layer, where the ``links`` were kept (``memory`` or ``disk``), the
+    ``children`` valued and the ``distinct_children`` among them, and the process's ``peak_rss_mb``
+    (None when no layer ran: the pieces ran out in the base, or the threshold stopped it)."""
+
+    key = "profile_dp"
+    base_pieces: int
+    base_rows: int
+    base_cells: int
+    states: int | None = None
+    links: str | None = None
+    children: int | None = None
+    distinct_children: int | None = None
+    peak_rss_mb: float | None = None
+
+    def summary(self) -> dict:
+        out = {"base_pieces": self.base_pieces, "base_rows": self.base_rows, "base_cells": self.base_cells}
+        if self.states is not None:
+            out.update(states=self.states, links=self.links, children=self.children,
+                       distinct_children=self.distinct_children, peak_rss_mb=self.peak_rss_mb)
+        return out
+
+
 @dataclass
 class Base:
     """The base as `build_base` left it: ``pieces`` placed (their placements in ``path``), ``stop``
@@ -729,10 +755,10 @@ class Base:
     path: Path
     window: Window
 
-    def extra(self) -> dict:
-        """The base's part of ``extra["profile_dp"]``."""
-        return {"base_pieces": self.pieces, "base_rows": len(self.board) - self.window.rows,
-                "base_cells": self.window.base_cells}
+    def report(self) -> ProfileDPReport:
+        """The base's part of the `ProfileDPReport` (no layers run)."""
+        return ProfileDPReport(base_pieces=self.pieces, base_rows=len(self.board) - self.window.rows,
+                               base_cells=self.window.base_cells)
 
     def heights(self) -> np.ndarray:
         """The window's column heights on the base's board."""
@@ -841,7 +867,7 @@ class ProfileDP(Policy):
         if stop == STUCK:
             pieces = 0
         result = path_result(0, pieces, stop, base.path, threshold, pieces)
-        result.extra = {"profile_dp": base.extra()}
+        result.report = base.report()
         return result
 
     # ---- the layers
@@ -901,12 +927,11 @@ class ProfileDP(Policy):
         if len(run.codes) and int(path[-1]) != run.best_score:
             raise RuntimeError(f"profile_dp: the traced-back path scores {int(path[-1]):,}, the DP "
                                f"{run.best_score:,}")
-        extra = base.extra()
-        extra.update(states=self.config.profile_dp.states, links="disk" if run.on_disk else "memory",
-                     children=int(run.children), distinct_children=int(run.distinct),
-                     peak_rss_mb=round(peak_rss_mb(), 1))
+        report = replace(base.report(), states=self.config.profile_dp.states,
+                         links="disk" if run.on_disk else "memory", children=int(run.children),
+                         distinct_children=int(run.distinct), peak_rss_mb=round(peak_rss_mb(), 1))
         return SolveResult(
             score=int(path[-1]) if placed else 0, pieces=placed, score_by_step=path,
             best_by_step=run.best_by_step[:first + run.layers], clear_kinds=kinds, placements=placements,
             stop=run.stop, abort_piece=run.abort_piece, abort_threshold=run.abort_threshold, nodes=run.nodes,
-            extra={"profile_dp": extra})
+            report=report)

@@ -54,6 +54,7 @@ import signal
 import threading
 import time
 import warnings
+from dataclasses import asdict, dataclass
 from typing import Literal, NamedTuple
 
 import numba
@@ -75,7 +76,7 @@ from ._base import CheckpointError, Policy, path_scores, value_scratch
 from .config import Strict
 from .layered import board_hash, descending, grown, pack, radix_argsort, same_board, table_hash, unpack
 from .registry import register
-from .result import SolveResult
+from .result import Report, SolveResult
 
 #: states expanded per kernel call (their leaves are merged in their order between calls)
 CHUNK = 16
@@ -672,11 +673,48 @@ class Sitting:
                 "peak_mib": round(peak_kib / 1024, 1)}
 
 
-def totals(sittings: list[dict]) -> dict:
-    """The sittings' sums (seconds, CPU seconds) and the highest peak memory."""
-    return {"seconds_total": round(sum(s["seconds"] for s in sittings), 3),
-            "cpu_seconds_total": round(sum(s["cpu_seconds"] for s in sittings), 3),
-            "peak_mib": max((s["peak_mib"] for s in sittings), default=0.0)}
+@dataclass(frozen=True)
+class SittingCost:
+    """What one sitting cost (`Sitting.record`, kept in a checkpoint as this record's dict): when it
+    ``started``, the piece indices it went from (``first_index``) and to (``next_index``), its wall
+    and CPU ``seconds``, and the process's peak memory (``peak_mib``)."""
+
+    started: str
+    first_index: int
+    next_index: int
+    seconds: float
+    cpu_seconds: float
+    peak_mib: float
+
+
+@dataclass(frozen=True)
+class SegmentReport(Report):
+    """The segment search's account of its run (`SolveResult.report`, summary.json's ``segment``):
+    the ``states`` it expanded, the ``next_index`` it reached (the last piece index + 1 when done),
+    the cost of each of its ``sittings``, and their sums (`seconds_total`, `cpu_seconds_total`) and
+    highest peak memory (`peak_mib`)."""
+
+    key = "segment"
+    states: int
+    next_index: int
+    sittings: tuple[SittingCost, ...]
+
+    @property
+    def seconds_total(self) -> float:
+        return round(sum(s.seconds for s in self.sittings), 3)
+
+    @property
+    def cpu_seconds_total(self) -> float:
+        return round(sum(s.cpu_seconds for s in self.sittings), 3)
+
+    @property
+    def peak_mib(self) -> float:
+        return max((s.peak_mib for s in self.sittings), default=0.0)
+
+    def summary(self) -> dict:
+        return {"states": self.states, "next_index": self.next_index, "sittings": [asdict(s) for s in self.sittings],
+                "seconds_total": self.seconds_total, "cpu_seconds_total": self.cpu_seconds_total,
+                "peak_mib": self.peak_mib}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -790,8 +828,8 @@ class Segment(Policy):
             score=int(by_step[-1]) if placed else 0, pieces=placed, score_by_step=by_step,
             best_by_step=best_by_step[:max(expanded - 1, 0) + (i > n)].copy(), clear_kinds=kinds,
             placements=placements, stop=stop, abort_piece=abort_piece, abort_threshold=abort_threshold,
-            nodes=valued, extra={"segment": {"states": len(history) - 1, "next_index": min(i, n),
-                                             "sittings": sittings, **totals(sittings)}})
+            nodes=valued, report=SegmentReport(states=len(history) - 1, next_index=min(i, n),
+                                               sittings=tuple(SittingCost(**s) for s in sittings)))
 
     def _pool(self) -> Pool | None:
         """The worker processes of ``segment.parallel``, or None to expand in this process (one

@@ -16,7 +16,7 @@ from ._base import Progress
 from .config import SolverConfig
 from .online.games import solve_games
 from .record import attach_record
-from .result import SolveResult
+from .result import Outcome
 from .threshold import Threshold
 
 
@@ -30,7 +30,7 @@ def default_pieces(rules: Rules) -> int:
 def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Progress | None = None,
           evaluator: Evaluator | None = None, record: bool = True, interruptible: bool = False,
           checkpoint: str | Path | None = None, resume: bool = False,
-          searched: Callable[[], None] | None = None) -> SolveResult:
+          searched: Callable[[], None] | None = None) -> Outcome:
     """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
     project's replayer and checked against the result (`RecordMismatch` on any difference). With
     ``interruptible``, a first Ctrl-C or SIGTERM ends the search with its best path so far
@@ -40,7 +40,8 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     a checkpoint (ValueError). ``searched()`` is called once the search (or the series of games) is
     over, before the record is built and verified (`Policy.run`).
     A policy for unknown pieces (`registry.Entry.known_pieces` False) plays seeded games instead
-    (`solver.online.games.solve_games`; no record)."""
+    (`solver.online.games.solve_games`; no record): a known-sequence policy's result is a
+    `SolveResult`, a series' a `solver.online.GamesSeries` or `solver.online.SplittingSeries`."""
     if config.threads:
         numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
     entry = registry.get(config.policy)

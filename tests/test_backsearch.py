@@ -37,19 +37,19 @@ def config(**backsearch):
 @pytest.mark.slow
 def test_death_backs_up_and_replays_survival_first():
     r = solve(config())
-    info = r.extra["backsearch"]
-    modes = info["mode_by_step"]
+    info = r.report
+    modes = info.mode_by_step
     assert r.stop == "done" and r.pieces == 150 and len(modes) == 150
-    assert info["backups"] >= 1
+    assert info.backups >= 1
     # without further back-ups, each back-up undoes exactly `backup` pieces
-    assert info["pieces_undone"] == 12 * info["backups"]
+    assert info.pieces_undone == 12 * info.backups
     # the counts are those of the path, letter by letter
-    assert info["modes"] == {"base": modes.count("b"), "points": modes.count("p"), "survival": modes.count("s")}
-    assert info["modes"]["base"] == 0 and info["modes"]["survival"] >= 13
+    assert info.modes == {"base": modes.count("b"), "points": modes.count("p"), "survival": modes.count("s")}
+    assert info.modes["base"] == 0 and info.modes["survival"] >= 13
     # every placement of the path was made once, undone placements on top
-    made = info["placements_made"]
-    assert sum(made.values()) == r.pieces + info["pieces_undone"]
-    assert made["points"] >= info["modes"]["points"] and made["survival"] >= info["modes"]["survival"]
+    made = info.placements_made
+    assert sum(made.values()) == r.pieces + info.pieces_undone
+    assert made["points"] >= info.modes["points"] and made["survival"] >= info.modes["survival"]
     # a replay covers the backup pieces and the point of death: survival runs of at least 13 pieces
     assert min(len(run) for run in re.findall("s+", modes)) >= 13
     # the points-first tower alone tops out: the survival replays are what kept it alive
@@ -71,12 +71,12 @@ def test_without_backsearch_the_tower_dies():
 def test_further_backups_when_the_replay_dies_too(max_backups):
     # the survival evaluator wants a tower too: its replay dies too and backs up further
     r = solve(config(survival_evaluator=TOWER_SURVIVAL, max_backups=max_backups, backup=3))
-    info = r.extra["backsearch"]
+    info = r.report
     assert r.stop in ("stuck", "spawn_blocked") and r.pieces < 150
     # the last death alone: a back-up of 3 pieces, then max_backups more of at least 3 each (each
     # from 3 pieces before the replay's start), and survival play to the end
-    assert info["backups"] >= 1 + max_backups and info["pieces_undone"] >= 3 * (1 + max_backups)
-    assert info["mode_by_step"].endswith("s")  # the game ended in survival play
+    assert info.backups >= 1 + max_backups and info.pieces_undone >= 3 * (1 + max_backups)
+    assert info.mode_by_step.endswith("s")  # the game ended in survival play
     assert replay(r.record).score == r.score
 
 
@@ -84,9 +84,9 @@ def test_further_backups_when_the_replay_dies_too(max_backups):
 def test_base_rows_each_keep_exactly_one_gap():
     r = solve(SolverConfig(policy="backsearch", pieces=80, evaluator="backsearch_points",
                            backsearch={"base_rows": 4, "depth": 2, "survival_depth": 2}))
-    info = r.extra["backsearch"]
-    end = info["base_end"]
-    assert 0 < end == info["modes"]["base"] and info["mode_by_step"][:end] == "b" * end
+    info = r.report
+    end = info.base_end
+    assert 0 < end == info.modes["base"] and info.mode_by_step[:end] == "b" * end
     board = final_board(r.record, GEEK, end)
     assert [bin(int(row)).count("1") for row in board[-4:]] == [9, 9, 9, 9]
     assert replay(r.record).score == r.score

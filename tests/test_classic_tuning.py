@@ -37,8 +37,8 @@ def test_classic_tuning_run(tmp_path, algorithm):
     meta = best.meta
     assert meta["tuned_fitness"] == tuned[(str(meta["generation"]), str(meta["index"]))]
     result = solve(best)
-    assert games_fitness(result.score, result.extra["games"], config.games.topout_penalty) == pytest.approx(meta["fitness"])
-    assert result.extra["games"]["seeds"] == BEST_SEEDS[algorithm] and result.extra["games"]["cap"] == 400
+    assert games_fitness(result.score, result.games.ends, config.games.topout_penalty) == pytest.approx(meta["fitness"])
+    assert result.games.seeds == BEST_SEEDS[algorithm] and result.games.cap == 400
     assert len({r["fitness"] for r in rows}) > 1  # the weights matter
 
 

@@ -23,7 +23,7 @@ def config(policy, rules="classic", **kw):
 def test_one_ply_plays_exactly_as_greedy():
     greedy = solve(config("greedy"), record=False)
     online = solve(config("one_ply"))
-    assert online.extra["games"]["ends"] == ["capped"]
+    assert online.games.ends == ["capped"]
     assert online.score == greedy.score > 0
     assert online.clear_kinds == greedy.clear_kinds
 
@@ -83,8 +83,8 @@ def test_seeded_games_are_reproducible_and_capped():
     assert list(a.scores) == list(b.scores) and a.capped == 2 and list(a.pieces) == [300, 300]
     assert a.scores[0] != a.scores[1]  # different seeds, different pieces
     r = solve(config("one_ply", pieces=300, seed=5, online={"games": 2}))
-    assert r.score == round(a.mean) and list(r.score_by_step) == list(a.scores)
-    assert r.extra["games"]["capped"] == 2 and r.pieces == 600
+    assert r.score == round(a.mean) and list(r.games.scores) == list(a.scores)
+    assert r.games.capped == 2 and r.pieces == 600
 
 
 def test_games_end_when_the_stack_tops_out():
@@ -93,8 +93,8 @@ def test_games_end_when_the_stack_tops_out():
     bad = {"features": {"landing_height": 10, "lines_cleared": 0, "row_transitions": 0, "column_transitions": 0,
                         "holes": 5, "wells": 0}}
     r = solve(config("one_ply", evaluator=bad, pieces=5000))
-    g = r.extra["games"]
-    assert g["ends"] == ["spawn_blocked"] and g["pieces"][0] < 5000
+    g = r.games
+    assert g.ends == ["spawn_blocked"] and g.pieces[0] < 5000
 
 
 @pytest.mark.slow
@@ -132,7 +132,7 @@ def test_mcts_reaching_the_piece_limit_is_an_end_not_a_death():
 
 def test_course_preview_survives():
     r = solve(config("preview", rules="course", pieces=500))
-    assert r.extra["games"]["ends"] == ["capped"] and r.score >= 1000
+    assert r.games.ends == ["capped"] and r.score >= 1000
 
 
 def test_mcts_time_budget():

@@ -110,17 +110,17 @@ def test_configuration_files_name_the_policy_and_its_settings(tmp_path):
 def test_rank_zero_plays_as_one_ply_through_solve():
     best = solve(games("ranked", ranked={"rank": 0}))
     one_ply = solve(games("one_ply"))
-    assert list(best.score_by_step) == list(one_ply.score_by_step) and best.score > 0
-    assert best.extra["games"]["ends"] == ["capped", "capped"]
+    assert list(best.games.scores) == list(one_ply.games.scores) and best.score > 0
+    assert best.games.ends == ["capped", "capped"]
     assert best.clear_kinds == one_ply.clear_kinds
 
 
 def test_the_worst_placement_loses_early():
     worst = solve(games("ranked", ranked={"rank": -1}))
     again = solve(games("ranked", ranked={"rank": -1}))
-    assert list(worst.score_by_step) == list(again.score_by_step)  # seeded: reproducible
-    g = worst.extra["games"]
-    assert all(end != "capped" for end in g["ends"]) and max(g["pieces"]) < 300
+    assert list(worst.games.scores) == list(again.games.scores)  # seeded: reproducible
+    g = worst.games
+    assert all(end != "capped" for end in g.ends) and max(g.pieces) < 300
 
 
 def test_the_game_loop_compiles_a_policy_from_elsewhere_afresh():

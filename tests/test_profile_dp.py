@@ -187,18 +187,18 @@ def small(**kw):
 @pytest.mark.slow
 def test_traced_back_record_replays_to_the_dp_score():
     r = solve(small())
-    info = r.extra["profile_dp"]
+    info = r.report
     # the path ends at the best-scoring state kept in any layer (here two layers before the end:
     # ranked by score + surface, the last layers dropped their top scorer)
-    assert r.stop == "done" and 150 <= r.pieces <= 160 and info["base_rows"] == 10
+    assert r.stop == "done" and 150 <= r.pieces <= 160 and info.base_rows == 10
     verdict = replay(r.record)
     assert (verdict.score, verdict.bricks, verdict.end) == (r.score, r.pieces, "record_end")
     assert list(r.score_by_step) == list(verdict.score_by_piece[1:])
     assert len(r.best_by_step) == 160 and r.best_by_step.max() >= r.score > 0
     assert (r.best_by_step[:r.pieces] >= r.score_by_step).all()
-    assert info["base_pieces"] == 23 and info["base_cells"] == 86 and sum(r.clear_kinds[2:]) > 0
+    assert info.base_pieces == 23 and info.base_cells == 86 and sum(r.clear_kinds[2:]) > 0
     # during the base nothing clears, afterwards the window keeps a hole-free surface
-    assert r.score_by_step[info["base_pieces"] - 1] == 0
+    assert r.score_by_step[info.base_pieces - 1] == 0
 
 
 @pytest.mark.slow
@@ -224,7 +224,7 @@ def test_same_record_whatever_the_threads_and_link_store():
     disk = solve(small(pieces=200, profile_dp={"links": "disk"}))
     assert one.record == many.record == disk.record
     assert list(one.best_by_step) == list(many.best_by_step)
-    assert disk.extra["profile_dp"]["links"] == "disk" and one.extra["profile_dp"]["links"] == "memory"
+    assert disk.report.links == "disk" and one.report.links == "memory"
 
 
 def test_pieces_within_the_base():

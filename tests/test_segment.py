@@ -241,11 +241,11 @@ def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
     assert np.array_equal(resumed.placements, whole.placements)
     assert np.array_equal(resumed.best_by_step, whole.best_by_step)
     # each sitting is accounted for: where it began and ended, and what it cost
-    first, second = resumed.extra["segment"]["sittings"]
-    assert first["first_index"] == 0 and first["next_index"] == second["first_index"] > 0
-    assert second["next_index"] == PIECES and len(whole.extra["segment"]["sittings"]) == 1
-    assert resumed.extra["segment"]["cpu_seconds_total"] == pytest.approx(first["cpu_seconds"] + second["cpu_seconds"])
-    assert second["cpu_seconds"] > 0 and second["peak_mib"] > 50
+    first, second = resumed.report.sittings
+    assert first.first_index == 0 and first.next_index == second.first_index > 0
+    assert second.next_index == PIECES and len(whole.report.sittings) == 1
+    assert resumed.report.cpu_seconds_total == pytest.approx(first.cpu_seconds + second.cpu_seconds)
+    assert second.cpu_seconds > 0 and second.peak_mib > 50
     # a finished search resumed gives its result again
     again = solve(small_config(), checkpoint=path, resume=True, record=False)
     assert again.score == whole.score and np.array_equal(again.placements, whole.placements)

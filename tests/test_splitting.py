@@ -179,17 +179,17 @@ def test_splitting_agrees_with_played_games_on_the_small_board():
         config = SolverConfig(policy="one_ply", rules="standard_10x10", evaluator=evaluator, pieces=1, seed=0,
                               online={"games": 8, "estimate": "splitting"}, splitting=SMALL.model_dump())
         result = solve(config)
-        estimates = result.extra["splitting"]["estimates"]
-        # pooled: mean rows per piece over the mean rate of game ends (summaries round to 0.1)
-        pooled = (np.mean([e["rows0"] / e["pieces0"] for e in estimates])
-                  / np.mean([1 / e["pieces_per_game"] for e in estimates]))
+        estimates = result.estimates
+        # pooled: mean rows per piece over the mean rate of game ends
+        pooled = (np.mean([e.rows0 / e.pieces0 for e in estimates])
+                  / np.mean([1 / e.pieces_per_game for e in estimates]))
         assert abs(result.score - pooled) <= 0.6 and result.best_by_step[-1] == result.score
-        assert result.score <= np.mean([e["rows_per_game"] for e in estimates]) + 0.6
-        lo, hi = result.extra["splitting"]["ci95"]
+        assert result.score <= np.mean([e.rows_per_game for e in estimates]) + 0.6
+        lo, hi = result.ci95
         assert lo < result.score < hi
         assert 0.85 * played < result.score < 1.15 * played, (name, result.score, played)
-        assert [e["seed"] for e in estimates] == list(range(8))
-        assert result.pieces == sum(e["pieces_played"] for e in estimates)
+        assert [e.seed for e in estimates] == list(range(8))
+        assert result.pieces == sum(e.pieces_played for e in estimates)
 
 
 def test_dellacherie_beats_a_player_that_ignores_holes_by_the_estimate():

@@ -58,21 +58,21 @@ def test_t_quantiles_against_scipy():
 def test_a_short_series_of_the_shipped_config_reports_the_interval(tmp_path, capsys):
     config = load_solver_config("configs/standard_dellacherie.yaml", ["pieces=3000", "online.games=4"])
     assert (config.policy, config.rules, config.evaluator, config.seed) == ("one_ply", "standard", "dellacherie", 1000)
-    g = solve(config).extra["games"]
-    assert g["seeds"] == [1000, 1001, 1002, 1003] and g["cap"] == 3000
-    lo, hi = mean_ci95(g["scores"])
-    assert g["ci95"] == [round(lo, 1), round(hi, 1)] and g["ci95_method"] == CI_METHOD
-    assert lo <= g["mean"] <= hi
+    g = solve(config).games
+    assert g.seeds == [1000, 1001, 1002, 1003] and g.cap == 3000
+    lo, hi = mean_ci95(g.scores)
+    assert g.ci95 == (lo, hi) and lo <= g.mean <= hi
     # every game reaches the cap; 3,000 pieces bring 12,000 cells, of which at most 200 are left on
     # the board: between 1,180 and 1,200 rows
-    assert g["capped"] == 4 and all(1_180 <= s <= 1_200 for s in g["scores"])
+    assert g.capped == 4 and all(1_180 <= s <= 1_200 for s in g.scores)
     # the command prints it and writes it to summary.json
     out = tmp_path / "out"
     assert solve_cli.main(["configs/standard_dellacherie.yaml", "pieces=3000", "online.games=4", "--out", str(out),
                            "--quiet"]) == 0
     line = capsys.readouterr().out
-    assert f"95% CI {g['ci95'][0]:,.0f} .. {g['ci95'][1]:,.0f}" in line
-    assert json.loads((out / "summary.json").read_text())["games"]["ci95"] == g["ci95"]
+    assert f"95% CI {lo:,.0f} .. {hi:,.0f}" in line
+    written = json.loads((out / "summary.json").read_text())["games"]
+    assert written["ci95"] == [round(lo, 1), round(hi, 1)] and written["ci95_method"] == CI_METHOD
 
 
 def test_bcts_config_loads():
@@ -132,7 +132,7 @@ def test_the_recorded_tuned_players_replay_and_beat_dellacherie(name):
         "rules=standard_10x10", f"evaluator={STANDARD_RESULTS / f'{name}.yaml'}", "pieces=1000000000",
         "online.games=50", f"seed={series['games'][0]['seed']}"])
     result = solve(config)
-    assert result.extra["games"]["scores"] == [g["rows"] for g in series["games"][:50]]
+    assert list(result.games.scores) == [g["rows"] for g in series["games"][:50]]
 
 
 def test_a_series_reports_the_pieces_placed_and_a_total_only_where_it_means_something():

@@ -16,6 +16,7 @@ from optimizers import fitness
 from optimizers import run as tuning
 from optimizers.config import EarlyAbortConfig
 from optimizers.early_abort import EarlyAbort, reference_curve
+from optimizers.fitness import TuningRecord
 from optimizers.space import Param, Space
 from optimizers.store import RunStore
 from solver import load_solver_config, solve
@@ -160,9 +161,14 @@ def test_blend_crossover_keeps_genes_equal_in_both_parents_exactly():
     assert drifted > 0  # the case the wrapper exists for
 
 
+def rec(fitness: float, aborted: bool = False) -> TuningRecord:
+    """A record of the given fitness (what early abort reads of one)."""
+    return TuningRecord(fitness=float(fitness), score=int(fitness), pieces=1, stop="aborted" if aborted else "done",
+                        aborted=aborted, abort_piece=1 if aborted else None, threshold=None, seconds=0.0)
+
+
 def test_early_abort_threshold_unit():
     ea = EarlyAbort(EarlyAbortConfig(k=2, margin=10, every=1))
-    rec = lambda f, aborted=False: {"fitness": f, "aborted": aborted}
     assert ea.threshold() is None
     ea.observe(0, [(0, "a", rec(100), [10, 50, 100]), (1, "b", rec(90), [30, 40, 90]),
                    (2, "c", rec(500, True), [1000])])  # an aborted candidate never counts
@@ -180,7 +186,6 @@ def test_early_abort_threshold_unit():
 
 
 def test_early_abort_reference_is_a_floor_from_the_first_generation():
-    rec = lambda f: {"fitness": f, "aborted": False}
     ea = EarlyAbort(EarlyAbortConfig(k=2, margin=10, relative=0.5), reference=np.array([100.0, 200, 300]))
     assert list(ea.threshold()) == [40, 90, 140]  # no candidate finished: the reference alone
     ea.observe(0, [(0, "a", rec(900), [500, 600, 700, 900]), (1, "b", rec(800), [50, 700, 250, 800])])
@@ -234,20 +239,20 @@ def test_a_run_keeps_pace_with_its_reference_record(tmp_path):
 
 def test_memo_reuses_a_record_only_as_the_current_threshold_would_give_it():
     memo = fitness.Memo("score_at_abort")
-    finished = {"fitness": 90.0, "score": 90, "pieces": 4, "stop": "done", "aborted": False, "abort_piece": None,
-                "threshold": None, "seconds": 1.5}
+    finished = TuningRecord(fitness=90.0, score=90, pieces=4, stop="done", aborted=False, abort_piece=None,
+                            threshold=None, seconds=1.5)
     memo.store("f", finished, [10, 20, 30, 90])
-    assert memo.lookup("f", None) == {**finished, "seconds": 0.0}
-    assert memo.lookup("f", np.array([0, 20, 30, 90.0])) == {**finished, "seconds": 0.0}
+    assert memo.lookup("f", None) == finished.repeated() and finished.repeated().seconds == 0.0
+    assert memo.lookup("f", np.array([0, 20, 30, 90.0])) == finished.repeated()
     cut = memo.lookup("f", np.array([-np.inf, 25, 0, 0]))  # this threshold stops it at piece 2
-    assert (cut["aborted"], cut["abort_piece"], cut["threshold"], cut["fitness"], cut["pieces"]) == (True, 2, 25.0, 20.0, 2)
+    assert (cut.aborted, cut.abort_piece, cut.threshold, cut.fitness, cut.pieces) == (True, 2, 25.0, 20.0, 2)
     memo.store("a", cut, [10, 20])
     assert memo.lookup("a", np.array([-np.inf, 15, 0, 0])) is None  # laxer: it would run further
-    assert memo.lookup("a", np.array([11, 99, 0, 0]))["abort_piece"] == 1  # stricter: stopped earlier
+    assert memo.lookup("a", np.array([11, 99, 0, 0])).abort_piece == 1  # stricter: stopped earlier
     assert memo.lookup("missing", None) is None
     zero = fitness.Memo("zero")
     zero.store("f", finished, [10, 20, 30, 90])
-    assert zero.lookup("f", np.array([-np.inf, 25, 0, 0]))["fitness"] == 0.0
+    assert zero.lookup("f", np.array([-np.inf, 25, 0, 0])).fitness == 0.0
 
 
 def test_early_abort_uses_only_earlier_generations(tmp_path):
@@ -260,7 +265,7 @@ def test_early_abort_uses_only_earlier_generations(tmp_path):
     for g in range(4):
         ea = EarlyAbort(EarlyAbortConfig(k=3, margin=300))
         for h in range(g):
-            ea.observe(h, [(int(r["index"]), r["key"], {"fitness": float(r["fitness"]), "aborted": False},
+            ea.observe(h, [(int(r["index"]), r["key"], rec(float(r["fitness"])),
                             latest[r["key"]]) for r in table if int(r["generation"]) == h and r["aborted"] == "False"])
         expected = ea.threshold()
         if g == 0:
@@ -592,8 +597,8 @@ def test_every_candidate_of_a_generation_plays_the_same_seeds(tmp_path, seeds):
 def test_topout_penalty_takes_the_share_of_games_lost(tmp_path):
     from optimizers.fitness import games_fitness
 
-    games = {"ends": ["capped", "stuck", "capped", "spawn_blocked"]}
-    assert games_fitness(1000, games, 400) == 800 and games_fitness(1000, games, 0) == 1000
+    ends = ["capped", "stuck", "capped", "spawn_blocked"]
+    assert games_fitness(1000, ends, 400) == 800 and games_fitness(1000, ends, 0) == 1000
     assert games_fitness(1000, None, 400) == 1000  # the known sequence has no games
     stacker = {**GAMES_RUN, "space": [  # weights that pile pieces up: some games top out before the cap
         {"path": "evaluator.features.holes", "low": -10, "high": 10, "init": 5},

@@ -17,7 +17,7 @@ import hashlib
 import numpy as np
 
 from optimizers import tuner as run_loop
-from optimizers.fitness import aborted_record, first_abort
+from optimizers.fitness import Evaluated, TuningRecord, aborted_record, first_abort
 from optimizers.space import get_path
 
 PIECES = 20
@@ -55,7 +55,7 @@ class ToyFitness:
         draws = [np.random.default_rng([seed + i, tag]).normal(0.0, self.noise) for i in range(games)]
         return float(np.mean(draws))
 
-    def __call__(self, task: dict) -> dict:
+    def __call__(self, task: dict) -> Evaluated:
         config = task["config"]
         weights = [float(get_path(config, path)) for path in TARGET]
         seed, games = int(config["seed"]), int(config["online"]["games"])
@@ -67,9 +67,9 @@ class ToyFitness:
         if piece is not None:
             record = aborted_record(curve, piece, float(threshold[piece - 1]), task["aborted_fitness"])
         else:
-            record = {"fitness": float(score), "score": score, "pieces": PIECES, "stop": "capped", "aborted": False,
-                      "abort_piece": None, "threshold": None, "seconds": 0.0}
-        return {"record": record, "curve": curve}
+            record = TuningRecord(fitness=float(score), score=score, pieces=PIECES, stop="capped", aborted=False,
+                                  abort_piece=None, threshold=None, seconds=0.0)
+        return Evaluated(record, curve)
 
 
 def install(monkeypatch, noise: float = 0.0, value=true_value) -> ToyFitness:

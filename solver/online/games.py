@@ -27,12 +27,12 @@ from evaluators import Evaluator, load_evaluator
 
 from .. import registry
 from ..config import SolverConfig, Strict
-from ..result import SolveResult
+from ..result import Outcome
 from ..threshold import Threshold
 from ._base import OnlinePolicy, choose
 from ._kernels import CURRENT
 from .intervals import CI_METHOD, mean_ci95
-from .splitting import solve_splitting
+from .splitting import SplittingSeries, solve_splitting
 
 #: why a game ended (the end codes of `play_chunk`, but `PLAYING`)
 GAME_ENDS = ("capped", "stuck", "spawn_blocked", "rules_end")
@@ -165,6 +165,22 @@ class GamesResult:
         }
 
 
+@dataclass(kw_only=True)
+class GamesSeries(Outcome):
+    """A series of seeded games, as `solve` returns it for a policy of unknown pieces (every field of
+    `solver.Outcome`, and): ``games``, the games themselves (`GamesResult`: each one's seed, score,
+    pieces, end and time). ``score`` is their mean score rounded to an integer, ``pieces`` every
+    piece placed, ``clear_kinds`` the clears of all games, ``best_by_step[g]`` the running mean
+    after game g (early abort's curve: a threshold is checked after each game), ``abort_piece``
+    the game (1-based) after which the threshold stopped the series; no record."""
+
+    games: GamesResult
+
+    def summary(self) -> dict:
+        return {**super().summary(), "best_by_step": [int(v) for v in self.best_by_step],
+                "games": self.games.summary()}
+
+
 def make_policy(config: SolverConfig, evaluator: Evaluator | None = None) -> OnlinePolicy:
     """The `OnlinePolicy` of ``config`` (its rules and evaluator resolved); ValueError when its
     policy plays the known sequence."""
@@ -217,12 +233,10 @@ def play_games(policy: OnlinePolicy, seeds, cap: int, progress=None, stop=None) 
 
 
 def solve_games(config: SolverConfig, threshold: Threshold | None = None, progress=None,
-                evaluator: Evaluator | None = None) -> SolveResult:
+                evaluator: Evaluator | None = None) -> GamesSeries | SplittingSeries:
     """The series of a configuration: ``config.online.games`` games (seeds ``config.seed`` (default
-    0), + 1, ...) with a cap of ``config.pieces`` pieces. The result's ``score`` is the mean score
-    rounded to an integer; ``score_by_step[g]`` is game g's score and ``best_by_step[g]`` the
-    running mean after it (the curve early abort compares: a threshold is checked after each
-    game); ``pieces`` counts every piece placed; ``extra["games"]`` holds `GamesResult.summary`.
+    0), + 1, ...) with a cap of ``config.pieces`` pieces, as a `GamesSeries` (with ``online.estimate:
+    splitting``, that many estimates instead: a `SplittingSeries`, `solve_splitting`).
     ``progress(pieces, total, score)`` counts the pieces placed over all games, of games x cap
     (None when that exceeds `PROGRESS_TOTAL_MAX`: the cap is then a bound games seldom reach)."""
     policy = make_policy(config, evaluator)
@@ -259,11 +273,10 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
     seconds = time.perf_counter() - start
     scores = games.scores
     running = (np.cumsum(scores) / np.arange(1, len(scores) + 1)).round().astype(np.int64)
-    result = SolveResult(
-        score=int(round(games.mean)), pieces=int(games.pieces.sum()), score_by_step=scores.copy(),
-        best_by_step=running, clear_kinds=games.clear_kinds, placements=np.zeros((0, 3), np.int64),
-        stop="aborted" if stopped["at"] is not None else "done", seconds=seconds,
-        extra={"games": games.summary()})
+    result = GamesSeries(
+        score=int(round(games.mean)), pieces=int(games.pieces.sum()), best_by_step=running,
+        clear_kinds=games.clear_kinds, stop="aborted" if stopped["at"] is not None else "done", seconds=seconds,
+        games=games)
     if stopped["at"] is not None:
         result.abort_piece = stopped["at"] + 1
         result.abort_threshold = float(curve[stopped["at"]])

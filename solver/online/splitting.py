@@ -50,7 +50,7 @@ from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
 
 from .. import registry
 from ..config import Strict
-from ..result import SolveResult
+from ..result import Outcome
 from ._base import choose
 from ._kernels import CURRENT
 from .intervals import mean_ci95
@@ -355,13 +355,32 @@ def estimate(policy, settings: SplittingConfig, seed: int) -> Estimate:
                     time.perf_counter() - start)
 
 
-def solve_splitting(policy, config, seeds, stop, stopped, curve, progress=None) -> SolveResult:
+@dataclass(kw_only=True)
+class SplittingSeries(Outcome):
+    """A series of splitting estimates, as `solve` returns it under ``online.estimate: splitting``
+    (every field of `solver.Outcome`, and): the ``settings`` (the splitting section), the
+    ``estimates`` (one `Estimate` per seed), their pooled mean rows (points) per game (``mean``,
+    `combine`) and its 95% interval (``ci95``, None for fewer than 2 estimates). ``score`` is that
+    mean rounded to an integer, ``pieces`` every piece played, ``best_by_step[i]`` the pooled mean
+    of the first i + 1 estimates (early abort's curve); no record."""
+
+    settings: SplittingConfig
+    estimates: list[Estimate]
+    mean: float
+    ci95: tuple[float, float] | None
+
+    def summary(self) -> dict:
+        ci = self.ci95
+        return {**super().summary(), "best_by_step": [int(v) for v in self.best_by_step],
+                "splitting": {"settings": self.settings.model_dump(), "mean_rows_per_game": round(self.mean, 1),
+                              "ci95": None if ci is None else [round(ci[0], 1), round(ci[1], 1)],
+                              "estimates": [e.summary() for e in self.estimates]}}
+
+
+def solve_splitting(policy, config, seeds, stop, stopped, curve, progress=None) -> SplittingSeries:
     """The series of ``online.estimate: splitting`` (`solver.online.games.solve_games`): one estimate
-    per seed; the result's ``score`` is their pooled mean rows (points) per game (`combine`)
-    rounded to an integer, ``score_by_step[i]`` estimate i and ``best_by_step[i]`` the pooled mean
-    of the first i + 1 (early abort's curve, ``stop(i, that mean)``); ``pieces`` counts every piece
-    played; ``extra["splitting"]`` holds each estimate's summary, the settings, the pooled mean and
-    its interval. ``progress(pieces played, None, score so far)``."""
+    per seed, until ``stop(i, the pooled mean of the first i + 1)`` says to stop (early abort), as a
+    `SplittingSeries`. ``progress(pieces played, None, score so far)``."""
     settings = config.splitting
     settings.check(policy.rules.height)
     seeds = list(seeds)
@@ -377,17 +396,12 @@ def solve_splitting(policy, config, seeds, stop, stopped, curve, progress=None) 
             progress(sum(e.pieces_played for e in found), None, int(round(running[-1])))
         if stop(i, running[-1]):
             break
-    scores = np.array([e.rows_per_game for e in found])
     mean, ci = combine(found)
     running = np.array(running).round().astype(np.int64)
-    result = SolveResult(
-        score=int(round(mean)), pieces=int(sum(e.pieces_played for e in found)),
-        score_by_step=scores.round().astype(np.int64), best_by_step=running, clear_kinds=(0, 0, 0, 0, 0),
-        placements=np.zeros((0, 3), np.int64), stop="aborted" if stopped["at"] is not None else "done",
-        seconds=time.perf_counter() - start,
-        extra={"splitting": {"settings": settings.model_dump(), "mean_rows_per_game": round(mean, 1),
-                             "ci95": None if ci is None else [round(ci[0], 1), round(ci[1], 1)],
-                             "estimates": [e.summary() for e in found]}})
+    result = SplittingSeries(
+        score=int(round(mean)), pieces=int(sum(e.pieces_played for e in found)), best_by_step=running,
+        clear_kinds=(0, 0, 0, 0, 0), stop="aborted" if stopped["at"] is not None else "done",
+        seconds=time.perf_counter() - start, settings=settings, estimates=found, mean=mean, ci95=ci)
     if stopped["at"] is not None:
         result.abort_piece = stopped["at"] + 1
         result.abort_threshold = float(curve[stopped["at"]])
