@@ -33,6 +33,7 @@ import numpy as np  # noqa: E402
 from experiments.figures import RunError, load_run  # noqa: E402
 from optimizers.config import EarlyAbortConfig  # noqa: E402
 from optimizers.early_abort import EarlyAbort  # noqa: E402
+from optimizers.fitness import TuningRecord  # noqa: E402
 
 
 def load(run_dir: Path) -> list[tuple[int, list[tuple[int, str, float, np.ndarray]]]]:
@@ -71,7 +72,9 @@ def replay(generations, rule: EarlyAbortConfig) -> tuple[int, int, int, int, flo
             else:
                 used += len(curve)
                 top = max(top, fitness)
-                finished.append((index, key, {"fitness": fitness, "aborted": False}, curve))
+                record = TuningRecord(fitness=float(fitness), score=int(fitness), pieces=len(curve), stop="done",
+                                      aborted=False, abort_piece=None, threshold=None, seconds=0.0)
+                finished.append((index, key, record, curve))
         ea.observe(g, finished)
     return used, total, aborts, false, top
 

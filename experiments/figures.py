@@ -24,6 +24,7 @@ import pandas as pd
 
 from optimizers.config import RunConfig
 from optimizers.early_abort import EarlyAbort
+from optimizers.fitness import RECORD_FIELDS, TuningRecord
 from optimizers.space import SpaceError
 from engine.files import MAX_TABLE_BYTES, ReadError, read_text
 from optimizers.store import GENERATION_COLUMNS, RunDamaged, RunStore
@@ -129,7 +130,7 @@ def _thresholds(config: RunConfig, ev: pd.DataFrame, curves: dict) -> dict:
     for g, rows in ev.groupby("generation", sort=True):
         t = early.threshold()
         out[int(g)] = None if t is None else np.where(np.isfinite(t), t, np.nan)
-        early.observe(int(g), [(int(r.index), r.key, {"aborted": bool(r.aborted), "fitness": float(r.fitness)},
+        early.observe(int(g), [(int(r.index), r.key, TuningRecord(**{name: getattr(r, name) for name in RECORD_FIELDS}),
                                 curves.get(r.key, np.zeros(0, np.int64)))
                                for r in rows.itertuples() if not r.aborted])
     return out
