@@ -96,8 +96,9 @@ def _bullets(text: str) -> list[str]:
 def _registered(kind: str) -> set[str]:
     return {
         "presets": set(PRESETS),
-        "known policies": set(policies.names(known_pieces=True)),
-        "online policies": set(policies.names(known_pieces=False)),
+        # the project's own: a test module registers a policy when pytest imports it, before this runs
+        "known policies": {e.name for e in policies.entries(shipped_only=True) if e.known_pieces},
+        "online policies": {e.name for e in policies.entries(shipped_only=True) if not e.known_pieces},
         "tuners": set(TUNERS),
         "commands": _commands(),
         "features": set(features.names()) | set(features.aliases()),
