@@ -33,6 +33,25 @@ def popcount(v):
     return _ctpop(np.int64(v))
 
 
+@intrinsic
+def _ctlz(typingctx, v):
+    """The hardware count of leading zero bits of an int64, 64 for 0 (LLVM's ctlz)."""
+    if not isinstance(v, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], v, types.int64)
+        return builder.ctlz(value, context.get_constant(types.boolean, False))
+
+    return types.int64(v), codegen
+
+
+@njit(cache=True, inline="always")
+def bit_length(v):
+    """Bits a non-negative integer needs: the index of its highest set bit + 1 (0 for 0)."""
+    return 64 - _ctlz(np.int64(v))
+
+
 @njit(cache=True, inline="always")
 def run_fill(seed, open_):
     """The bits of ``open_`` reached from ``seed`` (a subset of it) by moving left or right through

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .board import clear_rows, copy_rows, count_rows, is_valid, place
+from .board import clear_rows, copy_rows, count_rows, is_valid, place, popcount
 from .dispatch import fixed
 from .rules import OVERFLOW_CLEAR_FIRST, OVERFLOW_DISCARD, OVERFLOW_END
 
@@ -150,32 +150,22 @@ def lock_counted(board, rules, shape, state, x, y, number, cells, occupied):
     holding one): only the rows the piece touches are counted again (a search locking many
     children of one parent on copies of it counts the parent once). Same `LockResult`, same board."""
     piece = rules.cells[shape, state]
-    height = board.shape[0]
     full_row = rules.full_row
     above = overflow_rows(rules, piece, y)
-    full = 0
+    full = np.int64(0)  # bit r: row r is full (a row full after one of the piece's cells stays full)
     for k in range(4):
         r = y + piece[k, 1]
         if r < 0:
             if above > 0:
                 cells += 1
             continue
-        before = board[r]
-        board[r] |= np.uint16(1 << (x + piece[k, 0]))
+        before = np.int64(board[r])
+        after = before | (np.int64(1) << (x + piece[k, 0]))
+        board[r] = after
         cells += 1
-        if before == 0:
-            occupied += 1
-    for k in range(4):  # each touched row once: the first cell of the piece in it
-        r = y + piece[k, 1]
-        if r < 0 or r >= height:
-            continue
-        first = True
-        for k2 in range(k):
-            if y + piece[k2, 1] == r:
-                first = False
-        if first and np.int64(board[r]) == full_row:
-            full += 1
-    lock = judge(rules, number, cells, full, occupied, above)
+        occupied += before == 0
+        full |= np.int64(after == full_row) << r
+    lock = judge(rules, number, cells, popcount(full), occupied, above)
     if lock.lines:
         clear_rows(board, full_row)
     if above > 0 and lock.end == GOING_ON:

@@ -46,6 +46,8 @@ PAD = 4  # `fit_masks`' row words reach this many rows above and below the searc
 #: the four rotation states, as an argument of the kernels (a numpy integer: numba compiles a
 #: callee once per literal value, so a literal 4 beside a variable count would compile it twice)
 ALL_STATES = np.int64(4)
+#: columns a board may have at most (16-bit rows)
+MAX_COLUMNS = 16
 
 
 @njit(cache=True)
@@ -58,8 +60,8 @@ class MoveScratch(NamedTuple):
     """The move generator's scratch arrays (int64 masks, bit ``x + XOFF`` for centre column x):
     ``fit[s, cy]`` / ``free[s]`` (`fit_masks`), ``visited``, ``front`` and ``nxt`` (the search's
     sets and frontiers, (4, rows) each), and ``layers`` (the frontier of each step count, kept for
-    routes: (max_steps + 1, 4, rows); one layer is enough for placements), and `fit_masks`' own
-    scratch (``ext``, ``lowest``, ``shift``)."""
+    routes: (max_steps + 1, 4, rows); one layer is enough for placements), `fit_masks`' own
+    scratch (``ext``, ``lowest``, ``shift``), and ``tops`` (`column_tops`, for drop-only rules)."""
 
     fit: np.ndarray
     free: np.ndarray
@@ -70,6 +72,7 @@ class MoveScratch(NamedTuple):
     ext: np.ndarray
     lowest: np.ndarray
     shift: np.ndarray
+    tops: np.ndarray
 
 
 @njit(cache=True)
@@ -79,7 +82,7 @@ def new_scratch(rows, layers):
     return MoveScratch(np.zeros((4, rows), np.int64), np.zeros(4, np.int64), np.zeros((4, rows), np.int64),
                        np.zeros((4, rows), np.int64), np.zeros((4, rows), np.int64),
                        np.zeros((layers, 4, rows), np.int64), np.zeros(rows + 2 * PAD, np.int64),
-                       np.zeros(4, np.int64), np.zeros((4, 4, 3), np.int64))
+                       np.zeros(4, np.int64), np.zeros((4, 4, 3), np.int64), np.zeros(MAX_COLUMNS, np.int64))
 
 
 @njit(cache=True)
@@ -87,27 +90,6 @@ def capacity(height, width):
     """An upper bound on the placements of one piece on a board of ``height`` x ``width``: one per
     (state, centre row, centre column)."""
     return 4 * (height + EXTRA_ROWS) * (width + 8)
-
-
-@njit(cache=True, inline="always")
-def fit_row(board, cells_s, width, cy):
-    """The `fit_masks` row of one state (offsets ``cells_s``) at any centre row ``cy``, negative
-    rows included (cells above the board are valid within the walls)."""
-    height = board.shape[0]
-    wall = ~(((1 << width) - 1) << XOFF)
-    span = ((1 << (width + 8)) - 1) << (XOFF - 4)
-    bad = 0
-    for k in range(4):
-        y = cy + cells_s[k, 1]
-        if y < 0:
-            e = wall
-        elif y >= height:
-            e = -1
-        else:
-            e = wall | (np.int64(board[y]) << XOFF)
-        dx = cells_s[k, 0]
-        bad |= (e >> dx) if dx >= 0 else (e << (-dx))
-    return ~bad & span
 
 
 @njit(cache=True)
@@ -314,42 +296,100 @@ def resting_mask(visited, fit, s, y):
     return visited[s, y] & ~below
 
 
+@njit(cache=True, inline="always")
+def column_tops(board, width, tops):
+    """``tops[x]``: the row of the highest occupied cell of column x (``height`` for an empty
+    column), for x in 0..width-1, by one pass over the rows from the first occupied one down to
+    the row where every column has started."""
+    height = board.shape[0]
+    for x in range(width):
+        tops[x] = height
+    full = (np.int64(1) << width) - 1
+    cover = np.int64(0)
+    y = 0
+    while y < height and cover != full:
+        new = np.int64(board[y]) & ~cover
+        cover |= new
+        while new:
+            low = new & -new
+            tops[popcount(low - 1)] = y
+            new ^= low
+        y += 1
+
+
+def generator_of(rules) -> str:
+    """The placement generator (`Rules.generator`: ``"reachable"`` or ``"drop"``) that the numba type
+    of a `KernelRules` names: for an overload that chooses its kernel by it when a kernel calling it
+    is compiled."""
+    return dict(zip(rules.fields, rules.types))["placements"].value.name
+
+
+@njit(cache=True, inline="always")
+def drop_offsets(cells_c):
+    """A state's cell offsets as a tuple (dx0, dy0, ..., dx3, dy3), held in registers while a kernel
+    drops the piece in column after column."""
+    return (cells_c[0, 0], cells_c[0, 1], cells_c[1, 0], cells_c[1, 1], cells_c[2, 0], cells_c[2, 1], cells_c[3, 0],
+            cells_c[3, 1])
+
+
+@njit(cache=True, inline="always")
+def drop_columns(offsets, width):
+    """The centre columns ``x0 .. x1 - 1`` where the piece of `drop_offsets` ``offsets`` lies within
+    the walls, and its top cell's dy (rows grow downwards): (x0, x1, lo)."""
+    left = min(min(offsets[0], offsets[2]), min(offsets[4], offsets[6]))
+    right = max(max(offsets[0], offsets[2]), max(offsets[4], offsets[6]))
+    lo = min(min(offsets[1], offsets[3]), min(offsets[5], offsets[7]))
+    return -left, width - right, lo
+
+
+@njit(cache=True, inline="always")
+def drop_row(tops, offsets, x):
+    """The centre row where the piece of `drop_offsets` ``offsets``, falling from above in centre
+    column ``x``, comes to rest: it meets, in each column it covers, that column's highest occupied
+    cell first (`column_tops`; nothing above it is occupied), so ``min over its cells (tops[x + dx]
+    - 1 - dy)``."""
+    return min(min(tops[x + offsets[0]] - offsets[1], tops[x + offsets[2]] - offsets[3]),
+               min(tops[x + offsets[4]] - offsets[5], tops[x + offsets[6]] - offsets[7])) - 1
+
+
+@njit(cache=True, inline="always")
+def drop_kept(rules, y, lo):
+    """Whether a piece resting at centre row ``y``, its top cell's dy ``lo``, is a placement: every
+    cell inside the board, or anywhere under the ``clear_first`` overflow rule (a piece resting
+    partly above the top row may survive its lock; `engine.lock` judges it)."""
+    return fixed(rules.overflow) == OVERFLOW_CLEAR_FIRST or y + lo >= 0
+
+
 @njit(cache=True)
 def drop_placements_into(board, rules, shape, sc, out):
     """Drop-only placements: for each distinct state, every column where the piece fits above the
-    board, dropped straight down to the first row it cannot enter; kept when every cell is inside
-    the board, or always under the ``clear_first`` overflow rule (a piece resting partly above the
-    top row may survive its lock; `engine.lock` judges it). Rows (x, y, state) of ``out``, ordered
-    by state, then y, then x; returns how many."""
+    board, dropped straight down to the first row it cannot enter (`drop_row`), kept by `drop_kept`.
+    Rows (x, y, state) of ``out``, ordered by state, then y, then x; returns how many. No search:
+    the columns' highest cells (`column_tops`) say where a piece rests."""
     cells, alias, width = rules.cells[shape], rules.alias[shape], rules.width
-    fit, free = sc.fit, sc.free
-    fit_masks(board, cells, width, fit, free, ALL_STATES, sc.ext, sc.lowest, sc.shift)
-    rows = fit.shape[1]
-    above_ok = fixed(rules.overflow) == OVERFLOW_CLEAR_FIRST
+    tops = sc.tops
+    column_tops(board, width, tops)
     n = 0
     for c in range(4):
         if alias[c] != c:
             continue
-        lo = 3
-        hi = -3
-        for k in range(4):
-            lo = min(lo, cells[c, k, 1])
-            hi = max(hi, cells[c, k, 1])
-        falling = free[c]  # centre row -hi - 1: every cell above the board
-        cy = -hi
-        while falling and cy < rows:
-            f = fit[c, cy] if cy >= 0 else fit_row(board, cells[c], width, cy)
-            rest = falling & ~f  # these rest in row cy - 1
-            falling &= f
-            if above_ok or cy - 1 + lo >= 0:
-                while rest:
-                    low = rest & -rest
-                    out[n, 0] = popcount(low - 1) - XOFF
-                    out[n, 1] = cy - 1
-                    out[n, 2] = c
-                    n += 1
-                    rest ^= low
-            cy += 1
+        offsets = drop_offsets(cells[c])
+        x0, x1, lo = drop_columns(offsets, width)
+        first = n
+        for x in range(x0, x1):
+            y = drop_row(tops, offsets, x)
+            if not drop_kept(rules, y, lo):
+                continue
+            j = n  # insertion by y: x ascending within a row, as the placements are ordered
+            while j > first and out[j - 1, 1] > y:
+                out[j, 0] = out[j - 1, 0]
+                out[j, 1] = out[j - 1, 1]
+                out[j, 2] = c
+                j -= 1
+            out[j, 0] = x
+            out[j, 1] = y
+            out[j, 2] = c
+            n += 1
     return n
 
 
