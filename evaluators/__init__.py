@@ -4,7 +4,10 @@ YAML presets.
 - `registry`: how a feature or a tie-break is declared (`board_feature`, `board_features`,
   `row_feature`, `placement_feature`, `tie_break`) and everything derived from the declarations (names and slots,
   the generated kernels `evaluate` / `board_values` / `feature_vector` / `priority`, the docs' table);
-- `features`: the built-in features and tie-breaks;
+- `features`: the built-in features and tie-breaks, and the column forms of those that have one;
+- `incremental`: a child valued from its parent's columns, what a 1-ply search pays per placement:
+  the features' forms (`incremental.column_form`, `incremental.local_rows`) and the kernels
+  generated from them (`incremental.column_view`, `incremental.evaluate_child`);
 - `evaluator`: the `Evaluator` (YAML, validated by pydantic <-> weights <-> `EvaluatorSpec`) and
   `load_evaluator`.
 
