@@ -16,6 +16,7 @@ from numba import njit
 from engine import Rules
 from engine.lock import GOING_ON, lock_copy, lock_piece, lost
 from evaluators import Evaluator, Placement, evaluate
+from evaluators.incremental import ColumnView, column_scratch
 
 from .config import SolverConfig
 from .result import SolveResult
@@ -26,16 +27,19 @@ Progress = Callable[[int, int, int], None]
 
 class ValueScratch(NamedTuple):
     """What valuing children of one parent needs: ``pvals`` (the parent's feature values,
-    `evaluators.board_values`), ``locked`` and ``cleared`` (a child before and after its clear)."""
+    `evaluators.board_values`), ``locked`` and ``cleared`` (a child before and after its clear),
+    and ``columns`` (the parent's columns, `evaluators.incremental.ColumnView`)."""
 
     pvals: np.ndarray
     locked: np.ndarray
     cleared: np.ndarray
+    columns: ColumnView
 
 
 @njit(cache=True)
 def value_scratch(n_features, height):
-    return ValueScratch(np.zeros(n_features), np.zeros(height, np.uint16), np.zeros(height, np.uint16))
+    return ValueScratch(np.zeros(n_features), np.zeros(height, np.uint16), np.zeros(height, np.uint16),
+                        column_scratch(n_features))
 
 
 @njit(cache=True)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
-from engine.lock import spawn_blocked, spawn_state
-from engine.movegen import capacity, new_scratch, placements_into, rows_for
-from evaluators import board_values, priority
+from engine.board import copy_rows, count_rows
+from engine.lock import lock_counted, lost, spawn_blocked, spawn_state
+from engine.movegen import (capacity, column_tops, drop_columns, drop_kept, drop_offsets, drop_row, generator_of,
+                            new_scratch, placements_into, rows_for)
+from evaluators import Placement, board_values, priority
+from evaluators.incremental import column_view, evaluate_child
 
 from ._base import ABORTED, BLOCKED, GOING, STUCK, Policy, commit, new_path, path_result, value_child, value_scratch
 from .config import GreedyConfig
@@ -17,26 +21,125 @@ from .registry import register
 CHUNK = 500
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def value_placement(board, child, rules, shape, s, x, y, number, spec, vs, counts, to_beat):
+    """(alive, value) of piece ``number`` (1-based) of ``shape`` locked at (x, y, s) on ``board``, as
+    `value_child` gives them, ``child`` a copy of ``board`` (and again after the call), ``vs.columns``
+    and ``vs.pvals`` filled for ``board``, ``counts`` its (cells, full rows, occupied rows); the value
+    may be -inf instead when it is certainly below ``to_beat`` (the best so far).
+
+    No board is copied: the piece is locked on ``child`` (`engine.lock.lock_counted`, the parent's
+    counts known), and when the lock clears no row the child is ``child`` as it stands, valued
+    from the parent's columns (`evaluators.incremental.evaluate_child`: `evaluate`'s value, bit for
+    bit); then the piece's rows are put back from ``board``. A lock that clears rows (rare) is
+    valued by `value_child`, then ``child`` copied back from ``board``; so is every lock on a board
+    holding a full row (never one a game reached)."""
+    cells, full, occupied = counts
+    if full:
+        return value_child(board, rules, shape, s, x, y, number, spec, vs)
+    piece = rules.cells[shape, s]
+    lock = lock_counted(child, rules, shape, s, x, y, number, cells, occupied)
+    if lock.lines == 0:  # the child differs from the board in the piece's rows only
+        alive = not lost(lock.end)
+        p = Placement(board, child, child, piece, x, y, 0, lock.points, rules.width)
+        v = evaluate_child(p, vs.columns, vs.pvals, spec, to_beat) if alive else 0.0
+        for c in range(4):
+            r = y + piece[c, 1]
+            if r >= 0:
+                child[r] = board[r]
+        return alive, v
+    alive, v = value_child(board, rules, shape, s, x, y, number, spec, vs)  # on vs.locked and vs.cleared
+    copy_rows(child, board)
+    return alive, v
+
+
+@njit(cache=True, _nrt=False)
 def best_placement(board, shape, t, rules, spec, sc, found, vs):
     """Index into ``found`` of the best placement of piece ``t`` on ``board`` (-1 when every
     placement tops out), and its value; ties go to the lower `evaluators.priority`, then the first
-    generated. ``found`` receives the placements (``sc``: the move generator's scratch, ``vs``: the
-    valuing scratch)."""
-    ss = spawn_state(t, rules)
-    n = placements_into(board, rules, shape, ss, sc, found)
+    generated (`engine.movegen.placements_into`'s order). ``found`` receives the placements (``sc``:
+    the move generator's scratch, ``vs``: the valuing scratch; each placement valued by
+    `value_placement`, on ``vs.cleared``). The kernel is `best_generated`, or `best_dropped` under
+    drop-only rules (chosen when the kernel calling this one is compiled)."""
+    return best_by_rule(board, shape, t, rules, spec, sc, found, vs)
+
+
+def best_by_rule(board, shape, t, rules, spec, sc, found, vs):
+    """`best_generated`, or `best_dropped` under drop-only rules. Numba kernels only."""
+    raise TypeError("best_by_rule is a numba kernel")
+
+
+@overload(best_by_rule)
+def _best_by_rule(board, shape, t, rules, spec, sc, found, vs):
+    kernel = best_dropped if generator_of(rules) == "drop" else best_generated
+    return lambda board, shape, t, rules, spec, sc, found, vs: kernel(board, shape, t, rules, spec, sc, found, vs)
+
+
+@njit(cache=True, inline="always")
+def prepare(board, rules, spec, vs):
+    """A parent's values (`evaluators.board_values`), columns (`evaluators.incremental.column_view`)
+    and counts (cells, full rows, occupied rows), and ``vs.cleared`` a copy of it."""
     board_values(board, rules.width, spec, vs.pvals)
+    column_view(board, rules.width, spec, vs.columns)
+    copy_rows(vs.cleared, board)
+    return count_rows(board, rules.full_row)
+
+
+@njit(cache=True, _nrt=False)
+def best_generated(board, shape, t, rules, spec, sc, found, vs):
+    """`best_placement` over the placements `engine.movegen.placements_into` writes into ``found``."""
+    ss = spawn_state(t, rules)
+    counts = prepare(board, rules, spec, vs)
     best = -1
     best_value = -np.inf
     best_rank = 0
+    n = placements_into(board, rules, shape, ss, sc, found)
     for k in range(n):
         x, y, s = found[k, 0], found[k, 1], found[k, 2]
-        alive, v = value_child(board, rules, shape, s, x, y, t + 1, spec, vs)
+        alive, v = value_placement(board, vs.cleared, rules, shape, s, x, y, t + 1, spec, vs, counts, best_value)
         if not alive:
             continue
         rank = priority(spec, x, s, rules.spawn_x, ss)
         if best < 0 or v > best_value or (v == best_value and rank < best_rank):
             best, best_value, best_rank = k, v, rank
+    return best, best_value
+
+
+@njit(cache=True, _nrt=False)
+def best_dropped(board, shape, t, rules, spec, sc, found, vs):
+    """`best_placement` under drop-only rules: the placements generated as they are valued, state by
+    state and column by column (`engine.movegen.drop_row`, the rule `placements_into` follows there),
+    into ``found`` in that order; a tie then goes to the placement `placements_into` lists first
+    (the lower state, then the lower y, then the lower x)."""
+    ss = spawn_state(t, rules)
+    counts = prepare(board, rules, spec, vs)
+    best = -1
+    best_value = -np.inf
+    best_rank = 0
+    tops = sc.tops
+    column_tops(board, rules.width, tops)
+    cells, alias = rules.cells[shape], rules.alias[shape]
+    n = 0
+    for s in range(4):
+        if alias[s] != s:
+            continue
+        offsets = drop_offsets(cells[s])
+        x0, x1, lo = drop_columns(offsets, rules.width)
+        for x in range(x0, x1):
+            y = drop_row(tops, offsets, x)
+            if not drop_kept(rules, y, lo):
+                continue
+            found[n, 0] = x
+            found[n, 1] = y
+            found[n, 2] = s
+            n += 1
+            alive, v = value_placement(board, vs.cleared, rules, shape, s, x, y, t + 1, spec, vs, counts, best_value)
+            if not alive:
+                continue
+            rank = priority(spec, x, s, rules.spawn_x, ss)
+            if best < 0 or v > best_value or (v == best_value and (rank < best_rank or (
+                    rank == best_rank and s == found[best, 2] and y < found[best, 1]))):
+                best, best_value, best_rank = n - 1, v, rank
     return best, best_value
 
 

@@ -12,7 +12,9 @@ declares, on a class derived from `OnlinePolicy` and registered with `solver.reg
 - ``choose_kernel``: a numba kernel ``choose(bundle, board, shape, preview, t, rules, spec, ws)``
   returning the index of the chosen placement of the current piece in ``ws.found[CURRENT]`` (-1
   when none survives); ``rules`` is `engine.KernelRules`, ``spec`` the evaluator's
-  `EvaluatorSpec`, ``ws`` the shared `Workspace`.
+  `EvaluatorSpec`, ``ws`` the shared `Workspace`;
+- ``allocates = False`` when that kernel allocates no array: its games then run without numba's
+  reference counting (`OnlinePolicy.allocates`).
 
 The game loop (`solver.online.games`) calls `choose`, a numba overload that compiles, into the
 calling kernel, the kernel of the registered policy whose ``Bundle`` is the bundle's class: no
@@ -47,6 +49,10 @@ class OnlinePolicy:
     known_pieces: ClassVar[bool] = False
     Bundle: ClassVar[type]
     choose_kernel: ClassVar[Any]
+    #: its kernel allocates (numba arrays): its games keep numba's reference counting; a policy
+    #: whose kernel allocates nothing says False, and its games run without it, faster
+    #: (`solver.online.games.game_loop`)
+    allocates: ClassVar[bool] = True
 
     def __init__(self, config: SolverConfig, rules: Rules, evaluator: Evaluator):
         self.config = config

@@ -21,6 +21,7 @@ from numba import njit
 
 from engine.lock import spawn_blocked, spawn_state
 from engine.movegen import MoveScratch, capacity, new_scratch, rows_for
+from evaluators.incremental import ColumnView, column_scratch
 
 from .._base import ValueScratch
 from ..greedy import best_placement
@@ -41,9 +42,10 @@ class Workspace(NamedTuple):
     ``moves``: the move generator's; per ply level (`CURRENT`, `NEXT`, `TREE`): ``found[level]``
     (capacity, 3) the placements (x, y, state) of its piece, ``pvals[level]`` its board's feature
     values (`evaluators.board_values`), ``locked[level]`` and ``cleared[level]`` a child before
-    and after its clear; for the current piece's placements: ``values`` (-`DEAD` for a dead child)
-    and tie-break ``ranks``; ``spare``: a board the kernels may overwrite (a first-ply child, the
-    board of a rollout)."""
+    and after its clear, ``column_views`` (each array with the level first) its board's columns
+    (`evaluators.incremental.ColumnView`); for the current piece's placements: ``values``
+    (-`DEAD` for a dead child) and tie-break ``ranks``; ``spare``: a board the kernels may
+    overwrite (a first-ply child, the board of a rollout)."""
 
     moves: MoveScratch
     found: np.ndarray
@@ -53,6 +55,7 @@ class Workspace(NamedTuple):
     values: np.ndarray
     ranks: np.ndarray
     spare: np.ndarray
+    column_views: ColumnView
 
 
 def workspace(height: int, width: int, n_features: int) -> Workspace:
@@ -60,16 +63,19 @@ def workspace(height: int, width: int, n_features: int) -> Workspace:
     # the kernels' Python functions (numpy arrays of the same layout), so that building a workspace
     # loads no compiled kernel: a warm protocol bot's first answer waits for the one it plays with
     cap = capacity.py_func(height, width)
+    views = ColumnView(*(np.zeros((PLY_LEVELS, *a.shape), a.dtype) for a in column_scratch.py_func(n_features)))
     return Workspace(new_scratch.py_func(rows_for.py_func(height), 1), np.zeros((PLY_LEVELS, cap, 3), np.int64),
                      np.zeros((PLY_LEVELS, n_features)), np.zeros((PLY_LEVELS, height), np.uint16),
                      np.zeros((PLY_LEVELS, height), np.uint16), np.zeros(cap), np.zeros(cap, np.int64),
-                     np.zeros(height, np.uint16))
+                     np.zeros(height, np.uint16), views)
 
 
 @njit(cache=True, inline="always")
 def ply_scratch(ws, level):
     """The valuing scratch (`solver._base.ValueScratch`) of ply ``level``."""
-    return ValueScratch(ws.pvals[level], ws.locked[level], ws.cleared[level])
+    v = ws.column_views
+    view = ColumnView(v.cols[level], v.child[level], v.values[level], v.totals[level], v.before[level], v.after[level])
+    return ValueScratch(ws.pvals[level], ws.locked[level], ws.cleared[level], view)
 
 
 @njit(cache=True, inline="always")
