@@ -16,6 +16,10 @@ that picks the entry when the calling kernel is compiled: no run-time branch, no
 names, and numba's cache keys the compiled kernel on the token's type, so each choice is compiled
 (and cached on disk) once. Adding a variant is one decorated function. A table is a
 `engine.registry.Registry` like every other kind found by name (``names()``, ``get(name)``).
+
+Several tables can follow one choice: tables made with the same ``chosen_by`` name accept each
+other's tokens, so one token in a kernel's settings picks an entry in each (a beam's stages, each
+run in this thread or over numba's threads, follow one ``beam.threads`` token).
 """
 
 from __future__ import annotations
@@ -107,7 +111,8 @@ def _fixed(constant):
 
 
 class Token(Static):
-    """The choice of entry ``name`` of the table ``table``, as a kernel argument."""
+    """The choice of entry ``name`` of the table ``table`` (or of every table following the choice
+``table``: `FunctionTable.chosen_by`), as a kernel argument."""
 
     __slots__ = ("table", "name")
 
@@ -116,11 +121,13 @@ class FunctionTable(Registry):
     """Named numba functions of one signature (see the module docstring): a `Registry` whose entries
     are numba functions, with `call` and `token`."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, chosen_by: str | None = None):
         if name in _TABLES:
             raise ValueError(f"a function table {name!r} exists already")
         super().__init__(f"{name} entry", entry=self._numba_function)
         self.name = name
+        #: the choice this table's tokens belong to (its own name unless shared with other tables)
+        self.chosen_by = chosen_by or name
         _TABLES[name] = self
         table = self
 
@@ -131,7 +138,7 @@ class FunctionTable(Registry):
         @overload(call)
         def _call(token, *args):
             if not (isinstance(token, StaticType) and isinstance(token.value, Token)
-                    and token.value.table == table.name):
+                    and token.value.table == table.chosen_by):
                 return None
             fn = table[token.value.name]
 
@@ -150,4 +157,4 @@ class FunctionTable(Registry):
     def token(self, name: str) -> Token:
         """The token choosing ``name``; ValueError naming the known entries otherwise."""
         self.get(name)
-        return Token(self.name, name)
+        return Token(self.chosen_by, name)

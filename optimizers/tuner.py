@@ -183,16 +183,18 @@ class Tuner:
 
     def warm_up(self) -> None:
         """Compile (or load) the policy kernels in this process before the workers start, so they
-        find them in numba's cache instead of all compiling at once."""
+        find them in numba's cache instead of all compiling at once: with the workers' numba
+        threads, since a kernel for one thread and one for several are compiled apart."""
         from solver import SolverConfig, solve
 
         policies = {self.space.base.get("policy", "beam")}
         for p in self.space.params:
             if p.path == "policy":
                 policies.update(p.choices)
+        threads = Pool(self.config.parallel).threads
         for policy in sorted(policies):
             data = {**self.space.config(self.space.init_values), "policy": policy, "pieces": WARM_UP_PIECES,
-                    "threads": None}
+                    "threads": threads}
             solve(SolverConfig.model_validate(data), record=False)
 
     # ------------------------------------------------------------------ the run

@@ -78,7 +78,7 @@ class BeamSettings(NamedTuple):
     """The `BeamConfig` as the kernels read it."""
 
     width: int
-    lowest_only: bool
+    placements: object           # a `NODE_PLACEMENTS` token: every placement, or the lowest of each
     n_score: int                 # picks by the score ranking
     n_quality: int               # picks by the quality ranking
     score_quota: np.ndarray      # most score picks per ancestor g + 1 generations up
@@ -97,6 +97,7 @@ class BeamSettings(NamedTuple):
     top_row_free: bool
     tie_order: object            # a `TIE_ORDERS` token
     keep_ties: bool
+    threads: object              # a token of the `THREADS` tables: each stage in this thread or over numba's
     chunks: int                  # runs of parents spread over numba's threads (1: no threads)
 
 
@@ -216,34 +217,56 @@ def board_tie_keys(boards, idx, hashes):
 # Expansion: placements and children
 
 
+#: the placements a node expands (`BeamConfig.placements`), chosen when the kernel is compiled: a
+#: beam of one kind compiles one generator
+NODE_PLACEMENTS = FunctionTable("beam.placements")
+NODE_PLACEMENTS.register("all")(placements_into)
+NODE_PLACEMENTS.register("lowest")(lowest_placements_into)
+placements_by = NODE_PLACEMENTS.call
+
+#: the layer's stages in this thread ("serial") or over numba's threads ("threads"), one token
+#: (`BeamSettings.threads`) choosing in the three tables when the kernel is compiled: a one-thread
+#: search (every tuning worker's) compiles no threaded code, a threaded one no serial driver
+THREADS = "beam.threads"
+PLACE_NODES = FunctionTable("beam.place_nodes", chosen_by=THREADS)
+LOCK_NODES = FunctionTable("beam.lock_nodes", chosen_by=THREADS)
+VALUE_KEPT = FunctionTable("beam.value_kept", chosen_by=THREADS)
+place_nodes_by, lock_nodes_by, value_kept_by = PLACE_NODES.call, LOCK_NODES.call, VALUE_KEPT.call
+
+
 @njit(cache=True)
-def node_placements(board, rules, shape, ss, lowest_only, sc, found, codes):
-    """The packed placements of the piece on ``board`` into ``codes`` (all of them, or with
-    ``lowest_only`` the lowest of each state and column); returns how many."""
-    if lowest_only:
-        m = lowest_placements_into(board, rules, shape, ss, sc, found)
-    else:
-        m = placements_into(board, rules, shape, ss, sc, found)
+def node_placements(board, rules, shape, ss, placer, sc, found, codes):
+    """The packed placements of the piece on ``board`` into ``codes`` (all of them, or the lowest
+    of each state and column: the `NODE_PLACEMENTS` token ``placer``); returns how many."""
+    m = placements_by(placer, board, rules, shape, ss, sc, found)
     for k in range(m):
         codes[k] = pack(found[k, 0], found[k, 1], found[k, 2])
     return m
 
 
 @njit(cache=True)
-def place_nodes(lo, hi, boards, rules, shape, ss, lowest_only, codes, counts):
+def place_nodes(lo, hi, boards, rules, shape, ss, placer, codes, counts):
     """`node_placements` of nodes lo .. hi-1 (one scratch for the run)."""
     sc = new_scratch(rows_for(rules.height), 1)
     found = np.empty((capacity(rules.height, rules.width), 3), np.int64)
     for i in range(lo, hi):
-        counts[i] = node_placements(boards[i], rules, shape, ss, lowest_only, sc, found, codes[i])
+        counts[i] = node_placements(boards[i], rules, shape, ss, placer, sc, found, codes[i])
 
 
+@PLACE_NODES.register("serial")
+@njit(cache=True)
+def place_all_nodes(n, chunks, boards, rules, shape, ss, placer, codes, counts):
+    """`place_nodes` of the ``n`` parents in this thread."""
+    place_nodes(0, n, boards, rules, shape, ss, placer, codes, counts)
+
+
+@PLACE_NODES.register("threads")
 @njit(cache=True, parallel=True)
-def place_nodes_parallel(n, chunks, boards, rules, shape, ss, lowest_only, codes, counts):
+def place_nodes_parallel(n, chunks, boards, rules, shape, ss, placer, codes, counts):
     """`place_nodes` over numba's threads, the parents cut into ``chunks`` runs."""
     chunks = min(n, chunks)
     for c in prange(chunks):
-        place_nodes(c * n // chunks, (c + 1) * n // chunks, boards, rules, shape, ss, lowest_only, codes, counts)
+        place_nodes(c * n // chunks, (c + 1) * n // chunks, boards, rules, shape, ss, placer, codes, counts)
 
 
 @njit(cache=True, inline="always")
@@ -307,6 +330,14 @@ def lock_nodes(lo, hi, st, kids, shape, number, rules, cfg, ruled):
             kids.cells[j] = lock.cells - f * width
 
 
+@LOCK_NODES.register("serial")
+@njit(cache=True)
+def lock_all_nodes(n, st, kids, shape, number, rules, cfg, ruled):
+    """`lock_nodes` of the ``n`` parents in this thread."""
+    lock_nodes(0, n, st, kids, shape, number, rules, cfg, ruled)
+
+
+@LOCK_NODES.register("threads")
 @njit(cache=True, parallel=True)
 def lock_nodes_parallel(n, st, kids, shape, number, rules, cfg, ruled):
     """`lock_nodes` over numba's threads (``st``: the `Parents`), in ``cfg.chunks`` runs."""
@@ -341,6 +372,14 @@ def value_kept(lo, hi, kept, boards, scores, kids, shape, rules, spec):
         kids.quality[j] = evaluate(p, pvals, spec)
 
 
+@VALUE_KEPT.register("serial")
+@njit(cache=True)
+def value_all_kept(kept, boards, scores, kids, shape, rules, spec, chunks):
+    """`value_kept` of every kept child in this thread."""
+    value_kept(0, kept.shape[0], kept, boards, scores, kids, shape, rules, spec)
+
+
+@VALUE_KEPT.register("threads")
 @njit(cache=True, parallel=True)
 def value_kept_parallel(kept, boards, scores, kids, shape, rules, spec, chunks):
     """`value_kept` over numba's threads, in ``chunks`` runs."""
@@ -621,10 +660,7 @@ def expand_layer(st, shape, t, rules, cfg):
     kids = st.kids
     per_node = kids.codes.shape[1]
     kids = grow_children(kids, n, per_node, 0, rules.height)
-    if cfg.chunks > 1:
-        place_nodes_parallel(n, cfg.chunks, st.boards, rules, shape, ss, cfg.lowest_only, kids.codes, kids.counts)
-    else:
-        place_nodes(0, n, st.boards, rules, shape, ss, cfg.lowest_only, kids.codes, kids.counts)
+    place_nodes_by(cfg.threads, n, cfg.chunks, st.boards, rules, shape, ss, cfg.placements, kids.codes, kids.counts)
     total = 0
     for i in range(n):
         kids.starts[i] = total
@@ -632,10 +668,7 @@ def expand_layer(st, shape, t, rules, cfg):
     kids = grow_children(kids, n, per_node, total, rules.height)
     ruled = t < cfg.endgame_start
     parents = Parents(st.boards, st.scores, st.clears, st.heights, st.cells)
-    if cfg.chunks > 1:
-        lock_nodes_parallel(n, parents, kids, shape, t + 1, rules, cfg, ruled)
-    else:
-        lock_nodes(0, n, parents, kids, shape, t + 1, rules, cfg, ruled)
+    lock_nodes_by(cfg.threads, n, parents, kids, shape, t + 1, rules, cfg, ruled)
     return kids, total
 
 
@@ -791,10 +824,7 @@ def run_layers(sequence, t0, t1, rules, spec, cfg, threshold, st):
         st = BeamState(st.boards, st.scores, st.clears, st.heights, st.cells, st.anc, st.trace_parent,
                        st.trace_code, st.trace_start, st.best_by_step, st.scalars, kids, slot, stamp, st.counters)
         kept, hashes = merge_equal_boards(kids, total, slot, stamp, t)
-        if cfg.chunks > 1:
-            value_kept_parallel(kept, st.boards, st.scores, kids, shape, rules, spec, cfg.chunks)
-        else:
-            value_kept(0, kept.shape[0], kept, st.boards, st.scores, kids, shape, rules, spec)
+        value_kept_by(cfg.threads, kept, st.boards, st.scores, kids, shape, rules, spec, cfg.chunks)
         b = best_child(kept, hashes, kids)  # among every kept child, before the height filter
         if top >= st.scalars[S_BEST_SCORE]:  # a later piece wins ties on score
             jb = kept[b]
@@ -842,7 +872,7 @@ def settings(cfg, rules, pieces: int, threads: int) -> BeamSettings:
     n_quality = int(width * (1.0 - cfg.score_share))
     n_score = width - n_quality
     return BeamSettings(
-        width=width, lowest_only=cfg.placements == "lowest", n_score=n_score, n_quality=n_quality,
+        width=width, placements=NODE_PLACEMENTS.token(cfg.placements), n_score=n_score, n_quality=n_quality,
         score_quota=_quota(cfg.ancestor_quotas_score, n_score, gens),
         quality_quota=_quota(cfg.ancestor_quotas_quality, n_quality, gens),
         score_height_max=max(1, int(n_score * cfg.height_quota_score)),
@@ -853,6 +883,7 @@ def settings(cfg, rules, pieces: int, threads: int) -> BeamSettings:
         min_cells=np.array([0] + list(cfg.clear_min_cells), np.int64),
         endgame_start=max(pieces - cfg.endgame_pieces, 0), sky_rows=cfg.sky_rows, sky_max_cells=cfg.sky_max_cells,
         top_row_free=cfg.top_row_free, tie_order=TIE_ORDERS.token(cfg.tie_break), keep_ties=cfg.keep_ties,
+        threads=PLACE_NODES.token("threads" if threads > 1 else "serial"),
         chunks=THREAD_CHUNKS * threads if threads > 1 else 1)
 
 

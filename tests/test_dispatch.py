@@ -81,3 +81,54 @@ def test_a_fixed_value_is_a_constant_of_each_compiled_kernel():
     assert fixed(Fixed(7)) == 7  # from Python too
     # one specialisation per value, told apart by numba's type (and so by its cache)
     assert typeof(Fixed(0)) != typeof(Fixed(1)) and len(branch_on.signatures) == 2
+
+
+HALVES = FunctionTable("test.halves", chosen_by="test.mode")
+NEGATIONS = FunctionTable("test.negations", chosen_by="test.mode")
+
+
+@HALVES.register("plain")
+@njit
+def half(x):
+    return x // 2
+
+
+@HALVES.register("other")
+@njit
+def third(x):
+    return x // 3
+
+
+@NEGATIONS.register("plain")
+@njit
+def negate(x):
+    return -x
+
+
+@NEGATIONS.register("other")
+@njit
+def negate_twice(x):
+    return x
+
+
+halve, negation = HALVES.call, NEGATIONS.call
+
+
+@njit
+def both(mode, x):
+    return negation(mode, halve(mode, x))
+
+
+def test_tables_following_one_choice_take_one_token():
+    """Tables made with one ``chosen_by`` accept each other's tokens: one token picks in each, and
+    only the entries it names are compiled."""
+    plain = HALVES.token("plain")
+    assert plain == NEGATIONS.token("plain") == Token("test.mode", "plain")
+    assert both(plain, 12) == -6
+    assert half.signatures and negate.signatures and not third.signatures and not negate_twice.signatures
+    assert both(HALVES.token("other"), 12) == 4
+    assert len(both.signatures) == 2 and third.signatures and negate_twice.signatures
+    with pytest.raises(ValueError, match=r"unknown test\.negations entry 'missing'"):
+        NEGATIONS.token("missing")
+    with pytest.raises(Exception):  # a token of another choice is no token of these tables
+        both(SQUARES.token("square"), 12)

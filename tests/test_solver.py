@@ -171,7 +171,7 @@ def test_solve_cli_config_errors(tmp_path, text, override, message):
 def test_lowest_placements_keep_the_lowest_of_each_state_and_column():
     from engine import final_board, placements
     from engine.movegen import capacity, scratch
-    from solver.beam import node_placements
+    from solver.beam import NODE_PLACEMENTS, node_placements
     from solver.layered import unpack
 
     boards = [final_board("N,N,D19,N,C1,D17,N,R3,D18", GEEK), np.zeros(20, np.uint16)]
@@ -181,12 +181,12 @@ def test_lowest_placements_keep_the_lowest_of_each_state_and_column():
     for shape in range(7):
         for board in boards:
             full = [tuple(p) for p in placements(board, GEEK, shape, 1).tolist()]
-            n = node_placements(board, GEEK.kernel, shape, 1, False, sc, found, codes)
+            n = node_placements(board, GEEK.kernel, shape, 1, NODE_PLACEMENTS.token("all"), sc, found, codes)
             assert [unpack(int(c)) for c in codes[:n]] == full         # all placements, packed
             lowest = {}
             for x, y, s in full:
                 lowest[(s, x)] = max(lowest.get((s, x), -1), y)
-            n = node_placements(board, GEEK.kernel, shape, 1, True, sc, found, codes)
+            n = node_placements(board, GEEK.kernel, shape, 1, NODE_PLACEMENTS.token("lowest"), sc, found, codes)
             got = [unpack(int(c)) for c in codes[:n]]
             assert got == [(x, y, s) for x, y, s in full if y == lowest[(s, x)]]
             assert len(got) == len(lowest)
