@@ -4,6 +4,7 @@ docs/benchmark-standard.md, asserts nothing).
     python benchmarks/bench_standard.py speed [--evaluator dellacherie] [--pieces 1000000]
     python benchmarks/bench_standard.py games [--evaluator dellacherie] [--games 10] [--seed 1000]
         [--cap 1000000000] [--rules standard] [--height 20] [--json FILE] [--resume | --force] [--jobs 1]
+    python benchmarks/bench_standard.py --versus PATH [--runs 3] [--only dellacherie|bcts] [--games N] [--height H]
 
 ``speed``: pieces per second of the 1-ply player (the whole game loop, in numba), one thread, kernels
 compiled before timing: CPU time (user + system of this process) over ``--pieces`` pieces of
@@ -32,17 +33,45 @@ Every problem with the command line or the files (a number out of range, an unkn
 ``--json`` that is a folder, cannot be written, or is not a series of this player, rules, board,
 cap and first seed) is one line naming the option or file and the problem, exit status 2, before
 any game is played. Ctrl-C or a kill (SIGTERM) writes the games finished so far and exits with 130.
+
+``--versus PATH``: MdpTetris (Thiery and Scherrer's simulator, the literature's own) beside ours,
+on the same player, board and number of games: Dellacherie's player on 10 x 14, 200 games a
+process, and BCTS's on 10 x 10, 1,000 games (`VERSUS`; ``--only`` one of them, ``--games`` and
+``--height`` another number of games or board for both sides). PATH is MdpTetris's checkout, built
+in place (its ``src/mdptetris_play_games`` and ``data/``), or that program itself; this script
+never fetches or builds it (how to: docs/benchmark-standard.md). Before anything runs it checks
+that the two play the same game: MdpTetris's feature file (``data/features/dellacherie_initial.dat``,
+``record_du.dat``) holds our preset's features and weights (`MDPTETRIS_FEATURES`), with no reward
+and -1e100 for a move that ends the game, our preset breaks ties as MdpTetris does
+(``state_then_column``), and our ``standard`` rules are MdpTetris's simplified game with
+``allow_lines_after_overflow`` 0, the game ``mdptetris_play_games`` builds (`VERSUS_RULES`).
+
+Whole processes: ours is ``games --rules standard`` in a new process (`our_command`; one thread,
+seeds 1000 + i x games in run i), so its figure counts the interpreter's start, the imports and
+loading the kernels from numba's cache, but not compiling them: an untimed run of each side (one
+game) comes first and fills numba's cache and the page cache. MdpTetris's is
+``mdptetris_play_games features/FILE GAMES 10 HEIGHT STATS`` run from its data folder; it seeds
+its pieces from the clock, so the two play other games of the same player, and they are compared
+by rows per CPU second. Each of ``--runs`` pairs runs the two one after the other (ours first in
+odd pairs, MdpTetris first in even ones) and takes the CPU time (user + system) the system
+accounts for each finished process (``wait4``: the process and the children it waited for).
+Prints each pair, the load average, the medians and the ratio ours / MdpTetris (the median of the
+pairs' ratios; above 1, ours clears more rows per CPU second). Problems (no program, a missing
+data file, a feature file that is not our player's, a program that fails or prints other than its
+scores and their mean) are one line naming the option or file, exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -55,11 +84,12 @@ sys.path.insert(0, str(ROOT))
 from pydantic import ValidationError  # noqa: E402
 
 from engine import PRESETS, get_rules  # noqa: E402
-from engine.files import (MAX_JSON_BYTES, ReadError, not_a_folder, read_json, read_text,  # noqa: E402
-                          remove_stale_temporaries, write_json)
+from engine.files import (MAX_CONFIG_BYTES, MAX_JSON_BYTES, ReadError, not_a_folder, read_json,  # noqa: E402
+                          read_text, remove_stale_temporaries, write_json)
 from engine.parallel import ParallelConfig, Pool  # noqa: E402
 from engine.validation import problem, show  # noqa: E402
 from evaluators import EvaluatorError, load_evaluator  # noqa: E402
+from evaluators.registry import canonical  # noqa: E402
 from solver import SolverConfig  # noqa: E402
 from solver.online import play_games  # noqa: E402
 from solver.online.intervals import CI_METHOD, mean_ci95  # noqa: E402
@@ -401,6 +431,255 @@ def games(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------------
+# --versus: MdpTetris beside ours
+
+#: what --versus compares (``--only`` names one): our evaluator, MdpTetris's feature file for the
+#: same player (in its data/features), the board's height (10 columns) and the games each process
+#: plays (``--height``, ``--games`` replace the last two)
+VERSUS = {"dellacherie": ("dellacherie", "dellacherie_initial.dat", 14, 200),
+          "bcts": ("bcts", "record_du.dat", 10, 1000)}
+
+#: MdpTetris's feature ids (its ``FeatureID``, include/feature_policy.h) for the features our
+#: players weigh (docs/benchmark-standard.md, "Features and players")
+MDPTETRIS_FEATURES = {1: "landing_height_zero_based", 2: "eroded_cells", 3: "row_transitions",
+                      4: "column_transitions", 5: "holes", 6: "wells_empty_below", -1: "hole_depth",
+                      -2: "rows_with_holes"}
+
+#: the rules our side plays: MdpTetris's simplified game as ``mdptetris_play_games`` builds it
+#: (``new_game(0, width, height, 0, "pieces4.dat", NULL)`` in its src/play_games.c: drops only, no
+#: preview, a point per row, ``allow_lines_after_overflow`` 0, our overflow rule "end")
+VERSUS_RULES = "standard"
+
+
+#: the first seed of our side's games (run i plays seeds VERSUS_SEED + i * games onwards)
+VERSUS_SEED = 1000
+
+
+def our_command(evaluator: str, height: int, n: int, seed: int, series: Path) -> list[str]:
+    """Our side of a ``--versus`` pair: this script's ``games``, one thread, in a new process."""
+    return [sys.executable, str(Path(__file__).resolve()), "games", "--rules", VERSUS_RULES, "--evaluator", evaluator,
+            "--height", str(height), "--games", str(n), "--seed", str(seed), "--json", str(series), "--force"]
+
+
+def peer(path: Path, features: list[str]) -> tuple[Path, Path]:
+    """MdpTetris's ``mdptetris_play_games`` and its data folder from ``--versus PATH``: its checkout
+    built in place (PATH/src/mdptetris_play_games, PATH/data), or the program itself (its data
+    folder then beside its folder); `UserError` when either, its pieces or one of ``features``
+    (files of data/features) is missing."""
+    if path.is_dir():
+        program, data = path / "src" / "mdptetris_play_games", path / "data"
+    else:
+        program, data = path, path.resolve().parent.parent / "data"
+    if not program.is_file() or not os.access(program, os.X_OK):
+        raise UserError(f"--versus {path}: no program {program} (build MdpTetris first: docs/benchmark-standard.md)")
+    for need in ["pieces4.dat", *(f"features/{name}" for name in features)]:
+        if not (data / need).is_file():
+            raise UserError(f"--versus {path}: {data / need} is missing (MdpTetris's data folder)")
+    return program.resolve(), data
+
+
+def feature_file(path: Path) -> dict[str, float]:
+    """The player of MdpTetris's feature file ``path`` in our feature names (`MDPTETRIS_FEATURES`):
+    its weights; `UserError` naming the file when it is not a fixed-weight player ``--versus``
+    can compare: a reward function other than 0 (none), a game-over value other than -1 (a move that
+    ends the game valued -1e100, as ours never plays one unless every move does), or a feature we
+    do not have."""
+    try:
+        words = read_text(path, MAX_CONFIG_BYTES, "a feature file").split()
+    except ReadError as e:
+        raise UserError(str(e)) from None
+    try:
+        reward, gameover, n = (int(w) for w in words[:3])
+        pairs = [(int(words[3 + 2 * i]), float(words[4 + 2 * i])) for i in range(n)]
+    except (ValueError, IndexError):
+        raise UserError(f"{path}: not a MdpTetris feature file (reward function, game-over value, number of "
+                        "features, then a feature id and a weight per feature)") from None
+    if reward != 0 or gameover != -1:
+        raise UserError(f"{path}: reward function {reward}, game-over value {gameover}: --versus compares "
+                        "players with reward function 0 and game-over value -1 only")
+    unknown = sorted({i for i, _ in pairs} - set(MDPTETRIS_FEATURES))
+    if unknown:
+        raise UserError(f"{path}: feature id {unknown[0]}: not one of ours (MDPTETRIS_FEATURES)")
+    weights: dict[str, float] = {}
+    for i, w in pairs:
+        weights[MDPTETRIS_FEATURES[i]] = weights.get(MDPTETRIS_FEATURES[i], 0.0) + w
+    return weights
+
+
+def same_player(name: str, evaluator: str, path: Path, height: int) -> None:
+    """`UserError` unless our ``games`` plays ``evaluator`` on 10 x ``height`` as ``mdptetris_play_games``
+    plays the feature file ``path``: the same rules (`VERSUS_RULES`), MdpTetris's tie rule (a move
+    replaces the best so far only if it is better, so the first best in (orientation, column)
+    order wins: our ``state_then_column``), and the same features with the same weights."""
+    rules = get_rules(VERSUS_RULES)
+    try:
+        rules = replace(rules, height=height)
+    except ValueError as e:
+        raise UserError(f"--height {height}: {str(e).partition(': ')[2] or e}") from None
+    if (rules.width, rules.placement, rules.overflow, rules.preview, rules.score_table, rules.score_by_cells) != \
+            (10, "drop", "end", False, (0, 1, 2, 3, 4), False):
+        raise UserError(f"rules {VERSUS_RULES!r} are no longer MdpTetris's simplified game with "
+                        "allow_lines_after_overflow 0 (VERSUS_RULES)")
+    try:
+        ours = load_evaluator(evaluator)
+    except EvaluatorError as e:
+        raise UserError(f"--only {name}: {e}") from None
+    if ours.tie_break != "state_then_column":
+        raise UserError(f"--only {name}: {evaluator} breaks ties by {ours.tie_break}, MdpTetris by the first "
+                        "(orientation, column): state_then_column")
+    mine = {canonical(k): t.weight for k, t in ours.weights.items() if t.weight != 0}
+    if any(t.table is not None or t.delta for t in ours.weights.values()):
+        raise UserError(f"--only {name}: {evaluator} has a table or delta term, which MdpTetris's files cannot hold")
+    theirs = {k: w for k, w in feature_file(path).items() if w != 0}
+    if mine.keys() != theirs.keys() or any(not math.isclose(mine[k], theirs[k], rel_tol=1e-9) for k in mine):
+        differ = sorted(k for k in mine.keys() | theirs.keys()
+                        if not math.isclose(mine.get(k, 0.0), theirs.get(k, 0.0), rel_tol=1e-9))
+        differences = ", ".join(f"{k} {theirs.get(k, 0.0):g} against our {mine.get(k, 0.0):g}" for k in differ)
+        raise UserError(f"{path}: not {evaluator}'s player: {differences}")
+
+
+def run_timed(command: list[str], who: str, cwd: Path | None = None, keep_output: bool = False) -> tuple[str, float]:
+    """Run ``command`` to its end: (its standard output if ``keep_output``, the CPU seconds, user +
+    system, the system accounts for the finished process and the children it waited for: wait4);
+    `UserError` naming ``who`` with its last line of errors when it cannot run or fails."""
+    with tempfile.TemporaryFile("w+") as err:
+        try:
+            proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE if keep_output else subprocess.DEVNULL, stderr=err,
+                                    text=True)
+        except OSError as e:
+            raise UserError(f"{who}: cannot run {command[0]}: {e.strerror or e}") from None
+        out = ""
+        if keep_output:
+            out = proc.stdout.read()
+            proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            err.seek(0)
+            last = (err.read().strip().splitlines() or ["no message"])[-1].strip()
+            end = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+            raise UserError(f"{who}: {end}: {last}")
+    cpu = usage.ru_utime + usage.ru_stime
+    if cpu <= 0:
+        raise UserError(f"{who}: no CPU time measured (too short: raise --games)")
+    return out, cpu
+
+
+def mdptetris_scores(out: str, n: int, who: str) -> list[int]:
+    """The rows of each game ``mdptetris_play_games`` printed (a line starting with ``#``, the
+    scores separated by spaces, then ``Mean score: M``); `UserError` naming ``who`` unless it printed
+    ``n`` of them and their mean."""
+    scores_text, found, rest = out.partition("Mean score:")
+    if not found:
+        raise UserError(f"{who}: no 'Mean score:' line in its output (is it mdptetris_play_games?)")
+    scores = []
+    for line in scores_text.splitlines():
+        if line.startswith("#"):  # "# Initializing the random number generator with seed ..."
+            continue
+        for word in line.split():
+            if not word.isdigit():
+                raise UserError(f"{who}: {word!r} where a game's score was expected")
+            scores.append(int(word))
+    if len(scores) != n:
+        raise UserError(f"{who}: printed {len(scores)} scores for {n} games")
+    try:
+        mean = float(rest.split()[0])
+    except (IndexError, ValueError):
+        raise UserError(f"{who}: no number after 'Mean score:'") from None
+    if abs(mean - sum(scores) / n) > 1e-6 * max(1.0, mean) + 1e-6:
+        raise UserError(f"{who}: its mean score {mean} is not the mean of its {n} scores ({sum(scores) / n})")
+    return scores
+
+
+def versus(args) -> int:
+    at_least(args, runs=1)
+    if args.versus_games is not None and args.versus_games < 1:
+        raise UserError(f"--games {args.versus_games}: must be at least 1")
+    names = list(dict.fromkeys(args.only or VERSUS))
+    cases = []
+    for name in names:
+        evaluator, features, height, n = VERSUS[name]
+        cases.append((name, evaluator, features, args.versus_height or height, args.versus_games or n))
+    program, data = peer(args.versus, [c[2] for c in cases])
+    for name, evaluator, features, height, _ in cases:
+        same_player(name, evaluator, data / "features" / features, height)
+    load = lambda: " ".join(f"{x:.2f}" for x in os.getloadavg())  # noqa: E731
+    print(f"MdpTetris ({program}) beside ours, commit {commit()}, {time.strftime('%Y-%m-%d %H:%M')}, "
+          f"{args.runs} pair(s) a player, load average {load()}\n"
+          "  whole processes one after the other (which one first alternates from pair to pair); CPU time = "
+          "user + system of each finished process (wait4)\n"
+          f"  ours: a new `games --rules {VERSUS_RULES}` process each run, so the interpreter's start, the imports "
+          "and loading the kernels from numba's cache are counted, compiling is not (an untimed run of each "
+          "side first fills numba's cache and the page cache)\n"
+          "  the same game: MdpTetris's simplified game, allow_lines_after_overflow 0 (as mdptetris_play_games "
+          f"builds it) = our {VERSUS_RULES!r} rules; ties to the first (orientation, column) = state_then_column; "
+          "its feature file's weights = our preset's (checked); MdpTetris seeds its pieces from the clock, so "
+          "the games differ", flush=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-versus-") as tmp:
+            pit(program, data, cases, args.runs, Path(tmp), load)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+def pit(program: Path, data: Path, cases: list, runs: int, tmp: Path, load) -> None:
+    """`versus`'s pairs, for each of ``cases`` (name, evaluator, feature file, height, games), with
+    their files in ``tmp``: prints each pair, the medians and the ratio."""
+    series, stats = tmp / "ours.json", tmp / "stats.txt"
+
+    def ours(evaluator: str, height: int, n: int, seed: int) -> tuple[int, float, float]:
+        """(rows, CPU seconds of the process, CPU seconds of its games alone)"""
+        command = our_command(evaluator, height, n, seed, series)
+        _, cpu = run_timed(command, f"ours (games --evaluator {evaluator} --height {height} --games {n})")
+        try:
+            played = json.loads(series.read_text(encoding="utf-8"))["games"]
+            rows, in_games = sum(g["rows"] for g in played), sum(g["cpu_seconds"] for g in played)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UserError(f"ours: {series}: not the series of its games ({e})") from None
+        if len(played) != n:
+            raise UserError(f"ours: {series}: {len(played)} games for {n}")
+        return rows, cpu, in_games
+
+    def theirs(features: str, height: int, n: int) -> tuple[int, float]:
+        command = [str(program), f"features/{features}", str(n), "10", str(height), str(stats)]
+        who = f"--versus: {program.name} {' '.join(command[1:5])}"
+        out, cpu = run_timed(command, who, cwd=data, keep_output=True)
+        return sum(mdptetris_scores(out, n, who)), cpu
+
+    for _, evaluator, features, height, n in cases:
+        print(f"{evaluator} on 10 x {height}, {n:,} games a process (MdpTetris: features/{features}):", flush=True)
+        (a, acpu, _), (b, bcpu) = ours(evaluator, height, 1, VERSUS_SEED), theirs(features, height, 1)
+        print(f"  warm-up, 1 game each, not counted: ours {a:,} rows in {acpu:.2f} s of CPU, MdpTetris {b:,} rows "
+              f"in {bcpu:.2f} s", flush=True)
+        pairs = []
+        for i in range(runs):
+            seed = VERSUS_SEED + i * n  # other games each run, as MdpTetris's
+            if i % 2 == 0:
+                o = ours(evaluator, height, n, seed)
+                t = theirs(features, height, n)
+            else:
+                t = theirs(features, height, n)
+                o = ours(evaluator, height, n, seed)
+            pairs.append((o, t))
+            print(f"  pair {i + 1} ({'ours' if i % 2 == 0 else 'MdpTetris'} first): ours {o[0]:,} rows in "
+                  f"{o[1]:.2f} s ({o[0] / o[1]:,.0f}/s; {o[2]:.2f} s in its games), MdpTetris {t[0]:,} rows in "
+                  f"{t[1]:.2f} s ({t[0] / t[1]:,.0f}/s): ratio {(o[0] / o[1]) / (t[0] / t[1]):.3f}", flush=True)
+        print(f"  rows per CPU second, median (min-max) of {runs}, load average now {load()}:")
+        spread = lambda xs: f"{np.median(xs):>9,.0f} ({min(xs):,.0f}-{max(xs):,.0f})"  # noqa: E731
+        print(f"    MdpTetris {spread([t[0] / t[1] for _, t in pairs])}; "
+              f"{np.median([t[1] for _, t in pairs]):.2f} s of CPU a process")
+        print(f"    ours      {spread([o[0] / o[1] for o, _ in pairs])}; "
+              f"{np.median([o[1] for o, _ in pairs]):.2f} s of CPU a process, "
+              f"{np.median([o[1] - o[2] for o, _ in pairs]):.2f} s of it outside its games")
+        ratios = [(o[0] / o[1]) / (t[0] / t[1]) for o, t in pairs]
+        print(f"  ratio ours / MdpTetris (above 1: ours clears more rows per CPU second): {np.median(ratios):.3f} "
+              f"({min(ratios):.3f}-{max(ratios):.3f})", flush=True)
+
+
 def series_file(text: str) -> Path:
     """``--json``'s value: a file name (not empty)."""
     if not text:
@@ -417,7 +696,15 @@ class Parser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     ap = Parser(prog="bench_standard.py", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="what", required=True)
+    ap.add_argument("--versus", type=Path, metavar="PATH", help="MdpTetris's built checkout (or its "
+                    "mdptetris_play_games): run it beside ours and print the ratio")
+    ap.add_argument("--runs", type=int, help="--versus: pairs of processes per player (default 3)")
+    ap.add_argument("--only", choices=list(VERSUS), action="append", help="--versus: this player only")
+    ap.add_argument("--games", dest="versus_games", type=int, metavar="N",
+                    help="--versus: games each process plays (default: the player's in VERSUS, 200 or 1,000)")
+    ap.add_argument("--height", dest="versus_height", type=int, metavar="H",
+                    help="--versus: rows of the board (default: the player's in VERSUS, 14 or 10)")
+    sub = ap.add_subparsers(dest="what")
     for name in ("speed", "games"):
         p = sub.add_parser(name)
         p.add_argument("--evaluator", default="dellacherie")
@@ -435,7 +722,19 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--jobs", type=int, default=1, help="games at once, in worker processes (the series "
                            "is the same whatever the number)")
     args = ap.parse_args(argv)
+    if (args.versus is None) == (args.what is None):
+        ap.error("give one of speed, games or --versus PATH")
+    if args.versus is None:
+        given = [o for o, v in (("--runs", args.runs), ("--only", args.only), ("--games", args.versus_games),
+                                ("--height", args.versus_height)) if v is not None]
+        if given:
+            ap.error(f"{given[0]} before {args.what} is a --versus option ({args.what}'s own options come after "
+                     f"{args.what})")
+    elif args.runs is None:
+        args.runs = 3
     try:
+        if args.versus is not None:
+            return versus(args)
         return speed(args) if args.what == "speed" else games(args)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
