@@ -8,7 +8,8 @@ contest engine's replay), `state` (one game between pieces). Beside them, what e
 every configuration section, `validation.Strict`, and the one-line configuration error), `config`
 (configuration files and their ``key=value`` overrides), `paths` (dotted paths into configuration
 data), `registry` (the one idiom for whatever is found by name: rules presets, function tables,
-features, policies, tuners), `dispatch` (tables of numba functions chosen by name), `parallel`
+features, policies, tuners), `dispatch` (tables of numba functions chosen by name), `jit` (kernels
+called only from kernels, compiled without numba's CPython wrapper), `parallel`
 (the worker pool: in process, loky or dask), `memory` (what a size will allocate, checked against
 the memory there is) and `provenance` (where a result came from, and the command as typed).
 """

@@ -36,6 +36,7 @@ from numba import njit
 
 from .board import popcount, run_fill
 from .dispatch import fixed
+from .jit import inner
 from .rules import LOWEST_PLACEMENTS, OVERFLOW_CLEAR_FIRST, PLACEMENTS
 
 STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
@@ -92,7 +93,7 @@ def capacity(height, width):
     return 4 * (height + EXTRA_ROWS) * (width + 8)
 
 
-@njit(cache=True)
+@inner
 def fit_masks(board, cells, width, fit, free, states, ext, lowest_dy, cell_shift):
     """Fill ``fit[s, cy]`` (s in 0..states-1, cy in 0..rows-1): bit ``cx + XOFF`` set when the piece
     with offsets ``cells[s]`` centred at (cx, cy) is valid on ``board``; and ``free[s]``, the same
@@ -158,7 +159,7 @@ def _within(sx, reach):
     return ((np.int64(1) << (hi - lo + 1)) - 1) << lo
 
 
-@njit(cache=True)
+@inner
 def sky_row(fit, free, sx, sy, states):
     """The lowest row Y such that every centre row sy..Y is open sky: in each state the piece
     fits exactly where it fits on an empty board, and every state fits at the spawn. Returns -1
@@ -197,7 +198,7 @@ def copy_layer(dst, src):
             dst[s, y] = src[s, y]
 
 
-@njit(cache=True)
+@inner
 def search(sc, sx, sy, ss, max_steps, store, states):
     """Breadth-first search from the spawn (sx, sy, ss) over at most ``max_steps`` steps, in a graph
     of ``states`` states whose rotation goes from s to (s + 1) mod ``states``: the piece's four
@@ -360,7 +361,7 @@ def drop_kept(rules, y, lo):
     return fixed(rules.overflow) == OVERFLOW_CLEAR_FIRST or y + lo >= 0
 
 
-@njit(cache=True)
+@inner
 def drop_placements_into(board, rules, shape, sc, out):
     """Drop-only placements: for each distinct state, every column where the piece fits above the
     board, dropped straight down to the first row it cannot enter (`drop_row`), kept by `drop_kept`.
@@ -393,7 +394,7 @@ def drop_placements_into(board, rules, shape, sc, out):
     return n
 
 
-@njit(cache=True)
+@inner
 def sweep(sc, sx, sy, ss, max_steps, states):
     """Every position reachable from the spawn (sx, sy, ss) with no step limit, into ``visited``,
     row by row from the top: a piece never moves up, so a row's positions are those reached by one
@@ -451,7 +452,7 @@ def sweep(sc, sx, sy, ss, max_steps, states):
     return bound <= max_steps
 
 
-@njit(cache=True)
+@inner
 def reach(board, rules, shape, spawn_state, sc):
     """Fill ``sc`` with where ``shape`` spawning in ``spawn_state`` can go within the step limit, on
     its distinct states (`Rules.periods`; class c's cells are state c's); returns the number of
@@ -495,7 +496,7 @@ def placements_into(board, rules, shape, spawn_state, sc, out):
 
 
 @PLACEMENTS.register("reachable")
-@njit(cache=True)
+@inner
 def reachable_placements_into(board, rules, shape, spawn_state, sc, out):
     """`placements_into` under rules of single steps from the spawn: the resting positions `reach`
     finds, and with ``rules.floating`` the mid-air clears (`floating_mask`)."""
@@ -565,7 +566,7 @@ def floating_mask(board, cells_c, visited, fit, c, y, rules, spawn_class):
 
 @PLACEMENTS.register("drop")
 @LOWEST_PLACEMENTS.register("drop")  # one per (state, column) already
-@njit(cache=True)
+@inner
 def dropped_placements_into(board, rules, shape, spawn_state, sc, out):
     """`placements_into` under drop-only rules (`drop_placements_into`; the spawn state plays no part)."""
     return drop_placements_into(board, rules, shape, sc, out)
@@ -579,7 +580,7 @@ def lowest_placements_into(board, rules, shape, spawn_state, sc, out):
 
 
 @LOWEST_PLACEMENTS.register("reachable")
-@njit(cache=True)
+@inner
 def lowest_reachable_placements_into(board, rules, shape, spawn_state, sc, out):
     """`lowest_placements_into` under rules of single steps from the spawn; with ``rules.floating``
     the mid-air clears too (`floating_mask`), in the same order."""

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from engine.board import bit_length, popcount, run_fill
+from engine.jit import inner
 
 from .incremental import column_form, local_rows
 from .registry import board_feature, board_features, placement_feature, row_feature, tie_break
@@ -63,7 +64,7 @@ def stack_int64(typingctx, n):
     return types.CPointer(types.int64)(n), codegen
 
 
-@njit(cache=True)
+@inner
 def count_holes(board, width, top):
     """Holes (empty cells with an occupied cell anywhere above them in the same column)."""
     cover = 0
@@ -75,7 +76,7 @@ def count_holes(board, width, top):
     return n
 
 
-@njit(cache=True)
+@inner
 def count_open_holes(board, width, top):
     """Open holes, by a bit-parallel flood fill of the empty cells from the row ``top``."""
     height = board.shape[0]

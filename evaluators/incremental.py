@@ -49,6 +49,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.extending import overload
 
 from engine.board import popcount
+from engine.jit import inner
 from engine.movegen import MAX_COLUMNS
 
 from . import registry
@@ -158,7 +159,7 @@ def columns_into(board, width, top, cols, child):
         child[x] = cols[x]
 
 
-@njit(cache=True)
+@inner
 def put_piece(p, child):
     """Set the cells of the lock ``p`` inside the board in the view's ``child`` columns; returns
     the first and last index they fall in (width + 1 and 0 when none does)."""
@@ -175,7 +176,7 @@ def put_piece(p, child):
     return a, b
 
 
-@njit(cache=True)
+@inner
 def take_piece(p, child, cols):
     """Put the view's ``child`` columns the lock ``p`` changed back to the parent's."""
     for k in range(4):
@@ -184,7 +185,7 @@ def take_piece(p, child, cols):
             child[i] = cols[i]
 
 
-@njit(cache=True)
+@inner
 def piece_rows(cells):
     """The least and the greatest dy of a piece's cells: the rows it may change, from its centre's
     (a row between them without a cell of the piece is the parent's, and changes nothing)."""

@@ -44,6 +44,7 @@ from numba.extending import overload
 
 from engine import _numba_cache
 from engine.dispatch import Static
+from engine.jit import inner
 from engine.registry import Registry
 
 BOARD = "board"
@@ -310,7 +311,7 @@ def measure(name: str, board: np.ndarray, width: int) -> float:
     return v if f.output is None else v[f.output]
 
 
-@njit(cache=True)
+@inner
 def top_row(board):
     """Row of the highest occupied cell (smallest y), or ``height`` for an empty board."""
     height = board.shape[0]
@@ -439,7 +440,7 @@ def priority(spec, x, state, spawn_x, spawn_state):
 WEIGHT, ACTIVE, DELTA, TABLE_LEN, TABLE = 0, 1, 2, 3, 4
 
 
-@njit(cache=True)
+@inner
 def term(i, value, parent_values, spec):
     """Feature ``i``'s term: weight x table(value - parent value if delta, else value). A plain call
     (LLVM inlines it where it pays): inlined by numba, each delta or table term of an evaluator

@@ -11,9 +11,9 @@ from abc import ABC, abstractmethod
 from typing import Callable, NamedTuple
 
 import numpy as np
-from numba import njit
 
 from engine import Rules
+from engine.jit import inner
 from engine.lock import GOING_ON, lock_copy, lock_piece, lost
 from evaluators import Evaluator, Placement, evaluate
 from evaluators.incremental import ColumnView, column_scratch
@@ -36,13 +36,13 @@ class ValueScratch(NamedTuple):
     columns: ColumnView
 
 
-@njit(cache=True)
+@inner
 def value_scratch(n_features, height):
     return ValueScratch(np.zeros(n_features), np.zeros(height, np.uint16), np.zeros(height, np.uint16),
                         column_scratch(n_features))
 
 
-@njit(cache=True)
+@inner
 def best_first(values, ranks, n):
     """The indices 0..n-1 best first: ``values`` descending, then tie-break ``ranks`` ascending
     (`evaluators.priority`), then index (generation order). An insertion sort: n is one piece's
@@ -58,7 +58,7 @@ def best_first(values, ranks, n):
     return out
 
 
-@njit(cache=True)
+@inner
 def value_child(board, rules, shape, s, x, y, number, spec, vs):
     """Lock piece ``number`` (1-based) of ``shape`` at (x, y, s) on a copy of ``board`` (`lock_copy`:
     ``vs.locked`` and ``vs.cleared`` receive the board before and after the clear) and value it with
@@ -85,7 +85,7 @@ def new_path(pieces: int) -> Path:
     return Path(np.zeros((pieces, 3), np.int64), np.zeros(pieces, np.int64), np.zeros(5, np.int64))
 
 
-@njit(cache=True)
+@inner
 def commit(board, rules, shape, x, y, s, t, score, path):
     """Lock piece ``t`` (0-based) at (x, y, s) on ``board`` for good: record the placement, the
     score after it and its clear kind in ``path``; returns the new score."""
@@ -99,7 +99,7 @@ def commit(board, rules, shape, x, y, s, t, score, path):
     return score + lock.points
 
 
-@njit(cache=True)
+@inner
 def _path_scores(placements, sequence, rules, path):
     board = np.zeros(rules.height, np.uint16)
     score = 0

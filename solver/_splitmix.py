@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.jit import inner
+
 #: the increment of the generator's state (2^64 / golden ratio, odd)
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -18,7 +20,7 @@ def mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@inner
 def next_random(state):
     """The next output of the generator whose state is ``state[0]`` (a uint64 array, advanced in
     place)."""

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from engine.board import copy_rows, popcount
+from engine.jit import inner
 from engine.lock import spawn_blocked, spawn_state
 from evaluators import load_evaluator
 
@@ -139,7 +139,7 @@ def new_state(pieces: int, height: int) -> BacksearchState:
                            np.zeros(pieces, np.int64), np.zeros(len(MODE_NAMES), np.int64))
 
 
-@njit(cache=True)
+@inner
 def _base_complete(board, base_rows, width):
     """Whether each of the bottom ``base_rows`` rows holds exactly ``width - 1`` cells."""
     height = board.shape[0]
@@ -149,14 +149,14 @@ def _base_complete(board, base_rows, width):
     return True
 
 
-@njit(cache=True)
+@inner
 def _end_base(st, t):
     """The base is done, or given up, before piece ``t``: no back-up goes below ``t`` any more."""
     st[BASE_DONE] = 1
     st[BASE_END] = t
 
 
-@njit(cache=True)
+@inner
 def _cut_back(st, by_step, start, t):
     """Cut the path back from piece ``t`` to piece ``start`` (a back-up): pieces start..t-1 are undone."""
     st[UNDONE] += t - start
@@ -165,14 +165,14 @@ def _cut_back(st, by_step, start, t):
     st[SCORE] = by_step[start - 1] if start > 0 else 0
 
 
-@njit(cache=True)
+@inner
 def _end_at(st, by_step, u):
     """End the path after piece ``u`` (a failed threshold check)."""
     st[T] = u + 1
     st[SCORE] = by_step[u]
 
 
-@njit(cache=True)
+@inner
 def _first_below(by_step, threshold, lo, hi):
     """The first piece u in [lo, hi) whose score is below ``threshold[u]``, or -1."""
     for u in range(max(lo, 0), hi):
@@ -181,7 +181,7 @@ def _first_below(by_step, threshold, lo, hi):
     return -1
 
 
-@njit(cache=True)
+@inner
 def _mode(st, t, settings):
     """The mode of piece ``t``: the base until it is done (given up here once ``base_max`` pieces
     have not done it), survival up to the last point of death, else points (a new point of death
@@ -196,7 +196,7 @@ def _mode(st, t, settings):
     return POINTS
 
 
-@njit(cache=True)
+@inner
 def _choose(board, t, sequence, rules, pspec, sspec, settings, mode, work):
     """The lookahead's `Choice` for piece ``t`` in ``mode`` (each evaluator is its own numba type,
     hence one call per mode)."""
@@ -207,7 +207,7 @@ def _choose(board, t, sequence, rules, pspec, sspec, settings, mode, work):
     return lookahead_choice(board, t, sequence, rules, sspec, settings.survival, work)
 
 
-@njit(cache=True)
+@inner
 def _after_death(st, by_step, mode, t, floor, settings):
     """Every path of piece ``t``'s lookahead in ``mode`` dies: give the base up, or (points) make
     ``t`` the point of death and back up ``backup`` pieces, not below ``floor``, to replay
@@ -232,7 +232,7 @@ def _after_death(st, by_step, mode, t, floor, settings):
     return False
 
 
-@njit(cache=True)
+@inner
 def _place(board, t, mode, choice, sequence, rules, settings, state):
     """Piece ``t`` goes to ``choice`` in ``mode``: committed to the path, the board after it kept in
     ``hist[t + 1]``, and the base done if this piece completed it."""
@@ -246,7 +246,7 @@ def _place(board, t, mode, choice, sequence, rules, settings, state):
         _end_base(st, t + 1)
 
 
-@njit(cache=True)
+@inner
 def _step(sequence, rules, pspec, sspec, settings, threshold, state, work, board):
     """One step of the game in ``state``: the next piece placed, or a mode change or back-up after a
     death. Returns the stop code: `GOING`, `DONE` (no piece left), `STUCK`, `BLOCKED`, or `ABORTED`
@@ -274,7 +274,7 @@ def _step(sequence, rules, pspec, sspec, settings, threshold, state, work, board
     return GOING
 
 
-@njit(cache=True)
+@inner
 def _check_tail(stop, state, threshold, reach):
     """The game stopped (``stop``): the threshold check of its last ``reach`` pieces, which no
     back-up can undo now. Returns ``stop``, or `ABORTED` with the path ended at the first failure."""
@@ -287,7 +287,7 @@ def _check_tail(stop, state, threshold, reach):
     return ABORTED
 
 
-@njit(cache=True)
+@inner
 def backsearch_run(sequence, budget, rules, pspec, sspec, settings, threshold, state):
     """Advance the game in ``state`` (a `BacksearchState`) by at most ``budget`` steps (placements
     and back-ups) over the game's pieces ``sequence``, with the points evaluator ``pspec`` and the

@@ -41,6 +41,7 @@ from numba import get_num_threads, njit, prange
 
 from engine.board import copy_rows, place, popcount
 from engine.dispatch import FunctionTable
+from engine.jit import inner
 from engine.lock import lock_counted, lost, spawn_state
 from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
@@ -178,7 +179,7 @@ def occupied_height(board):
     return 0
 
 
-@njit(cache=True)
+@inner
 def board_words(boards, idx):
     """Each board as int64 words of four rows, top word first, the word's top row in its low 16
     bits: ``out[w, m]`` for board ``idx[m]`` (the 1,395,326 solver's order of tied boards compares
@@ -200,14 +201,14 @@ tie_keys = TIE_ORDERS.call
 
 
 @TIE_ORDERS.register("hash")
-@njit(cache=True)
+@inner
 def hash_tie_keys(boards, idx, hashes):
     """One key row: the board's hash (`board_hash`), smaller first."""
     return hashes.reshape((1, hashes.shape[0]))
 
 
 @TIE_ORDERS.register("board")
-@njit(cache=True)
+@inner
 def board_tie_keys(boards, idx, hashes):
     """One key row per word of four rows (`board_words`), the top word first, larger first."""
     return -board_words(boards, idx)
@@ -234,7 +235,7 @@ VALUE_KEPT = FunctionTable("beam.value_kept", chosen_by=THREADS)
 place_nodes_by, lock_nodes_by, value_kept_by = PLACE_NODES.call, LOCK_NODES.call, VALUE_KEPT.call
 
 
-@njit(cache=True)
+@inner
 def node_placements(board, rules, shape, ss, placer, sc, found, codes):
     """The packed placements of the piece on ``board`` into ``codes`` (all of them, or the lowest
     of each state and column: the `NODE_PLACEMENTS` token ``placer``); returns how many."""
@@ -244,7 +245,7 @@ def node_placements(board, rules, shape, ss, placer, sc, found, codes):
     return m
 
 
-@njit(cache=True)
+@inner
 def place_nodes(lo, hi, boards, rules, shape, ss, placer, codes, counts):
     """`node_placements` of nodes lo .. hi-1 (one scratch for the run)."""
     sc = new_scratch(rows_for(rules.height), 1)
@@ -254,14 +255,14 @@ def place_nodes(lo, hi, boards, rules, shape, ss, placer, codes, counts):
 
 
 @PLACE_NODES.register("serial")
-@njit(cache=True)
+@inner
 def place_all_nodes(n, chunks, boards, rules, shape, ss, placer, codes, counts):
     """`place_nodes` of the ``n`` parents in this thread."""
     place_nodes(0, n, boards, rules, shape, ss, placer, codes, counts)
 
 
 @PLACE_NODES.register("threads")
-@njit(cache=True, parallel=True)
+@inner(parallel=True)
 def place_nodes_parallel(n, chunks, boards, rules, shape, ss, placer, codes, counts):
     """`place_nodes` over numba's threads, the parents cut into ``chunks`` runs."""
     chunks = min(n, chunks)
@@ -278,7 +279,7 @@ def reaches_top_row(cells, y):
     return False
 
 
-@njit(cache=True)
+@inner
 def sky_thin(board, h, sky_rows, sky_max):
     """Whether the top ``sky_rows`` occupied rows of ``board`` (occupied height ``h``) each hold
     at most ``sky_max`` cells."""
@@ -291,7 +292,7 @@ def sky_thin(board, h, sky_rows, sky_max):
     return True
 
 
-@njit(cache=True)
+@inner
 def lock_nodes(lo, hi, st, kids, shape, number, rules, cfg, ruled):
     """Lock every placement of nodes lo .. hi-1 on a copy of its parent (``st``: the `Parents`)
     and apply the hard rules (`Children` at ``kids.starts[i] + k``; the quality comes later, for the
@@ -331,14 +332,14 @@ def lock_nodes(lo, hi, st, kids, shape, number, rules, cfg, ruled):
 
 
 @LOCK_NODES.register("serial")
-@njit(cache=True)
+@inner
 def lock_all_nodes(n, st, kids, shape, number, rules, cfg, ruled):
     """`lock_nodes` of the ``n`` parents in this thread."""
     lock_nodes(0, n, st, kids, shape, number, rules, cfg, ruled)
 
 
 @LOCK_NODES.register("threads")
-@njit(cache=True, parallel=True)
+@inner(parallel=True)
 def lock_nodes_parallel(n, st, kids, shape, number, rules, cfg, ruled):
     """`lock_nodes` over numba's threads (``st``: the `Parents`), in ``cfg.chunks`` runs."""
     chunks = min(n, cfg.chunks)
@@ -346,7 +347,7 @@ def lock_nodes_parallel(n, st, kids, shape, number, rules, cfg, ruled):
         lock_nodes(c * n // chunks, (c + 1) * n // chunks, st, kids, shape, number, rules, cfg, ruled)
 
 
-@njit(cache=True)
+@inner
 def value_kept(lo, hi, kept, boards, scores, kids, shape, rules, spec):
     """The evaluator's value of the kept children ``kept[lo:hi]`` (into ``kids.quality``): each is
     locked again on its parent (``boards``, ``scores``: the parents') for the board before the clear,
@@ -373,14 +374,14 @@ def value_kept(lo, hi, kept, boards, scores, kids, shape, rules, spec):
 
 
 @VALUE_KEPT.register("serial")
-@njit(cache=True)
+@inner
 def value_all_kept(kept, boards, scores, kids, shape, rules, spec, chunks):
     """`value_kept` of every kept child in this thread."""
     value_kept(0, kept.shape[0], kept, boards, scores, kids, shape, rules, spec)
 
 
 @VALUE_KEPT.register("threads")
-@njit(cache=True, parallel=True)
+@inner(parallel=True)
 def value_kept_parallel(kept, boards, scores, kids, shape, rules, spec, chunks):
     """`value_kept` over numba's threads, in ``chunks`` runs."""
     n = kept.shape[0]
@@ -389,7 +390,7 @@ def value_kept_parallel(kept, boards, scores, kids, shape, rules, spec, chunks):
         value_kept(c * n // chunks, (c + 1) * n // chunks, kept, boards, scores, kids, shape, rules, spec)
 
 
-@njit(cache=True)
+@inner
 def grow_children(kids, nodes, per_node, total, height):
     """``kids`` with room for ``nodes`` parents of ``per_node`` placements and ``total`` children
     (the same arrays when they are big enough)."""
@@ -412,7 +413,7 @@ def grow_children(kids, nodes, per_node, total, height):
 # Merging equal boards
 
 
-@njit(cache=True)
+@inner
 def merge_equal_boards(kids, total, slot, stamp, layer):
     """Of the surviving children with equal boards keep one: the higher score, then fewer clears,
     then the first generated. Returns the kept children's indices in generation order and their
@@ -463,13 +464,13 @@ def merge_equal_boards(kids, total, slot, stamp, layer):
 # Ranking and picking
 
 
-@njit(cache=True)
+@inner
 def dense_ranks(key):
     """Each key's rank among the distinct keys (0 = the smallest; equal keys, equal ranks)."""
     return ranks_in(radix_argsort(key), key)
 
 
-@njit(cache=True)
+@inner
 def ranks_in(order, key):
     """The dense ranks of ``key`` given its ascending ``order``."""
     out = np.empty(key.shape[0], np.int64)
@@ -491,7 +492,7 @@ def bits_for(v):
     return b
 
 
-@njit(cache=True)
+@inner
 def pack_rows(rows):
     """One int64 per candidate ordering the candidates as ``rows`` do (lexicographically, each row
     ascending; equal exactly when every row is equal): each row offset by its least value, the
@@ -533,7 +534,7 @@ def comes_before(key, ties, a, b):
     return a < b
 
 
-@njit(cache=True)
+@inner
 def order_runs(order, group, key, ties):
     """Within each run of ``order`` whose candidates share ``group``, put them in the order of
     `comes_before` (an insertion sort: runs are short)."""
@@ -552,7 +553,7 @@ def order_runs(order, group, key, ties):
         start = k
 
 
-@njit(cache=True)
+@inner
 def ranking_order(rows, ties):
     """The candidates in ranking order: by the rank ``rows`` (lexicographically, ascending), then
     the tie order's ``ties`` rows, then generation order. Returns (order, head), ``head`` equal for
@@ -563,7 +564,7 @@ def ranking_order(rows, ties):
     return order, head
 
 
-@njit(cache=True)
+@inner
 def quality_order(q_order, q_rank, sc, ties):
     """The quality ranking (quality, then score, both descending, then the ties) from the
     candidates already in order of quality (``q_order``, stable, and its dense ranks ``q_rank``):
@@ -586,7 +587,7 @@ class Picks(NamedTuple):
     height_max: int
 
 
-@njit(cache=True)
+@inner
 def pick(order, head, rule, anc, heights, taken, counters, hcount, out, keep_ties):
     """Walk ``order`` taking nodes not yet ``taken`` within the quotas into ``out`` up to
     ``rule.want`` picks; with ``keep_ties`` then go on taking the nodes within the quotas whose
@@ -627,7 +628,7 @@ def pick(order, head, rule, anc, heights, taken, counters, hcount, out, keep_tie
     return n
 
 
-@njit(cache=True)
+@inner
 def rank_rows(score_first, per_clear, sc, clears, qk):
     """A ranking's rows, most significant first, each ascending: score per clear (``per_clear``),
     then score and quality (``score_first``) or quality and score; descending values negated
@@ -651,7 +652,7 @@ def rank_rows(score_first, per_clear, sc, clears, qk):
 # One layer
 
 
-@njit(cache=True)
+@inner
 def expand_layer(st, shape, t, rules, cfg):
     """Children of the layer ``st`` for piece ``t``: placements, then locks and hard rules.
     Returns (children, how many)."""
@@ -672,7 +673,7 @@ def expand_layer(st, shape, t, rules, cfg):
     return kids, total
 
 
-@njit(cache=True)
+@inner
 def best_child(kept, hashes, kids):
     """The best of the kept children: the highest score, then the higher quality, then the lower
     board hash. Returns its position in ``kept``."""
@@ -685,7 +686,7 @@ def best_child(kept, hashes, kids):
     return b
 
 
-@njit(cache=True)
+@inner
 def layer_best(kids, total):
     """(best score, tallest occupied height) of the surviving children; the score is -1 when none
     survives. Merging equal boards changes neither (a group's boards share their height and its
@@ -699,7 +700,7 @@ def layer_best(kids, total):
     return top, tallest
 
 
-@njit(cache=True)
+@inner
 def drop_far_below(kids, total, top, cfg):
     """Mark dead the surviving children more than ``score_gap`` points below ``top`` (before the
     merge: a group of equal boards keeps its best score, so its winner is never among them)."""
@@ -708,7 +709,7 @@ def drop_far_below(kids, total, top, cfg):
             kids.alive[j] = False
 
 
-@njit(cache=True)
+@inner
 def near_the_tallest(kept, hashes, kids, tallest, cfg):
     """The kept children whose stack is at most ``height_gap`` rows lower than ``tallest``."""
     near = np.empty(kept.shape[0], np.bool_)
@@ -717,7 +718,7 @@ def near_the_tallest(kept, hashes, kids, tallest, cfg):
     return kept[near], hashes[near]
 
 
-@njit(cache=True)
+@inner
 def cut(cand, hashes, kids, st, cfg):
     """The picks among the candidates (children indices ``cand``), score picks first, as positions
     into ``cand``."""
@@ -745,7 +746,7 @@ def cut(cand, hashes, kids, st, cfg):
     return out[:n_score + n_quality]
 
 
-@njit(cache=True)
+@inner
 def ancestors(cand, kids, st):
     """The ancestors of each candidate: its parent, then the parent's ancestors (one generation
     fewer than the layer keeps)."""
@@ -759,7 +760,7 @@ def ancestors(cand, kids, st):
     return out
 
 
-@njit(cache=True)
+@inner
 def next_layer(st, kids, chosen, t, top, width):
     """The state after layer ``t``: the chosen children become the nodes, their parents and
     placements are traced."""
@@ -796,7 +797,7 @@ def next_layer(st, kids, chosen, t, top, width):
                      st.best_by_step, st.scalars, kids, st.merge_slot, st.merge_stamp, counters)
 
 
-@njit(cache=True)
+@inner
 def merge_table(st, total):
     """The merge table, grown to a power of two at least twice ``total``."""
     size = st.merge_slot.shape[0]
@@ -807,7 +808,7 @@ def merge_table(st, total):
     return np.zeros(size, np.int64), np.full(size, -1, np.int64)
 
 
-@njit(cache=True)
+@inner
 def run_layers(sequence, t0, t1, rules, spec, cfg, threshold, st):
     """Play layers t0 .. t1-1 from ``st``; returns (state, layers done, stop code: `GOING`,
     `STUCK` or `ABORTED`)."""
@@ -843,7 +844,7 @@ def run_layers(sequence, t0, t1, rules, spec, cfg, threshold, st):
     return st, t1, GOING
 
 
-@njit(cache=True)
+@inner
 def trace_back(st):
     """The placements (x, y, state) of the path to the best child, from the first piece."""
     piece = st.scalars[S_BEST_PIECE]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.jit import inner
+
 #: a board's 64-bit FNV-1a hash (`board_hash`: the beam's ``hash`` tie order and its best child's
 #: last tie, the segment search's last tie)
 FNV_OFFSET = np.uint64(14695981039346656037)
@@ -74,7 +76,7 @@ def same_board(a, b):
 # Ranking keys and arrays
 
 
-@njit(cache=True)
+@inner
 def descending(values):
     """int64 keys whose ascending order is the descending order of the floats ``values`` (their
     bits, the negative ones' magnitude bits flipped, then all bits flipped; -0.0 counts as 0.0)."""
@@ -88,7 +90,7 @@ def descending(values):
     return out
 
 
-@njit(cache=True)
+@inner
 def radix_argsort(key):
     """The stable argsort of int64 ``key``: a least-significant-digit radix sort over the bytes that
     vary among the keys (linear in the number of keys)."""
@@ -125,7 +127,7 @@ def radix_argsort(key):
     return order
 
 
-@njit(cache=True)
+@inner
 def grown(a, n):
     """``a`` with room for at least ``n`` rows along its first axis: ``a`` itself when it has them,
     else a copy of it at least twice as long, the rows beyond its own zero."""

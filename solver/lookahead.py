@@ -17,9 +17,9 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from engine.board import popcount
+from engine.jit import inner
 from engine.lock import lock_piece, spawn_blocked, spawn_state
 from engine.movegen import MoveScratch, capacity, new_scratch, placements_into, rows_for
 from evaluators import board_values, priority
@@ -76,7 +76,7 @@ class LookaheadWork(NamedTuple):
     vs: ValueScratch
 
 
-@njit(cache=True)
+@inner
 def lookahead_work(depth, rules, n_features):
     """A `LookaheadWork` for searches of up to ``depth`` pieces under ``rules``, for evaluators of
     ``n_features`` features."""
@@ -102,7 +102,7 @@ class Choice(NamedTuple):
     worth: float
 
 
-@njit(cache=True)
+@inner
 def base_allowed(locked, base_rows, width):
     """Whether a lock (``locked``: the board with the piece placed, before any clear) may be part of
     a base of the bottom ``base_rows`` rows, built from the floor up so that each of those rows can
@@ -128,7 +128,7 @@ def base_allowed(locked, base_rows, width):
     return True
 
 
-@njit(cache=True)
+@inner
 def with_base_cells(value, locked, base_rows, base_cell_value):
     """``value`` plus ``base_cell_value`` per occupied cell of ``locked`` in its bottom
     ``base_rows`` rows (added row by row, top row first)."""
@@ -138,7 +138,7 @@ def with_base_cells(value, locked, base_rows, base_cell_value):
     return value
 
 
-@njit(cache=True)
+@inner
 def _value_children(level, t, sequence, rules, spec, settings, work):
     """The children of ``boards[level]`` for piece ``t``: its placements into ``found[level]``, and
     for each child that survives (and, building a base, that `base_allowed` lets through) its value,
@@ -168,7 +168,7 @@ def _value_children(level, t, sequence, rules, spec, settings, work):
     return alive
 
 
-@njit(cache=True)
+@inner
 def _keep_best(level, alive, keep_fraction, work):
     """Sort the ``alive`` children of ``level`` best first (value descending, then tie-break rank,
     then generation order: `best_first`) and keep the best ``keep_fraction`` of them (at least one)
@@ -183,7 +183,7 @@ def _keep_best(level, alive, keep_fraction, work):
     return keep
 
 
-@njit(cache=True)
+@inner
 def _expand(level, t, sequence, rules, spec, settings, work):
     """Expand ``boards[level]`` with piece ``t``: ``nkept[level]`` children kept, best first, in
     ``order[level]`` (indices into ``found[level]``) and ``values[level]``; none when the piece
@@ -196,7 +196,7 @@ def _expand(level, t, sequence, rules, spec, settings, work):
         work.nkept[level] = _keep_best(level, alive, settings.keep_fraction, work)
 
 
-@njit(cache=True)
+@inner
 def _descend(level, i, t, sequence, rules, spec, settings, work):
     """Lock the kept child ``i`` of ``level`` (piece ``t + level``) onto ``boards[level + 1]`` and
     expand that board with the next piece; returns the children kept there."""
@@ -209,7 +209,7 @@ def _descend(level, i, t, sequence, rules, spec, settings, work):
     return work.nkept[level + 1]
 
 
-@njit(cache=True)
+@inner
 def _best_path(depth, t, sequence, rules, spec, settings, work):
     """Depth-first over the kept children below level 0 (expanded for piece ``t``), ``depth``
     levels deep: (the kept index at level 0 of the best path's first placement, the nodes searched,
@@ -247,7 +247,7 @@ def _best_path(depth, t, sequence, rules, spec, settings, work):
     return best, nodes, best_worth
 
 
-@njit(cache=True)
+@inner
 def lookahead_choice(board, t, sequence, rules, spec, settings, work):
     """The `Choice` for piece ``t`` on ``board``: the search over the pieces ``t ..`` of
     ``sequence`` (at most ``settings.depth`` of them) with the evaluator ``spec``, in ``work``."""
@@ -262,7 +262,7 @@ def lookahead_choice(board, t, sequence, rules, spec, settings, work):
     return Choice(True, found[k, 0], found[k, 1], found[k, 2], nodes, worth)
 
 
-@njit(cache=True)
+@inner
 def lookahead_run(sequence, t0, t1, board, rules, spec, settings, threshold, score, path):
     """Play pieces t0 .. t1-1 of ``sequence`` (the game's pieces) by `lookahead_choice` from
     ``board`` (updated in place), recording into ``path``; returns (pieces done, score, stop code:

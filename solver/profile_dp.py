@@ -51,6 +51,7 @@ import numpy as np
 from numba import njit, prange
 
 from engine.board import copy_rows, place, popcount
+from engine.jit import inner
 from engine.lock import lock_points, spawn_state
 from engine.movegen import MoveScratch, capacity, new_scratch, placements_into, rows_for
 from evaluators import board_values, priority
@@ -183,7 +184,7 @@ def layer_buffers(states: int, moves: int) -> LayerBuffers:
                         States(np.empty(states, np.int64), np.empty(states, np.int64)), np.empty(states, LINK))
 
 
-@njit(cache=True)
+@inner
 def table_size(entries):
     """The merge's hash table size for ``entries`` children: a power of two, at least
     `HASH_SPREAD` slots per child."""
@@ -280,7 +281,7 @@ def drop_move(h, out, moves, low, high, win, m):
 
 
 # --------------------------------------------------------------------------- a layer
-@njit(cache=True, parallel=True)
+@inner(parallel=True)
 def expand_layer(states, shape, number, tables, win, rules, children):
     """Children of ``states`` by piece ``number`` (1-based) of ``shape``: slot ``i * count[shape] + m``
     of ``children`` holds move m of state i (profile -1 when the move is not a transition), scored by
@@ -324,7 +325,7 @@ def surface_key(p, score, width, key):
     return score + key.cells_weight * cells + key.bumpiness_weight * bump
 
 
-@njit(cache=True)
+@inner
 def merge_children(children, total, slots, stamps, layer):
     """The distinct children among slots 0 .. total-1 (equal profiles: the higher score wins; equal
     scores: the first slot), as their slots in slot order. ``slots`` and ``stamps`` are the hash
@@ -359,7 +360,7 @@ def merge_children(children, total, slots, stamps, layer):
     return uniq[:u]
 
 
-@njit(cache=True)
+@inner
 def select_best(children, uniq, K, width, key):
     """Which of the distinct children ``uniq`` (their slots) to keep: all when at most ``K``, else
     the best ``K`` by key (ties: the smaller profile)."""
@@ -397,7 +398,7 @@ def select_best(children, uniq, K, width, key):
     return take
 
 
-@njit(cache=True)
+@inner
 def merge_and_select(buf, total, nm, K, width, key, layer):
     """Merge equal children of ``buf.children`` (`merge_children`), then keep the best ``K`` by
     ``key`` (`select_best`). Writes the kept states, in slot order, to ``buf.kept`` and their links
@@ -444,7 +445,7 @@ class BaseScratch(NamedTuple):
     h: np.ndarray
 
 
-@njit(cache=True)
+@inner
 def window_heights(board, window, width, h):
     """``h[i]``: the height of column i's stack in the window (rows 0 .. window-1), standing on the
     window's bottom row. Returns False when some column's window cells do not form such a stack."""
@@ -462,7 +463,7 @@ def window_heights(board, window, width, h):
     return True
 
 
-@njit(cache=True)
+@inner
 def base_ready(board, window, cap, width, h):
     """Whether the DP can start on ``board``: the window is a profile no higher than ``cap`` and
     every column whose top base cell is empty is covered by the window."""
@@ -476,7 +477,7 @@ def base_ready(board, window, cap, width, h):
     return True
 
 
-@njit(cache=True)
+@inner
 def floor_of(board, window, width):
     """The floor mask: bit i set when column i's top base cell is empty (0 without a base)."""
     floor = 0
@@ -487,7 +488,7 @@ def floor_of(board, window, width):
     return floor
 
 
-@njit(cache=True)
+@inner
 def survives(h, t, depth, sequence, tables, win):
     """Whether pieces t .. t + depth - 1 have a chain of transitions from heights ``h``: a
     depth-first search over their moves in table order. Iterative, not recursive: numba cannot
@@ -517,7 +518,7 @@ def survives(h, t, depth, sequence, tables, win):
     return False
 
 
-@njit(cache=True)
+@inner
 def can_start(board, t, n, sequence, tables, limits, h):
     """`base_ready` (no higher than ``limits.base_cap``), and the next pieces (up to
     `START_LOOKAHEAD`) have a chain of transitions from the board's profile (under the DP's cap)."""
@@ -528,7 +529,7 @@ def can_start(board, t, n, sequence, tables, limits, h):
     return survives(h, t, min(START_LOOKAHEAD, n - t), sequence, tables, floored)
 
 
-@njit(cache=True)
+@inner
 def is_base_child(locked, window, cap, full, h):
     """Whether ``locked`` (a board with the piece placed, before any clear) is a base placement's:
     no row full (``full``: a full row's mask), and every column's window cells a stack standing on
@@ -544,7 +545,7 @@ def is_base_child(locked, window, cap, full, h):
     return True
 
 
-@njit(cache=True)
+@inner
 def base_candidates(board, shape, t, rules, spec, limits, ws, out):
     """The base placements of piece ``t`` (``shape``) on ``board`` (`is_base_child`, stacks no
     higher than ``limits.base_cap``), best first by the evaluator (ties: its tie-break, then
@@ -573,7 +574,7 @@ def base_candidates(board, shape, t, rules, spec, limits, ws, out):
     return n
 
 
-@njit(cache=True)
+@inner
 def base_scratch(rules, spec):
     """A `BaseScratch` for ``rules``' boards and the evaluator ``spec``."""
     return BaseScratch(new_scratch(rows_for(rules.height), 1),
@@ -581,7 +582,7 @@ def base_scratch(rules, spec):
                        value_scratch(spec.terms.shape[1], rules.height), np.zeros(rules.width, np.int64))
 
 
-@njit(cache=True)
+@inner
 def build_base(sequence, n, rules, spec, tables, limits, path):
     """A base: pieces placed from the empty board by a depth-first search in the evaluator's order
     (so the greedy path whenever that works), each a base placement (`base_candidates`), until
@@ -671,7 +672,7 @@ class Links:
             self.file.close()
 
 
-@njit(cache=True)
+@inner
 def replay_moves(h, codes, shapes, tables, win, out_place):
     """Placements (x, y, state) on the whole board of the DP moves ``codes`` from heights ``h``
     (updated); returns False when a move is not a transition (a bug)."""
@@ -688,7 +689,7 @@ def replay_moves(h, codes, shapes, tables, win, out_place):
     return True
 
 
-@njit(cache=True)
+@inner
 def best_index(profiles, scores):
     """The index of the highest score (ties: the smaller profile)."""
     b = 0

@@ -65,6 +65,7 @@ from pydantic import Field, field_validator
 
 from engine.board import popcount
 from engine.files import read_pickle, remove_stale_temporaries, write_pickle
+from engine.jit import inner
 from engine.memory import Need
 from engine.parallel import ParallelConfig, Pool
 from engine.board import copy_rows
@@ -266,7 +267,7 @@ def bucket_slot(count, boards, score, value, hashes, n_max, board, s, v, h):
 # One segment
 
 
-@njit(cache=True)
+@inner
 def keep_best(values, boards, n, nodes, slot):
     """Indices (best first) of the best ``nodes`` of children 0..n-1 after merging equal boards (the
     first generated stays): the higher value, then the smaller hash. ``slot``: a scratch table."""
@@ -301,7 +302,7 @@ def keep_best(values, boards, n, nodes, slot):
     return order[:min(nodes, u)], slot
 
 
-@njit(cache=True)
+@inner
 def expand(r, roots, sequence, rules, spec, cfg, leaves):
     """The segment from root ``r``: its kept leaves into ``leaves`` (row r, emptied first). Returns
     the boards valued (children and leaves)."""
@@ -422,7 +423,7 @@ def expand(r, roots, sequence, rules, spec, cfg, leaves):
     return valued
 
 
-@njit(cache=True, parallel=True)
+@inner(parallel=True)
 def _expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves):
     """`expand` for roots 0..n_roots-1, in parallel; returns the boards valued."""
     valued = np.zeros(n_roots, np.int64)
@@ -499,7 +500,7 @@ TASKS_PER_WORKER = 2
 # The table
 
 
-@njit(cache=True)
+@inner
 def found_leaves(n_roots, depth, leaves):
     """The kept leaves of roots 0..n_roots-1 (segments of at most ``depth[r]`` pieces) as a `Found`
     list, root by root, in bucket order."""
@@ -525,7 +526,7 @@ def found_leaves(n_roots, depth, leaves):
     return out
 
 
-@njit(cache=True)
+@inner
 def insert_found(found, index, ids, cfg, table):
     """Merge a chunk's leaves (its roots at piece indices ``index``, history ids ``ids``) into
     ``table`` in their list order: the result does not depend on which thread or process found
@@ -549,7 +550,7 @@ def insert_found(found, index, ids, cfg, table):
         table.codes[s, key, at, :placed] = found.codes[j, :placed]
 
 
-@njit(cache=True)
+@inner
 def take(table, i, cfg):
     """The states stored for piece index ``i``, in key then slot order, removed from the table:
     (boards, score, parent, length, codes)."""

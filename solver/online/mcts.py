@@ -33,10 +33,11 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, objmode
+from numba import objmode
 from pydantic import Field
 
 from engine.board import copy_rows
+from engine.jit import inner
 from engine.lock import GOING_ON, PIECE_LIMIT, lock_piece, spawn_blocked, spawn_state
 from engine.movegen import capacity, placements_into
 from evaluators import board_values
@@ -180,19 +181,19 @@ def new_tree(height: int, simulations: int, capacity: int) -> Tree:
                 np.zeros(2, np.int64), np.zeros(2))
 
 
-@njit(cache=True)
+@inner
 def random_shape(rng):
     return np.int64(next_random(rng) % np.uint64(SHAPES))
 
 
-@njit(cache=True)
+@inner
 def _now_ms():
     with objmode(t="float64"):
         t = time.perf_counter() * 1000.0
     return t
 
 
-@njit(cache=True)
+@inner
 def expand(d, rules, spec, tree, ws):
     """Expansion: create the after-states of decision node ``d``, every surviving placement of its
     piece locked and valued (none when its spawn is blocked); False when the storage is full (the
@@ -234,7 +235,7 @@ def expand(d, rules, spec, tree, ws):
     return True
 
 
-@njit(cache=True)
+@inner
 def plant_root(tree, board, shape, t, rules, spec, ws):
     """Start the move's tree: the root (``board``, ``shape`` to place as piece ``t``), expanded, its
     placements copied to ``ws.found[CURRENT]``; returns whether any of them survives."""
@@ -252,7 +253,7 @@ def plant_root(tree, board, shape, t, rules, spec, ws):
     return nodes.count[ROOT] > 0
 
 
-@njit(cache=True)
+@inner
 def select(d, tree, exploration):
     """Selection at decision node ``d``: its highest-valued after-state never visited, else the
     one with the highest UCT score."""
@@ -275,7 +276,7 @@ def select(d, tree, exploration):
     return fresh if fresh >= 0 else best
 
 
-@njit(cache=True)
+@inner
 def follow(tree, d, a, shape):
     """The decision node after after-state ``a`` (a child of node ``d``) when the next piece is
     ``shape``: created, not expanded, the first time that shape is drawn there."""
@@ -292,7 +293,7 @@ def follow(tree, d, a, shape):
     return after.next[a, shape]
 
 
-@njit(cache=True)
+@inner
 def descend(search, preview, rules, spec, ws):
     """Selection and expansion: walk from the root down the tree, expanding each decision node on
     its first visit, taking `select`'s after-state, then the node of the next piece (the preview
@@ -323,7 +324,7 @@ def descend(search, preview, rules, spec, ws):
         depth += 1
 
 
-@njit(cache=True)
+@inner
 def rollout(board, t, preview, pieces, rules, spec, ws, rng):
     """Rollout: play ``pieces`` drawn pieces (the first is ``preview`` when >= 0) 1-ply from
     ``board`` (copied into ``ws.spare``), piece ``t`` first; returns (points, last value, lost):
@@ -348,7 +349,7 @@ def rollout(board, t, preview, pieces, rules, spec, ws, rng):
     return points, last, False
 
 
-@njit(cache=True)
+@inner
 def reward(walk, search, preview, rules, spec, ws):
     """The reward of a simulation whose walk stopped at ``walk`` (not `FULL`): see the module
     docstring, step 4."""
@@ -365,7 +366,7 @@ def reward(walk, search, preview, rules, spec, ws):
     return walk.reward + points + search.value_weight * (tree.after.value[walk.leaf] if np.isnan(last) else last)
 
 
-@njit(cache=True)
+@inner
 def back_propagate(tree, steps, total):
     """Back-propagation: add the reward ``total`` to every after-state of the path's ``steps``,
     count a visit there and at its decision node, and widen the move's reward range."""
@@ -378,7 +379,7 @@ def back_propagate(tree, steps, total):
         tree.decisions.visits[tree.path_decision[i]] += 1
 
 
-@njit(cache=True)
+@inner
 def within_budget(search, done, start):
     """Whether another simulation may start after ``done``: the time (``ms``, from ``start``) or
     simulation budget is not spent, and the storage has room for a new decision node."""
@@ -390,7 +391,7 @@ def within_budget(search, done, start):
     return search.tree.used[DECISIONS_USED] + 1 < search.tree.decisions.board.shape[0]
 
 
-@njit(cache=True)
+@inner
 def most_visited(tree):
     """The root's most visited after-state (ties: the higher value), as its placement index."""
     nodes, after = tree.decisions, tree.after
@@ -402,7 +403,7 @@ def most_visited(tree):
     return after.placement[best]
 
 
-@njit(cache=True)
+@inner
 def choose_mcts(search, board, shape, preview, t, rules, spec, ws):
     """Index of the chosen placement among the root's placements as `placements_into` lists them
     (-1 when every child is dead). The root's placements are left in ``ws.found[CURRENT]``."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from numba import njit
 
+from engine.jit import inner
 from ..registry import register
 from ._base import OnlinePolicy
 from ._kernels import CURRENT, ply
@@ -27,7 +27,7 @@ class PreviewBundle(NamedTuple):
     search: TwoPly
 
 
-@njit(cache=True)
+@inner
 def choose_preview(bundle, board, shape, preview, t, rules, spec, ws):
     """Index into ``ws.found[CURRENT]`` of the chosen placement (-1 when every child is dead)."""
     if preview < 0:

@@ -1,0 +1,57 @@
+"""Kernels that other kernels call: compiled without numba's CPython wrapper.
+
+numba compiles, beside every kernel, a wrapper that lets Python call it: it unboxes each argument
+from its Python object. For a kernel taking the project's bundles (a beam's state of 28 arrays,
+its settings, the rules) that wrapper costs about as much to compile as the kernel itself, and a
+kernel called only from other kernels never uses it. `inner` compiles a kernel without it:
+
+    @inner
+    def lock_nodes(lo, hi, st, kids, shape, number, rules, cfg, ruled): ...
+
+A call from Python (a test, a benchmark) still works: it goes to a twin of the kernel compiled
+with the wrapper on first use and cached apart (its own entries, named ``<name>_from_python``),
+so only the code paths Python actually calls pay for a wrapper. Everything else is numba's
+``njit(cache=True)``: ``@inner(parallel=True)`` passes options on.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+from numba import njit
+from numba.core.registry import CPUDispatcher
+
+#: the suffix of the qualified name of a kernel's Python-callable twin (its cache entries' name)
+TWIN_SUFFIX = "_from_python"
+
+
+class InnerDispatcher(CPUDispatcher):
+    """A kernel compiled without the CPython wrapper (`inner`); calls from Python go to its twin."""
+
+    def __call__(self, *args, **kwargs):
+        twin = self.__dict__.get("_python_twin")
+        if twin is None:
+            twin = self._python_twin = _twin(self)
+        return twin(*args, **kwargs)
+
+
+def _twin(kernel: InnerDispatcher):
+    f = kernel.py_func
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    functools.update_wrapper(g, f)
+    g.__qualname__ = f.__qualname__ + TWIN_SUFFIX
+    del g.__wrapped__
+    options = {k: v for k, v in kernel.targetoptions.items() if k not in ("no_cpython_wrapper", "nopython")}
+    return njit(cache=True, **options)(g)
+
+
+def inner(fn=None, /, **options):
+    """``njit(cache=True, **options)`` without the CPython wrapper (see the module docstring)."""
+
+    def compile_(f):
+        kernel = njit(cache=True, no_cpython_wrapper=True, **options)(f)
+        kernel.__class__ = InnerDispatcher
+        return kernel
+
+    return compile_ if fn is None else compile_(fn)
