@@ -111,6 +111,12 @@ class Sources:
         self.memo_path = memo
         self.memo: dict = {}
         self.dirty = False
+        # per process: where a module name leads, each source's resolved imports (keyed by its
+        # mark), and each module's registrants; a process sees one version of the project (the
+        # stamps are memoised per process too)
+        self._modules: dict[tuple, Path | None] = {}
+        self._imports: dict[Path, tuple[list, set[Path]]] = {}
+        self._registrants: dict[Path, set[Path]] = {}
         if memo is not None:
             try:
                 self.memo = json.loads(memo.read_text())
@@ -144,8 +150,14 @@ class Sources:
         """The source of the project module ``name`` (a package: its ``__init__.py``), looked up
         from the project's root, then beside ``near`` (a test importing a sibling); None for a
         module outside the project."""
+        key = (name, near.parent if near is not None else None)
+        if key not in self._modules:
+            self._modules[key] = self._find_module(name, key[1])
+        return self._modules[key]
+
+    def _find_module(self, name: str, beside: Path | None) -> Path | None:
         parts = name.split(".") if name else []
-        for base in (self.root, near.parent if near is not None else None):
+        for base in (self.root, beside):
             if base is None or not parts:
                 continue
             stem = base.joinpath(*parts)
@@ -175,6 +187,13 @@ class Sources:
 
     def imports(self, path: Path) -> set[Path]:
         """The project sources ``path`` imports, each name resolved to the module defining it."""
+        mark = self.info(path)["mark"]
+        known = self._imports.get(path)
+        if known is None or known[0] != mark:
+            known = self._imports[path] = (mark, {q.resolve() for q in self._resolve_imports(path)})
+        return known[1]
+
+    def _resolve_imports(self, path: Path) -> set[Path]:
         found = set()
         for module, names in self.info(path)["imports"]:
             if names is None:
@@ -193,8 +212,11 @@ class Sources:
         return found
 
     def registrants(self, path: Path) -> set[Path]:
-        rel = path.relative_to(self.root).as_posix()
-        return {p for pattern in self.registrant_globs.get(rel, ()) for p in self.root.glob(pattern)}
+        if path not in self._registrants:
+            rel = path.relative_to(self.root).as_posix()
+            self._registrants[path] = {p.resolve() for pattern in self.registrant_globs.get(rel, ())
+                                       for p in self.root.glob(pattern)}
+        return self._registrants[path]
 
     def dependencies(self, path: Path) -> set[Path]:
         """``path`` and every project source its kernels can inline (see the module docstring)."""
@@ -205,7 +227,7 @@ class Sources:
             if p in done:
                 continue
             done.add(p)
-            todo += [q.resolve() for q in self.imports(p) | self.registrants(p) if q.resolve() not in done]
+            todo += [q for q in self.imports(p) | self.registrants(p) if q not in done]
         return done
 
     @functools.lru_cache(maxsize=None)
