@@ -311,7 +311,7 @@ def measure(name: str, board: np.ndarray, width: int) -> float:
     return v if f.output is None else v[f.output]
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def top_row(board):
     """Row of the highest occupied cell (smallest y), or ``height`` for an empty board."""
     height = board.shape[0]

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from typing import Callable, NamedTuple
 
 import numpy as np
+from numba import njit
 
 from engine import Rules
 from engine.jit import inner
@@ -36,7 +37,7 @@ class ValueScratch(NamedTuple):
     columns: ColumnView
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def value_scratch(n_features, height):
     return ValueScratch(np.zeros(n_features), np.zeros(height, np.uint16), np.zeros(height, np.uint16),
                         column_scratch(n_features))
@@ -99,7 +100,7 @@ def commit(board, rules, shape, x, y, s, t, score, path):
     return score + lock.points
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def _path_scores(placements, sequence, rules, path):
     board = np.zeros(rules.height, np.uint16)
     score = 0

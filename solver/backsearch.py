@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from engine.board import copy_rows, popcount
 from engine.jit import inner
@@ -181,7 +182,7 @@ def _first_below(by_step, threshold, lo, hi):
     return -1
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def _mode(st, t, settings):
     """The mode of piece ``t``: the base until it is done (given up here once ``base_max`` pieces
     have not done it), survival up to the last point of death, else points (a new point of death
@@ -207,7 +208,7 @@ def _choose(board, t, sequence, rules, pspec, sspec, settings, mode, work):
     return lookahead_choice(board, t, sequence, rules, sspec, settings.survival, work)
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def _after_death(st, by_step, mode, t, floor, settings):
     """Every path of piece ``t``'s lookahead in ``mode`` dies: give the base up, or (points) make
     ``t`` the point of death and back up ``backup`` pieces, not below ``floor``, to replay
@@ -287,7 +288,7 @@ def _check_tail(stop, state, threshold, reach):
     return ABORTED
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def backsearch_run(sequence, budget, rules, pspec, sspec, settings, threshold, state):
     """Advance the game in ``state`` (a `BacksearchState`) by at most ``budget`` steps (placements
     and back-ups) over the game's pieces ``sequence``, with the points evaluator ``pspec`` and the

@@ -808,7 +808,7 @@ def merge_table(st, total):
     return np.zeros(size, np.int64), np.full(size, -1, np.int64)
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def run_layers(sequence, t0, t1, rules, spec, cfg, threshold, st):
     """Play layers t0 .. t1-1 from ``st``; returns (state, layers done, stop code: `GOING`,
     `STUCK` or `ABORTED`)."""
@@ -844,7 +844,7 @@ def run_layers(sequence, t0, t1, rules, spec, cfg, threshold, st):
     return st, t1, GOING
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def trace_back(st):
     """The placements (x, y, state) of the path to the best child, from the first piece."""
     piece = st.scalars[S_BEST_PIECE]

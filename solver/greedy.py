@@ -7,7 +7,6 @@ from numba import njit
 from numba.extending import overload
 
 from engine.board import copy_rows, count_rows
-from engine.jit import inner
 from engine.lock import lock_counted, lost, spawn_blocked, spawn_state
 from engine.movegen import (capacity, column_tops, drop_columns, drop_kept, drop_offsets, drop_row, generator_of,
                             new_scratch, placements_into, rows_for)
@@ -144,7 +143,7 @@ def best_dropped(board, shape, t, rules, spec, sc, found, vs):
     return best, best_value
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def greedy_run(sequence, t0, t1, board, rules, spec, threshold, score, path):
     """Play pieces t0 .. t1-1 greedily from ``board`` (updated in place), recording into ``path``;
     returns (pieces done, score, stop code: `GOING`, `STUCK`, `BLOCKED` or `ABORTED`)."""

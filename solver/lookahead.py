@@ -17,6 +17,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from engine.board import popcount
 from engine.jit import inner
@@ -76,7 +77,7 @@ class LookaheadWork(NamedTuple):
     vs: ValueScratch
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def lookahead_work(depth, rules, n_features):
     """A `LookaheadWork` for searches of up to ``depth`` pieces under ``rules``, for evaluators of
     ``n_features`` features."""
@@ -102,7 +103,7 @@ class Choice(NamedTuple):
     worth: float
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def base_allowed(locked, base_rows, width):
     """Whether a lock (``locked``: the board with the piece placed, before any clear) may be part of
     a base of the bottom ``base_rows`` rows, built from the floor up so that each of those rows can
@@ -168,7 +169,7 @@ def _value_children(level, t, sequence, rules, spec, settings, work):
     return alive
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def _keep_best(level, alive, keep_fraction, work):
     """Sort the ``alive`` children of ``level`` best first (value descending, then tie-break rank,
     then generation order: `best_first`) and keep the best ``keep_fraction`` of them (at least one)
@@ -247,7 +248,7 @@ def _best_path(depth, t, sequence, rules, spec, settings, work):
     return best, nodes, best_worth
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def lookahead_choice(board, t, sequence, rules, spec, settings, work):
     """The `Choice` for piece ``t`` on ``board``: the search over the pieces ``t ..`` of
     ``sequence`` (at most ``settings.depth`` of them) with the evaluator ``spec``, in ``work``."""
@@ -262,7 +263,7 @@ def lookahead_choice(board, t, sequence, rules, spec, settings, work):
     return Choice(True, found[k, 0], found[k, 1], found[k, 2], nodes, worth)
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def lookahead_run(sequence, t0, t1, board, rules, spec, settings, threshold, score, path):
     """Play pieces t0 .. t1-1 of ``sequence`` (the game's pieces) by `lookahead_choice` from
     ``board`` (updated in place), recording into ``path``; returns (pieces done, score, stop code:

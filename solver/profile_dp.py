@@ -184,7 +184,7 @@ def layer_buffers(states: int, moves: int) -> LayerBuffers:
                         States(np.empty(states, np.int64), np.empty(states, np.int64)), np.empty(states, LINK))
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def table_size(entries):
     """The merge's hash table size for ``entries`` children: a power of two, at least
     `HASH_SPREAD` slots per child."""
@@ -398,7 +398,7 @@ def select_best(children, uniq, K, width, key):
     return take
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def merge_and_select(buf, total, nm, K, width, key, layer):
     """Merge equal children of ``buf.children`` (`merge_children`), then keep the best ``K`` by
     ``key`` (`select_best`). Writes the kept states, in slot order, to ``buf.kept`` and their links
@@ -445,7 +445,7 @@ class BaseScratch(NamedTuple):
     h: np.ndarray
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def window_heights(board, window, width, h):
     """``h[i]``: the height of column i's stack in the window (rows 0 .. window-1), standing on the
     window's bottom row. Returns False when some column's window cells do not form such a stack."""
@@ -463,7 +463,7 @@ def window_heights(board, window, width, h):
     return True
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def base_ready(board, window, cap, width, h):
     """Whether the DP can start on ``board``: the window is a profile no higher than ``cap`` and
     every column whose top base cell is empty is covered by the window."""
@@ -477,7 +477,7 @@ def base_ready(board, window, cap, width, h):
     return True
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def floor_of(board, window, width):
     """The floor mask: bit i set when column i's top base cell is empty (0 without a base)."""
     floor = 0
@@ -582,7 +582,7 @@ def base_scratch(rules, spec):
                        value_scratch(spec.terms.shape[1], rules.height), np.zeros(rules.width, np.int64))
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def build_base(sequence, n, rules, spec, tables, limits, path):
     """A base: pieces placed from the empty board by a depth-first search in the evaluator's order
     (so the greedy path whenever that works), each a base placement (`base_candidates`), until
@@ -672,7 +672,7 @@ class Links:
             self.file.close()
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def replay_moves(h, codes, shapes, tables, win, out_place):
     """Placements (x, y, state) on the whole board of the DP moves ``codes`` from heights ``h``
     (updated); returns False when a move is not a transition (a bug)."""
@@ -689,7 +689,7 @@ def replay_moves(h, codes, shapes, tables, win, out_place):
     return True
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def best_index(profiles, scores):
     """The index of the highest score (ties: the smaller profile)."""
     b = 0

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from engine import Rules, encode, replay
-from engine.jit import inner
 from engine.lock import GOING_ON, lock_piece, spawn_state
 from engine.movegen import STEP_D, route_into, scratch
 
@@ -20,7 +20,7 @@ class RecordMismatch(RuntimeError):
 ROUTES_FOUND, UNREACHABLE, ENDED_EARLY = 0, 1, 2
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def path_routes(rules, sequence, placements, sc, steps, lengths):
     """A shortest route for each placement, replaying the path from the empty board: piece t's
     steps into ``steps[t, :lengths[t]]``. Returns (`ROUTES_FOUND`, -1), or (`UNREACHABLE`, t) when

@@ -500,7 +500,7 @@ TASKS_PER_WORKER = 2
 # The table
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def found_leaves(n_roots, depth, leaves):
     """The kept leaves of roots 0..n_roots-1 (segments of at most ``depth[r]`` pieces) as a `Found`
     list, root by root, in bucket order."""
@@ -526,7 +526,7 @@ def found_leaves(n_roots, depth, leaves):
     return out
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def insert_found(found, index, ids, cfg, table):
     """Merge a chunk's leaves (its roots at piece indices ``index``, history ids ``ids``) into
     ``table`` in their list order: the result does not depend on which thread or process found
@@ -550,7 +550,7 @@ def insert_found(found, index, ids, cfg, table):
         table.codes[s, key, at, :placed] = found.codes[j, :placed]
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def take(table, i, cfg):
     """The states stored for piece index ``i``, in key then slot order, removed from the table:
     (boards, score, parent, length, codes)."""

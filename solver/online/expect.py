@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+from numba import njit
 from pydantic import Field
 
-from engine.jit import inner
 from ..registry import register
 from ._base import OnlinePolicy
 from ._kernels import SHAPES
@@ -32,7 +32,7 @@ class ExpectBundle(NamedTuple):
     search: TwoPly
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def choose_expect(bundle, board, shape, preview, t, rules, spec, ws):
     """Index into ``ws.found[CURRENT]`` of the chosen placement (-1 when every child is dead)."""
     return two_ply(board, shape, t, 0, SHAPES, rules, spec, ws, bundle.search)

@@ -33,7 +33,7 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from numba import objmode
+from numba import njit, objmode
 from pydantic import Field
 
 from engine.board import copy_rows
@@ -403,7 +403,7 @@ def most_visited(tree):
     return after.placement[best]
 
 
-@inner
+@njit(cache=True)  # called from Python too: one compile, with the wrapper
 def choose_mcts(search, board, shape, preview, t, rules, spec, ws):
     """Index of the chosen placement among the root's placements as `placements_into` lists them
     (-1 when every child is dead). The root's placements are left in ``ws.found[CURRENT]``."""
