@@ -112,7 +112,7 @@ def _fixed(constant):
 
 class Token(Static):
     """The choice of entry ``name`` of the table ``table`` (or of every table following the choice
-``table``: `FunctionTable.chosen_by`), as a kernel argument."""
+    ``table``: `FunctionTable.chosen_by`), as a kernel argument."""
 
     __slots__ = ("table", "name")
 
