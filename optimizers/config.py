@@ -67,6 +67,10 @@ class EarlyAbortConfig(Strict):
         None, description="a contest record (path relative to this file) whose score after each piece is a floor "
                           "under the K-th best curve, from the first generation on: candidates must keep pace with it "
                           "(null: none)")
+    lag: int = Field(
+        0, ge=0, description="pieces of slack in the K-th best curve's timing: its floor at piece t is its value at piece "
+                             "t - lag, so a candidate that stores cells for a later, bigger clear (a high cell floor) is "
+                             "not stopped before its first clear")
     reference_lag: int = Field(
         0, ge=0, description="pieces of slack in the reference's timing: the floor at piece t is its score at piece "
                              "t - reference_lag (a clear made a few pieces after the record's is not a deficit)")

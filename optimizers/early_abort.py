@@ -10,7 +10,9 @@ piece is checked. With a ``reference`` record (a published solution, say), its s
 piece is a floor under kth[t] (the higher of the two is used), and the threshold exists from the
 first generation: candidates must keep pace with the record to run on. With ``reference_lag`` = L,
 the floor at piece t is the record's score at piece t - L: a record's score is a staircase, and a
-candidate that makes the same clear a few pieces later is not behind.
+candidate that makes the same clear a few pieces later is not behind. ``lag`` = L does the same for
+the K-th best curve: a candidate that stores cells for a bigger clear (a high cell floor) makes its
+first clear later than the curve's candidates, and is not stopped before it.
 
 The relative part widens the margin in proportion to the score reached: early in the game a
 candidate storing cells for a big clear can trail by a large share and still finish ahead, late in
@@ -95,7 +97,9 @@ class EarlyAbort:
         if self.ready:
             curves = [c for *_, c in self.best]
             n = max(len(c) for c in curves)
-            floors.append(np.min([_extended(c, n) for c in curves], axis=0))
+            kth = np.min([_extended(c, n) for c in curves], axis=0)
+            lag = getattr(self.settings, "lag", 0)  # settings pickled before it existed have none
+            floors.append(kth[np.maximum(np.arange(n) - lag, 0)])
         if self.reference is not None:
             lag = getattr(self.settings, "reference_lag", 0)  # settings pickled before it existed have none
             floors.append(self.reference[np.maximum(np.arange(len(self.reference)) - lag, 0)])

@@ -185,6 +185,25 @@ def test_early_abort_threshold_unit():
     assert list(ea3.threshold()) == [200, 1400, 2900]
 
 
+def test_early_abort_lag_is_slack_in_pieces_before_the_kth_best_curve():
+    curves = [(0, "a", rec(90), [0, 0, 40, 60, 90]), (1, "b", rec(80), [0, 30, 50, 70, 80])]
+    plain = EarlyAbort(EarlyAbortConfig(k=2, margin=5))
+    plain.observe(0, curves)
+    assert list(plain.threshold()) == [-5, -5, 35, 55, 75]
+    # a high floor: nothing cleared until piece 4, where it clears 85 at once
+    late = [0, 0, 0, 0, 85]
+    assert min(np.array(late) - plain.threshold()) < 0  # stopped at piece 3 without slack
+    lagged = EarlyAbort(EarlyAbortConfig(k=2, margin=5, lag=2))
+    lagged.observe(0, curves)
+    # the floor at piece t is the K-th best value at piece t - 2 (the first value before that)
+    assert list(lagged.threshold()) == [-5, -5, -5, -5, 35]
+    assert min(np.array(late) - lagged.threshold()) >= 0  # kept to its clear
+    # the reference keeps its own lag; the higher floor wins at each piece
+    both = EarlyAbort(EarlyAbortConfig(k=2, margin=5, lag=2, reference_lag=1), reference=np.array([10.0, 20, 30, 40, 50]))
+    both.observe(0, curves)
+    assert list(both.threshold()) == [5, 5, 15, 25, 35]
+
+
 def test_early_abort_reference_is_a_floor_from_the_first_generation():
     ea = EarlyAbort(EarlyAbortConfig(k=2, margin=10, relative=0.5), reference=np.array([100.0, 200, 300]))
     assert list(ea.threshold()) == [40, 90, 140]  # no candidate finished: the reference alone
