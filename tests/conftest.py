@@ -1,5 +1,7 @@
-"""Shared test helpers: the plain-Python reference rules are importable as ``reference``."""
+"""Shared test helpers: the plain-Python reference rules are importable as ``reference``; a script of
+benchmarks/ loads as a module with `load_benchmark`."""
 
+import importlib.util
 import signal
 import sys
 from pathlib import Path
@@ -15,6 +17,21 @@ sys.path.insert(0, str(TESTS))
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SHARED = TESTS.parents[1] / "shared"
+BENCHMARKS = TESTS.parent / "benchmarks"
+
+
+def load_benchmark(name: str):
+    """The script ``benchmarks/<name>.py`` as a fresh module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def bench():
+    """``benchmarks/bench_standard.py`` as a module."""
+    return load_benchmark("bench_standard")
 
 
 @pytest.fixture(scope="session")

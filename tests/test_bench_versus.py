@@ -6,7 +6,6 @@ pairs and the ratio are tested in seconds; one slow test plays our real side."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -75,18 +74,6 @@ open(series, "w").write(json.dumps({"games": games}))
 #: MdpTetris's feature ids for our feature names (bench_standard.MDPTETRIS_FEATURES inverted)
 IDS = {"landing_height_zero_based": 1, "eroded_cells": 2, "row_transitions": 3, "column_transitions": 4, "holes": 5,
        "wells_empty_below": 6, "hole_depth": -1, "rows_with_holes": -2}
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_standard_versus", ROOT / "benchmarks" / "bench_standard.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return _bench()
 
 
 def feature_file(preset: str, reward: int = 0, gameover: int = -1) -> str:

@@ -2,7 +2,6 @@
 early abort and random search without. The notebooks are executed top to bottom (nbclient)."""
 
 import csv
-import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -16,6 +15,7 @@ from nbclient import NotebookClient
 from experiments import figures, report
 from optimizers import run as tuning
 from test_tuning import TINY
+from conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -157,9 +157,7 @@ def test_a_line_cut_short_by_a_kill_is_dropped(tiny_runs, tmp_path):
         f.write('{"tag": [3, 0], "key": "ab')
     cut = figures.load_run(run_dir)
     assert cut.evaluations.equals(whole.evaluations) and cut.curves.keys() == whole.curves.keys()
-    spec = importlib.util.spec_from_file_location("abort_whatif", ROOT / "benchmarks" / "abort_whatif.py")
-    whatif = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(whatif)
+    whatif = load_benchmark("abort_whatif")
     generations = whatif.load(run_dir)
     assert [g for g, _ in generations] == [0, 1, 2]
     assert sum(len(c) for _, c in generations) == len(whole.curves)

@@ -2,7 +2,6 @@
 the shipped configurations, and the mean rows per game with its 95% confidence interval in every
 series' summary (`solver.online.intervals.mean_ci95`)."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from experiments import solve as solve_cli
 from solver import solve
 from solver.files import load_solver_config
 from solver.online.intervals import CI_METHOD, mean_ci95, t975
+from conftest import load_benchmark
 
 #: MdpTetris's feature files (the notes, section 7), in our feature names
 DELLACHERIE = {"landing_height_zero_based": -1, "eroded_cells": 1, "row_transitions": -1, "column_transitions": -1,
@@ -151,15 +151,8 @@ def test_a_series_reports_the_pieces_placed_and_a_total_only_where_it_means_some
     assert calls[-1] == (short.pieces, 150) and short.pieces == 150
 
 
-def _bench_standard():
-    spec = importlib.util.spec_from_file_location("bench_standard", ROOT / "benchmarks" / "bench_standard.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_game_finished_past_an_unfinished_seed_waits_out_of_the_figures():
-    settle = _bench_standard().settle
+    settle = load_benchmark("bench_standard").settle
     out = {"games": [{"seed": 1000}], "ahead": [{"seed": 1003}, {"seed": 1002}]}
     settle(out, 1000)
     assert [g["seed"] for g in out["games"]] == [1000] and [g["seed"] for g in out["ahead"]] == [1002, 1003]
@@ -204,7 +197,7 @@ def test_the_player_tuned_on_10x20_beats_dellacherie_there_and_its_games_replay(
         assert [g["seed"] for g in series["games"]] == list(range(1000, 1000 + series["n"]))
         assert not series.get("ahead")
     assert tuned["ci95"][0] > dellacherie["ci95"][1]
-    bench = _bench_standard()
+    bench = load_benchmark("bench_standard")
     for name, series in ((STANDARD_RESULTS / "cmaes_standard_split.yaml", tuned), ("dellacherie", dellacherie)):
         policy, _ = bench.make(str(name), "standard", None)
         short = min(series["games"], key=lambda g: g["pieces"])

@@ -127,20 +127,6 @@ def test_stale_temporary_files_of_dead_writers_are_removed(tmp_path):
 # benchmarks/bench_standard.py
 
 
-def _bench():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_standard_tools", ROOT / "benchmarks" / "bench_standard.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return _bench()
-
-
 def _series(**changes) -> dict:
     games = [{"seed": 1000 + i, "rows": 10 * i, "pieces": 30 * i + 5, "end": "stuck", "cpu_seconds": 0.01}
              for i in range(3)]
