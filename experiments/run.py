@@ -1,4 +1,4 @@
-"""Run a tuning: a GA, a particle swarm or random search over solver settings.
+"""Run a tuning: a registered tuner (the config's ``algorithm``) over solver settings.
 
     python -m experiments.run CONFIG [key=value ...]
     python -m experiments.run --resume RUN_DIR [parallel.n_jobs=N ...]
@@ -39,6 +39,7 @@ from evaluators import EvaluatorError
 from engine.parallel import ParallelError
 from optimizers.run import check_cluster, load_resume, load_run_config, make_run_dir, resume, tune
 from optimizers.store import RunDamaged
+from optimizers.tuners import TUNERS
 
 
 def _report(run_dir: Path, state: dict) -> None:
@@ -54,7 +55,9 @@ def _report(run_dir: Path, state: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.run", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.run", description=__doc__.splitlines()[0],
+        epilog="tuners (algorithm: NAME): " + ", ".join(TUNERS.names()))
     parser.add_argument("config", nargs="?", help="run YAML (e.g. configs/ga.yaml)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. ga.generations=3")
     parser.add_argument("--resume", metavar="RUN_DIR", type=Path, help="continue an interrupted run")
