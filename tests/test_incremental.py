@@ -117,7 +117,7 @@ def test_the_standard_forms_against_the_reference(case):
 # evaluate_child against evaluate
 
 
-@njit
+@njit(cache=True)
 def child_values(board, shape, state, x, y, rules, spec, view, pv, locked, cleared):
     """(evaluate, evaluate_child) of the child at (x, y, state), the lock clearing no row."""
     lock = lock_copy(board, rules, shape, state, x, y, 1, locked, cleared)
@@ -126,13 +126,19 @@ def child_values(board, shape, state, x, y, rules, spec, view, pv, locked, clear
     return evaluate(p, pv, spec), evaluate_child(p, view, pv, spec, -np.inf)
 
 
-@njit
+@njit(cache=True)
 def child_value_to_beat(board, shape, state, x, y, rules, spec, view, pv, locked, cleared, to_beat):
     lock = lock_copy(board, rules, shape, state, x, y, 1, locked, cleared)
     p = Placement(board, locked, cleared, rules.cells[shape, state], x, y, lock.lines, lock.points, rules.width)
     column_view(board, rules.width, spec, view)
     return evaluate_child(p, view, pv, spec, to_beat)
 
+
+#: every layout compiles its own kernels (tens of seconds each from a cold cache): the everyday loop
+#: runs `terms`, which weighs every feature that has a form (plain, delta and through a table, ties
+#: by pd_priority), and `bdu` (features without a form, ties by state_then_column); the presets run
+#: with the slow tests
+EVERYDAY = ("terms", "bdu")
 
 EVALUATORS = {
     "dellacherie": load_evaluator("dellacherie"),
@@ -146,15 +152,25 @@ EVALUATORS = {
         "rows_with_holes": -1.125, "hole_depth": {"weight": 0.7, "delta": True}, "occupied_rows": 0.01,
         "aggregate_height": -0.0625, "buried_cells": {"weight": -1.0, "table": [[0, 1], [2, 3], [9, -4]]},
         "interior_row_transitions": 0.5, "occupied_cells": -0.3, "wells_empty_below": -1.75,
-        "column_transitions": -3.0, "landing_height": -1.0, "eroded_cells": 2.0}, "tie_break": "pd_priority"}),
+        "column_transitions": -3.0, "landing_height": -1.0, "eroded_cells": 2.0, "row_transitions": -0.75},
+        "tie_break": "pd_priority"}),
 }
+
+
+def everyday(names):
+    """``names`` as parameters, those outside `EVERYDAY` marked slow."""
+    return [pytest.param(n, marks=() if n in EVERYDAY else pytest.mark.slow) for n in names]
 
 
 def test_which_evaluators_are_incremental():
     assert {name for name, e in EVALUATORS.items() if incremental(e.spec.kind)} == set(EVALUATORS) - {"bdu"}
 
 
-@pytest.mark.parametrize("name", sorted(EVALUATORS))
+def test_the_everyday_layout_weighs_every_form():
+    assert {name for name in FORMED if name in EVALUATORS["terms"].weights} == set(FORMED)
+
+
+@pytest.mark.parametrize("name", everyday(sorted(EVALUATORS)))
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(boards(width=10, height=20), st.integers(0, 6), st.sampled_from(["standard", "geek"]), st.integers(0, 10 ** 6))
 def test_evaluate_child_is_evaluate(name, case, shape, game, pick):
@@ -208,8 +224,17 @@ def chosen_afresh(board, shape, t, rules, evaluator):
     return best, (-best_key[0] if best_key else None)
 
 
-@pytest.mark.parametrize("rules", [STANDARD, STANDARD_CLEAR_FIRST, GEEK], ids=lambda r: r.name)
-@pytest.mark.parametrize("name", ["dellacherie", "bcts", "pierre_dellacherie", "terms", "bdu"])
+def choice_cases():
+    """(rules, evaluator) pairs, each a compile: every rule set and both paths (formed, afresh) in the
+    everyday loop, every pair with the slow tests."""
+    everyday = {("standard", "terms"), ("geek", "terms"), ("standard_clear_first", "bdu")}
+    return [pytest.param(rules, name, id=f"{name}-{rules.name}",
+                         marks=() if (rules.name, name) in everyday else pytest.mark.slow)
+            for rules in (STANDARD, STANDARD_CLEAR_FIRST, GEEK)
+            for name in ("dellacherie", "bcts", "pierre_dellacherie", "terms", "bdu")]
+
+
+@pytest.mark.parametrize(("rules", "name"), choice_cases())
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(boards(width=10, height=20), st.integers(0, 6), st.integers(0, 50))
 def test_the_choice_is_that_of_valuing_every_child_afresh(rules, name, case, shape, t):
