@@ -203,3 +203,42 @@ def test_the_player_tuned_on_10x20_beats_dellacherie_there_and_its_games_replay(
         short = min(series["games"], key=lambda g: g["pieces"])
         g = play_games(policy, [short["seed"]], series["cap"])
         assert (int(g.scores[0]), int(g.pieces[0]), g.ends[0]) == (short["rows"], short["pieces"], short["end"])
+
+
+def test_splitting_rank_pairs_estimates_with_played_series_board_by_board(tmp_path, capsys):
+    rank = load_benchmark("splitting_rank")
+
+    def series(name, evaluator, rows, height=20, rules="standard"):
+        games = [{"seed": 1000 + i, "rows": r, "pieces": 3 * r + 1, "end": "stuck", "cpu_seconds": 0.1}
+                 for i, r in enumerate(rows)]
+        (tmp_path / f"{name}.json").write_text(json.dumps({
+            "command": "x", "evaluator": evaluator, "rules": rules, "width": 10, "height": height, "cap": 10 ** 9,
+            "date": "2026-11-26", "games": games}))
+
+    def estimate(name, evaluator, mean, height=20, rules="standard"):
+        (tmp_path / f"splitting-{name}.json").write_text(json.dumps({
+            "evaluator": evaluator, "rules": rules, "height": height, "mean": mean, "ci95": [mean / 2, mean * 2]}))
+
+    # played order a > b > c; the estimates swap b and c
+    series("a", "a.yaml", [300, 500])
+    series("b", "b", [200, 200])
+    series("c", "c", [100, 140])
+    series("short", "d", [900])
+    for name, mean in (("a", 450.0), ("b", 100.0), ("c", 130.0), ("short", 800.0)):
+        estimate(name, "a.yaml" if name == "a" else name if name != "short" else "d", mean)
+    series("small", "a.yaml", [30, 50], height=10)  # another board: another group
+    estimate("small", "a.yaml", 35.0, height=10, rules="standard_10x10")
+    estimate("lonely", "e", 5.0)
+
+    df, left_out = rank.table(tmp_path, 20, 2)
+    assert sorted(df["player"]) == ["a", "b", "c"]
+    assert df.set_index("player").loc["a", "played"] == 400 and df.set_index("player").loc["a", "ratio"] == 450 / 400
+    assert sorted(left_out) == ["d on 10 x 20: 1 played games (fewer than 2)", "e on 10 x 20: no played series"]
+    assert rank.main(["--dir", str(tmp_path), "--height", "0", "--min-games", "2",
+                      "--json", str(tmp_path / "rank.out")]) == 0
+    out = capsys.readouterr().out
+    # ranks (1, 2, 3) against (1, 3, 2): Spearman 1 - 6 * 2 / (3 * 8) = 0.5, Kendall (2 - 1) / 3
+    assert "10 x 20, 3 players: Spearman 0.500, Kendall 0.333" in out
+    assert "10 x 10" not in out.split("10 x 20, 3")[1]  # one player on 10 x 10: no correlation printed
+    written = json.loads((tmp_path / "rank.out").read_text())
+    assert set(written["correlations"]) == {"10x20"} and written["correlations"]["10x20"]["spearman"] == 0.5

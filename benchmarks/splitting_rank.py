@@ -1,0 +1,121 @@
+"""Does the splitting estimate rank players as their played games do? (run by hand; prints,
+asserts nothing)
+
+    python benchmarks/splitting_rank.py [--dir results/standard] [--height 20] [--min-games 40] [--json FILE]
+
+Pairs every splitting estimate in DIR (``splitting-*.json``, written by ``bench_splitting.py
+--json``) with the played series of the same player on the same game (``*.json`` written by
+``bench_standard.py games --json``: the same evaluator, board height and rules, a preset's board
+named by its rules or by ``--height`` alike), keeps the players whose series has at least
+``--min-games`` games, and prints for each the pooled estimate, the played mean with its interval
+and their ratio, then, board by board, the Spearman and Kendall rank correlations between estimate
+and played mean over those players (pandas' ranks; ties share their mean rank). A tuner ranks candidates by the
+estimate, so the rank correlation, not the ratio, says whether its choices carry over to played
+games. Players without both files are listed apart. With ``--json`` the table is written to FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_standard import UserError, load_series  # noqa: E402
+from engine.files import MAX_JSON_BYTES, ReadError, read_json, write_json  # noqa: E402
+from solver.online.intervals import mean_ci95  # noqa: E402
+
+
+def game_of(data: dict) -> tuple[str, int, bool]:
+    """(evaluator, board height, clear first) of a series or an estimate: ``standard_10x10`` and
+    ``standard`` on 10 rows are one game."""
+    rules = str(data["rules"])
+    return str(data["evaluator"]), int(data["height"]), rules.startswith("standard_clear_first")
+
+
+def player_name(evaluator: str) -> str:
+    """A preset's name, or a player file's stem."""
+    return Path(evaluator).stem if evaluator.endswith((".yaml", ".yml")) else evaluator
+
+
+def table(folder: Path, height: int | None, min_games: int) -> tuple[pd.DataFrame, list[str]]:
+    """(one row per player with both an estimate and a long enough played series, the players left
+    out with the reason)."""
+    estimates, series, left_out = {}, {}, []
+    for path in sorted(folder.glob("*.json")):
+        if path.name.startswith("splitting-"):
+            try:
+                data = read_json(path, MAX_JSON_BYTES, "a splitting estimate")
+                estimates[game_of(data)] = (path.name, float(data["mean"]), data["ci95"])
+            except (ReadError, KeyError, TypeError, ValueError) as e:
+                raise UserError(f"{path}: not a bench_splitting.py --json file ({e})") from None
+        else:
+            data = load_series(path)
+            key = game_of(data)
+            if key not in series or len(data["games"]) > len(series[key][1]):
+                series[key] = (path.name, data["games"])
+    rows = []
+    for key, (name, mean, ci) in estimates.items():
+        evaluator, h, clear_first = key
+        if height is not None and h != height:
+            continue
+        label = player_name(evaluator) + (" (clear first)" if clear_first else "")
+        if key not in series:
+            left_out.append(f"{label} on 10 x {h}: no played series")
+            continue
+        games = series[key][1]
+        if len(games) < min_games:
+            left_out.append(f"{label} on 10 x {h}: {len(games)} played games (fewer than {min_games})")
+            continue
+        rows_played = [g["rows"] for g in games]
+        played = sum(rows_played) / len(rows_played)
+        low, high = mean_ci95(rows_played) or (float("nan"), float("nan"))
+        rows.append({"player": label, "height": h, "estimate": mean, "estimate_ci95": list(ci), "played": played,
+                     "played_ci95": [low, high], "games": len(games), "ratio": mean / played,
+                     "estimate_file": name, "series_file": series[key][0]})
+    return pd.DataFrame(rows), left_out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=ROOT / "results" / "standard")
+    parser.add_argument("--height", type=int, default=20, help="board height (0: every board)")
+    parser.add_argument("--min-games", type=int, default=40)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        df, left_out = table(args.dir, args.height or None, args.min_games)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if df.empty:
+        print("no player has both an estimate and a long enough played series")
+    else:
+        for r in df.sort_values("played", ascending=False).itertuples():
+            print(f"{r.player:28s} 10 x {r.height}: estimate {r.estimate:>13,.0f}   played {r.played:>13,.0f} "
+                  f"({r.played_ci95[0]:,.0f} - {r.played_ci95[1]:,.0f}, {r.games} games)   ratio {r.ratio:.2f}")
+    correlations = {}
+    for h, board in (df.groupby("height") if not df.empty else []):
+        if len(board) >= 2:
+            correlations[f"10x{h}"] = c = {
+                "players": len(board), "spearman": float(board["estimate"].corr(board["played"], method="spearman")),
+                "kendall": float(board["estimate"].corr(board["played"], method="kendall"))}
+            print(f"10 x {h}, {c['players']} players: Spearman {c['spearman']:.3f}, Kendall {c['kendall']:.3f}")
+    for line in left_out:
+        print(f"left out: {line}")
+    if args.json:
+        write_json(args.json, {"command": "python benchmarks/splitting_rank.py " + " ".join(
+            re.sub(r"^.*/(results/)", r"\1", a) for a in (argv if argv is not None else sys.argv[1:])),
+            "players": df.to_dict(orient="records"), "correlations": correlations,
+            "left_out": left_out, "min_games": args.min_games})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
