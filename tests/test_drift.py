@@ -324,3 +324,11 @@ def test_only_experiments_parses_arguments():
                for p in (ROOT / package).rglob("*.py") if re.search(r"^\s*import argparse|^\s*from argparse",
                                                                     p.read_text(encoding="utf-8"), re.M)]
     assert not parsing, f"argument parsing outside experiments/: {parsing}"
+
+
+def test_the_performance_page_lists_every_benchmark_script():
+    """docs/performance.md's table of scripts names each script of benchmarks/, and no other."""
+    page = (DOCS / "performance.md").read_text()
+    table = page.split("## How figures are measured", 1)[1].split("\n\n", 2)[1]
+    listed = set(re.findall(r"`python benchmarks/(\w+)\.py", table))
+    assert listed == {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
