@@ -428,7 +428,9 @@ def _expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves):
     """`expand` for roots 0..n_roots-1, in parallel; returns the boards valued."""
     valued = np.zeros(n_roots, np.int64)
     for r in prange(n_roots):
-        valued[r] = expand(r, roots, sequence, rules, spec, cfg, leaves)
+        # r is unsigned in the parallel loop's body and signed where numba types the loop before
+        # making it parallel: one signature, not two compiles of `expand`
+        valued[r] = expand(np.int64(r), roots, sequence, rules, spec, cfg, leaves)
     return valued.sum()
 
 
