@@ -67,6 +67,12 @@ def _extended(curve: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def _lagged(curve: np.ndarray, lag: int) -> np.ndarray:
+    """``curve`` ``lag`` pieces later: its value at piece t is ``curve``'s at t - lag (its first
+    value before that)."""
+    return curve[np.maximum(np.arange(len(curve)) - lag, 0)]
+
+
 class EarlyAbort:
     reference: np.ndarray | None = None  # a class default: checkpoints written before it existed have none
 
@@ -98,11 +104,10 @@ class EarlyAbort:
             curves = [c for *_, c in self.best]
             n = max(len(c) for c in curves)
             kth = np.min([_extended(c, n) for c in curves], axis=0)
-            lag = getattr(self.settings, "lag", 0)  # settings pickled before it existed have none
-            floors.append(kth[np.maximum(np.arange(n) - lag, 0)])
+            # (settings pickled before a lag existed have none)
+            floors.append(_lagged(kth, getattr(self.settings, "lag", 0)))
         if self.reference is not None:
-            lag = getattr(self.settings, "reference_lag", 0)  # settings pickled before it existed have none
-            floors.append(self.reference[np.maximum(np.arange(len(self.reference)) - lag, 0)])
+            floors.append(_lagged(self.reference, getattr(self.settings, "reference_lag", 0)))
         if not floors:
             return None
         n = max(len(f) for f in floors)
