@@ -118,16 +118,18 @@ def test_the_standard_forms_against_the_reference(case):
 
 
 @njit(cache=True)
-def child_values(board, shape, state, x, y, rules, spec, view, pv, locked, cleared, to_beat):
-    """(evaluate, evaluate_child, evaluate_child with each value to beat in ``to_beat``) of the child
-    at (x, y, state), the lock clearing no row; one kernel, as each (layout, rules) compiles it."""
+def child_values(board, shape, state, x, y, rules, spec, view, pv, locked, cleared, offsets):
+    """(evaluate, evaluate_child, evaluate_child with each value to beat evaluate + ``offsets[i]``)
+    of the child at (x, y, state), the lock clearing no row; one kernel, as each (layout, rules)
+    compiles it."""
     lock = lock_copy(board, rules, shape, state, x, y, 1, locked, cleared)
     p = Placement(board, locked, cleared, rules.cells[shape, state], x, y, lock.lines, lock.points, rules.width)
     column_view(board, rules.width, spec, view)
-    beaten = np.empty(to_beat.shape[0])
-    for i in range(to_beat.shape[0]):
-        beaten[i] = evaluate_child(p, view, pv, spec, to_beat[i])
-    return evaluate(p, pv, spec), evaluate_child(p, view, pv, spec, -np.inf), beaten
+    fresh = evaluate(p, pv, spec)
+    beaten = np.empty(offsets.shape[0])
+    for i in range(offsets.shape[0]):
+        beaten[i] = evaluate_child(p, view, pv, spec, fresh + offsets[i])
+    return fresh, evaluate_child(p, view, pv, spec, -np.inf), beaten
 
 
 #: every layout compiles its own kernels (tens of seconds each from a cold cache): the everyday loop
@@ -190,14 +192,12 @@ def test_evaluate_child_is_evaluate(name, case, shape, game, pick):
         if lock.lines or lost(lock.end):
             continue
         # a value to beat: the value itself, or -inf only when it is below the value to beat
-        to_beat = np.array([-np.inf, np.inf, 0.0, 0.0, 0.0, 0.0])
-        for _ in range(2):  # the offsets need the value first
-            fresh, incremental_value, beaten = child_values(board, shape, s, x, y, rules.kernel, spec, view, pv,
-                                                            locked, cleared, to_beat)
-            to_beat[2:] = fresh - 1.0, fresh, fresh + 0.5, fresh + 100.0
+        offsets = np.array([-np.inf, np.inf, -1.0, 0.0, 0.5, 100.0])
+        fresh, incremental_value, beaten = child_values(board, shape, s, x, y, rules.kernel, spec, view, pv, locked,
+                                                        cleared, offsets)
         assert incremental_value == fresh  # bit for bit
         assert np.array_equal(view.child, view.cols)  # the piece taken off again
-        for b, v in zip(to_beat, beaten):
+        for b, v in zip(fresh + offsets, beaten):
             assert v == fresh or (v == -np.inf and fresh < b)
 
 
