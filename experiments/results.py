@@ -43,6 +43,8 @@ LONG = ("beam-w9041", "beam-full", "profile-dp-k100000", "segment-full", "segmen
 BACKSEARCH_DEPTHS = (2, 3, 4, 5, 6)
 for depth in BACKSEARCH_DEPTHS:
     RUNS[f"backsearch-d{depth}"] = ("configs/backsearch.yaml", [f"backsearch.depth={depth}"])
+RUNS["backsearch-tuned"] = ("configs/backsearch-tuned.yaml", [])  # the point configs/backsearch-tune.yaml found
+RUNS["backsearch-tuned-d8"] = ("configs/backsearch-tuned.yaml", ["backsearch.depth=8"])  # the same, deeper
 
 
 def _name(source) -> str:

@@ -107,3 +107,25 @@ def test_validation_problems_are_one_line_with_the_dotted_key():
         with pytest.raises(ConfigError) as e:
             validate(Outer, data, "f.yaml", prefix="solver")
         assert str(e.value) == message
+
+
+def test_every_shipped_configuration_loads():
+    """Each YAML file in configs/ validates as what it is: a tuning run (it names an ``algorithm``)
+    or a solver configuration, with the space of a run resolved against its solver."""
+    from pathlib import Path
+
+    import yaml
+
+    from optimizers import load_run_config
+    from optimizers.tuner import make_space
+    from solver import load_solver_config
+
+    files = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+    runs = 0
+    for path in files:
+        if "algorithm" in yaml.safe_load(path.read_text()):
+            assert make_space(load_run_config(path)).init_values, path.name
+            runs += 1
+        else:
+            load_solver_config(path)
+    assert runs >= 10 and len(files) - runs >= 10
