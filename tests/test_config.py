@@ -114,8 +114,7 @@ def test_every_shipped_configuration_loads():
     or a solver configuration, with the space of a run resolved against its solver."""
     from pathlib import Path
 
-    import yaml
-
+    from engine.files import load_yaml
     from optimizers import load_run_config
     from optimizers.tuner import make_space
     from solver import load_solver_config
@@ -123,7 +122,7 @@ def test_every_shipped_configuration_loads():
     files = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
     runs = 0
     for path in files:
-        if "algorithm" in yaml.safe_load(path.read_text()):
+        if "algorithm" in load_yaml(path):
             assert make_space(load_run_config(path)).init_values, path.name
             runs += 1
         else:
