@@ -2,8 +2,6 @@
 stop is tested with every policy in test_solver.py)."""
 
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -157,10 +155,6 @@ def test_a_death_backs_up_then_further_back_then_gives_in():
     assert _after_death(st, by_step, BASE, 4, 0, settings) and (st[BASE_DONE], st[BASE_END]) == (1, 4)
 
 
-def run_solve(*args):
-    return subprocess.run([sys.executable, "-m", "experiments.solve", *args], capture_output=True, text=True)
-
-
 @pytest.mark.parametrize("text, message", [
     ("policy: backsearch\nbacksearch:\n  depht: 3\n", "backsearch.depht: unknown key"),
     ("policy: backsearch\nbacksearch:\n  depth: 0\n", "backsearch.depth: Input should be greater than or equal to 1"),
@@ -170,12 +164,15 @@ def run_solve(*args):
     ("policy: backsearch\nbacksearch:\n  points_evaluator: {features: {holse: 1}}\n",
      "backsearch.points_evaluator: <inline>: features.holse: unknown feature"),
 ])
-def test_config_errors_name_the_key(tmp_path, text, message):
+def test_config_errors_name_the_key(tmp_path, capsys, text, message):
+    from experiments.solve import main
+
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(text)
-    p = run_solve(str(cfg), "--out", str(tmp_path / "o"))
-    assert p.returncode == 2 and message in p.stderr, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1
+    status = main([str(cfg), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert status == 2 and message in err, err
+    assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
 
 

@@ -8,6 +8,7 @@ Each line is sent only after the previous answer has been read, so a missing flu
 exchange (a watchdog kills the bot and the test fails).
 """
 
+import io
 import random
 import subprocess
 import sys
@@ -109,30 +110,40 @@ def test_game_over_before_the_end():
     assert err.count("game over") == 1
 
 
+def bot_in_process(monkeypatch, capsys, text, *argv):
+    """``python -m experiments.bot ARGV`` fed ``text``, run by its main in this process (the Judge
+    above drives the real process): (exit status, standard output, standard error)."""
+    from experiments.bot import main
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
 @pytest.mark.parametrize("text, fragment, answers", [
     ("IO\nT\nQ\n", "line 3: 'Q': unknown piece 'Q'", 2),
     ("I\n", "line 1: 'I': expected two characters", 0),
     ("IO\nTS\n", "line 2: 'TS': expected one character", 1),
     ("IO\nT\n", "line 3: input ended before X or E", 2),
 ])
-def test_malformed_input(text, fragment, answers):
-    proc = subprocess.run([sys.executable, "-m", "experiments.bot"], cwd=ROOT, input=text, capture_output=True,
-                          text=True, timeout=TIMEOUT)
-    assert proc.returncode == 2
-    assert fragment in proc.stderr
-    assert len(proc.stdout.splitlines()) == 2 * answers  # every answer before the bad line was given
+def test_malformed_input(monkeypatch, capsys, text, fragment, answers):
+    status, out, err = bot_in_process(monkeypatch, capsys, text)
+    assert status == 2
+    assert fragment in err
+    assert len(out.splitlines()) == 2 * answers  # every answer before the bad line was given
 
 
-def test_a_huge_line_is_refused_and_cut_in_the_message():
+def test_a_huge_line_is_refused_and_cut_in_the_message(monkeypatch, capsys):
     """A 50 MB line is not read whole nor echoed whole: the bot reads a line no further than a
     protocol line can be and shows its start."""
     text = "IO\nT\n" + "Q" * 50_000_000 + "\n"
-    proc = subprocess.run([sys.executable, "-m", "experiments.bot"], cwd=ROOT, input=text, capture_output=True,
-                          text=True, timeout=TIMEOUT)
-    assert proc.returncode == 2
-    assert proc.stderr.strip() == ("error: standard input: line 3: 'QQQQQQQQQQQQQQQQQQQQ...': longer than "
-                                   "a protocol line (64 characters)")
-    assert len(proc.stdout.splitlines()) == 4
+    status, out, err = bot_in_process(monkeypatch, capsys, text)
+    assert status == 2
+    assert err.strip() == ("error: standard input: line 3: 'QQQQQQQQQQQQQQQQQQQQ...': longer than "
+                           "a protocol line (64 characters)")
+    assert len(out.splitlines()) == 4
 
 
 @pytest.mark.slow
@@ -162,9 +173,8 @@ def test_help_shows_the_rotation_table():
     assert "####" in out  # the horizontal I
 
 
-def test_bad_config_exits_2(tmp_path):
+def test_bad_config_exits_2(monkeypatch, capsys, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("policy: beam\nrules: course\npieces: 10\n")
-    proc = subprocess.run([sys.executable, "-m", "experiments.bot", str(bad)], cwd=ROOT, input="IO\nX\n",
-                          capture_output=True, text=True, timeout=TIMEOUT)
-    assert proc.returncode == 2 and "policy" in proc.stderr
+    status, _, err = bot_in_process(monkeypatch, capsys, "IO\nX\n", str(bad))
+    assert status == 2 and "policy" in err

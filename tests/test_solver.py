@@ -158,13 +158,18 @@ def test_solve_cli_ctrl_c_writes_the_best_path_so_far(tmp_path):
     ("policy: greedy\nevaluator: nope.yaml\n", [], "nope.yaml"),
     ("policy: [\n", [], "invalid YAML"),
 ])
-def test_solve_cli_config_errors(tmp_path, text, override, message):
+def test_solve_cli_config_errors(tmp_path, capsys, text, override, message):
+    """The command's main in this process: the messages are the same as from the command line,
+    whose process boundary test_solve_cli_ctrl_c_writes_the_best_path_so_far and the slow
+    test_solve_cli_writes_verified_files hold."""
+    from experiments.solve import main
+
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(text)
-    p = run_solve(str(cfg), *override, "--out", str(tmp_path / "o"))
-    assert p.returncode == 2
-    assert message in p.stderr and str(cfg) in p.stderr or message in p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1
+    assert main([str(cfg), *override, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and str(cfg) in err
+    assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
 
 
