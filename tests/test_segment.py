@@ -125,7 +125,7 @@ WELL = [
 
 def expand_one(board, index, pieces, min_cells, **segment):
     cfg = settings(SegmentConfig(states=4, key_cells=1, min_cells=min_cells, **segment), GEEK, pieces)
-    seq = GEEK.sequence(pieces)
+    seq = np.ascontiguousarray(GEEK.sequence(pieces), dtype=np.int64)  # as solve passes it: one compile
     roots = Roots(board[None, :].copy(), np.array([index]), np.array([1000]), np.array([1]))
     leaves = new_leaves(cfg, GEEK.height)
     expand_chunk(1, roots, seq, GEEK.kernel, load_evaluator("transitions").spec, cfg, leaves)
