@@ -12,6 +12,13 @@ A call from Python (a test, a benchmark) still works: it goes to a twin of the k
 with the wrapper on first use and cached apart (its own entries, named ``<name>_from_python``),
 so only the code paths Python actually calls pay for a wrapper. Everything else is numba's
 ``njit(cache=True)``: ``@inner(parallel=True)`` passes options on.
+
+An integer constant in a calling kernel reaches numba typed as its value (``Literal[int](0)``), and
+numba compiles the callee afresh for each such value: ``place_nodes(0, n, ...)`` and
+``place_nodes(c * n // chunks, ...)`` were two compiles of one kernel, and the evaluators' `term`,
+called with its slot's number, one per slot. An inner kernel is compiled for the integer's plain
+type instead (`InnerDispatcher.get_call_template`); a boolean constant stays a compile-time value, as
+kernels use it to choose code (``search(..., store=True)``).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import functools
 import types
 
 from numba import njit
+from numba.core.types import IntegerLiteral
 from numba.core.registry import CPUDispatcher
 
 #: the suffix of the qualified name of a kernel's Python-callable twin (its cache entries' name)
@@ -34,6 +42,16 @@ class InnerDispatcher(CPUDispatcher):
         if twin is None:
             twin = self._python_twin = _twin(self)
         return twin(*args, **kwargs)
+
+    def get_call_template(self, args, kws):
+        """numba's, with integer constants taken as their plain type (module docstring)."""
+        args = tuple(_plain(a) for a in args)
+        kws = {k: _plain(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+def _plain(t):
+    return t.literal_type if isinstance(t, IntegerLiteral) else t
 
 
 def _twin(kernel: InnerDispatcher):

@@ -52,3 +52,20 @@ def test_a_call_from_python_goes_to_a_twin_with_the_wrapper():
     assert twin.py_func.__code__ is shifted_sum.py_func.__code__
     assert squares_sum(np.arange(5)) == 30
     assert shifted_sum(b, 1) == 10 and len(twin.signatures) == 1  # the twin is made once
+
+
+@inner
+def scaled(k, a):
+    return k * a
+
+
+@njit(cache=True)
+def constants(a):
+    return scaled(2, a) + scaled(3, a) + scaled(a, a)
+
+
+def test_an_integer_constant_compiles_an_inner_kernel_for_its_plain_type():
+    """numba types a constant argument as its value; an inner kernel takes it as int64, so the three
+    calls above are one compile, not three."""
+    assert constants(5) == 10 + 15 + 25
+    assert [str(t) for sig in scaled.signatures for t in sig] == ["int64", "int64"]
