@@ -2,6 +2,7 @@
 asserts nothing)
 
     python benchmarks/splitting_rank.py [--dir results/standard] [--height 20] [--min-games 40] [--json FILE]
+    python benchmarks/splitting_rank.py --proxy-height 14 [--min-games 10]
 
 Pairs every splitting estimate in DIR (``splitting-*.json``, written by ``bench_splitting.py
 --json``) with the played series of the same player on the same game (``*.json`` written by
@@ -12,6 +13,10 @@ and their ratio, then, board by board, the Spearman and Kendall rank correlation
 and played mean over those players (pandas' ranks; ties share their mean rank). A tuner ranks candidates by the
 estimate, so the rank correlation, not the ratio, says whether its choices carry over to played
 games. Players without both files are listed apart. With ``--json`` the table is written to FILE.
+
+With ``--proxy-height H`` the proxy is not the splitting estimate but the player's played mean on
+the smaller board 10 x H (its longest series there, at least ``--min-proxy-games`` games): does a
+cheap board rank players as the real one does?
 """
 
 from __future__ import annotations
@@ -44,9 +49,10 @@ def player_name(evaluator: str) -> str:
     return Path(evaluator).stem if evaluator.endswith((".yaml", ".yml")) else evaluator
 
 
-def table(folder: Path, height: int | None, min_games: int) -> tuple[pd.DataFrame, list[str]]:
+def table(folder: Path, height: int | None, min_games: int, proxy_height: int | None = None,
+          min_proxy_games: int = 40) -> tuple[pd.DataFrame, list[str]]:
     """(one row per player with both an estimate and a long enough played series, the players left
-    out with the reason)."""
+    out with the reason). With ``proxy_height`` the estimate is the played mean on 10 x that."""
     estimates, series, left_out = {}, {}, []
     for path in sorted(folder.glob("*.json")):
         if path.name.startswith("splitting-"):
@@ -60,6 +66,20 @@ def table(folder: Path, height: int | None, min_games: int) -> tuple[pd.DataFram
             key = game_of(data)
             if key not in series or len(data["games"]) > len(series[key][1]):
                 series[key] = (path.name, data["games"])
+    if proxy_height is not None:
+        estimates = {}
+        for (evaluator, h, clear_first), (name, games) in series.items():
+            if h != proxy_height:
+                continue
+            label = f"{player_name(evaluator)} on 10 x {h}"
+            if len(games) < min_proxy_games:
+                left_out.append(f"{label}: {len(games)} played games (fewer than {min_proxy_games})")
+                continue
+            rows_proxy = [g["rows"] for g in games]
+            low, high = mean_ci95(rows_proxy) or (float("nan"), float("nan"))
+            for key in series:
+                if key[0] == evaluator and key[2] == clear_first and key[1] != proxy_height:
+                    estimates[key] = (name, sum(rows_proxy) / len(rows_proxy), [low, high])
     rows = []
     for key, (name, mean, ci) in estimates.items():
         evaluator, h, clear_first = key
@@ -87,10 +107,13 @@ def main(argv=None) -> int:
     parser.add_argument("--dir", type=Path, default=ROOT / "results" / "standard")
     parser.add_argument("--height", type=int, default=20, help="board height (0: every board)")
     parser.add_argument("--min-games", type=int, default=40)
+    parser.add_argument("--proxy-height", type=int, metavar="H",
+                        help="the proxy is the played mean on 10 x H instead of the splitting estimate")
+    parser.add_argument("--min-proxy-games", type=int, default=40, help="with --proxy-height (default: 40)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     try:
-        df, left_out = table(args.dir, args.height or None, args.min_games)
+        df, left_out = table(args.dir, args.height or None, args.min_games, args.proxy_height, args.min_proxy_games)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -98,8 +121,10 @@ def main(argv=None) -> int:
         print("no player has both an estimate and a long enough played series")
     else:
         for r in df.sort_values("played", ascending=False).itertuples():
-            print(f"{r.player:28s} 10 x {r.height}: estimate {r.estimate:>13,.0f}   played {r.played:>13,.0f} "
-                  f"({r.played_ci95[0]:,.0f} - {r.played_ci95[1]:,.0f}, {r.games} games)   ratio {r.ratio:.2f}")
+            what = f"10 x {args.proxy_height} played" if args.proxy_height else "estimate"
+            print(f"{r.player:28s} 10 x {r.height}: {what} {r.estimate:>13,.0f}   played {r.played:>13,.0f} "
+                  f"({r.played_ci95[0]:,.0f} - {r.played_ci95[1]:,.0f}, {r.games} games)   "
+                  + (f"growth x{1 / r.ratio:,.0f}" if args.proxy_height else f"ratio {r.ratio:.2f}"))
     correlations = {}
     for h, board in (df.groupby("height") if not df.empty else []):
         if len(board) >= 2:
@@ -113,7 +138,7 @@ def main(argv=None) -> int:
         write_json(args.json, {"command": "python benchmarks/splitting_rank.py " + " ".join(
             re.sub(r"^.*/(results/)", r"\1", a) for a in (argv if argv is not None else sys.argv[1:])),
             "players": df.to_dict(orient="records"), "correlations": correlations,
-            "left_out": left_out, "min_games": args.min_games})
+            "left_out": left_out, "min_games": args.min_games, "proxy_height": args.proxy_height})
     return 0
 
 
