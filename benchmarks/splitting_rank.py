@@ -8,7 +8,9 @@ Pairs every splitting estimate in DIR (``splitting-*.json``, written by ``bench_
 --json``) with the played series of the same player on the same game (``*.json`` written by
 ``bench_standard.py games --json``: the same evaluator, board height and rules, a preset's board
 named by its rules or by ``--height`` alike), keeps the players whose series has at least
-``--min-games`` games, and prints for each the pooled estimate, the played mean with its interval
+``--min-games`` games, and prints for each the pooled estimate (the main file's estimates with those
+of ``DIR/splitting-variants/`` made with the same settings, pooled by
+`solver.online.splitting.combine`), the played mean with its interval
 and their ratio, then, board by board, the Spearman and Kendall rank correlations between estimate
 and played mean over those players (pandas' ranks; ties share their mean rank). A tuner ranks candidates by the
 estimate, so the rank correlation, not the ratio, says whether its choices carry over to played
@@ -22,19 +24,36 @@ cheap board rank players as the real one does?
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the folder under DIR of further estimates, pooled with a player's main file where their settings match
+VARIANTS = "splitting-variants"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_standard import UserError, load_series  # noqa: E402
+from solver.online.splitting import combine  # noqa: E402
 from engine.files import MAX_JSON_BYTES, ReadError, read_json, write_json  # noqa: E402
 from solver.online.intervals import mean_ci95  # noqa: E402
+
+
+def read_estimates(path: Path) -> dict:
+    """A ``bench_splitting.py --json`` file, checked for what the table reads."""
+    try:
+        data = read_json(path, MAX_JSON_BYTES, "a splitting estimate")
+        for e in data["estimates"]:
+            float(e["pieces_per_game"]), float(e["rows0"]), float(e["pieces0"])
+        game_of(data), dict(data["settings"])
+    except (ReadError, KeyError, TypeError, ValueError) as e:
+        raise UserError(f"{path}: not a bench_splitting.py --json file ({e})") from None
+    return data
 
 
 def game_of(data: dict) -> tuple[str, int, bool]:
@@ -54,13 +73,15 @@ def table(folder: Path, height: int | None, min_games: int, proxy_height: int | 
     """(one row per player with both an estimate and a long enough played series, the players left
     out with the reason). With ``proxy_height`` the estimate is the played mean on 10 x that."""
     estimates, series, left_out = {}, {}, []
+    variants = [read_estimates(p) for p in sorted((folder / VARIANTS).glob("*.json"))]
     for path in sorted(folder.glob("*.json")):
         if path.name.startswith("splitting-"):
-            try:
-                data = read_json(path, MAX_JSON_BYTES, "a splitting estimate")
-                estimates[game_of(data)] = (path.name, float(data["mean"]), data["ci95"])
-            except (ReadError, KeyError, TypeError, ValueError) as e:
-                raise UserError(f"{path}: not a bench_splitting.py --json file ({e})") from None
+            data = read_estimates(path)
+            # pooled with the variants' estimates of the same player, game and settings
+            found = data["estimates"] + [e for v in variants if game_of(v) == game_of(data)
+                                         and v["settings"] == data["settings"] for e in v["estimates"]]
+            mean, ci = combine([SimpleNamespace(**e) for e in found])
+            estimates[game_of(data)] = (f"{path.name} ({len(found)} estimates)", mean, list(ci or (math.nan, math.nan)))
         else:
             data = load_series(path)
             key = game_of(data)
@@ -80,6 +101,10 @@ def table(folder: Path, height: int | None, min_games: int, proxy_height: int | 
             for key in series:
                 if key[0] == evaluator and key[2] == clear_first and key[1] != proxy_height:
                     estimates[key] = (name, sum(rows_proxy) / len(rows_proxy), [low, high])
+        for evaluator, h, clear_first in series:
+            if h != proxy_height and (height is None or h == height) and not any(
+                    k[0] == evaluator and k[1] == proxy_height and k[2] == clear_first for k in series):
+                left_out.append(f"{player_name(evaluator)} on 10 x {h}: no played series on 10 x {proxy_height}")
     rows = []
     for key, (name, mean, ci) in estimates.items():
         evaluator, h, clear_first = key

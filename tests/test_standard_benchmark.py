@@ -215,9 +215,13 @@ def test_splitting_rank_pairs_estimates_with_played_series_board_by_board(tmp_pa
             "command": "x", "evaluator": evaluator, "rules": rules, "width": 10, "height": height, "cap": 10 ** 9,
             "date": "2026-11-26", "games": games}))
 
-    def estimate(name, evaluator, mean, height=20, rules="standard"):
-        (tmp_path / f"splitting-{name}.json").write_text(json.dumps({
-            "evaluator": evaluator, "rules": rules, "height": height, "mean": mean, "ci95": [mean / 2, mean * 2]}))
+    def estimate(name, evaluator, mean, height=20, rules="standard", settings=None, folder=tmp_path):
+        # one estimate of `mean` rows a game (one row per piece); `combine` pools them
+        folder.mkdir(exist_ok=True)
+        (folder / f"splitting-{name}.json").write_text(json.dumps({
+            "evaluator": evaluator, "rules": rules, "height": height, "settings": settings or {"low": 2},
+            "mean": mean, "ci95": [mean / 2, mean * 2],
+            "estimates": [{"pieces_per_game": mean, "rows0": 7, "pieces0": 7}]}))
 
     # played order a > b > c; the estimates swap b and c
     series("a", "a.yaml", [300, 500])
@@ -242,3 +246,21 @@ def test_splitting_rank_pairs_estimates_with_played_series_board_by_board(tmp_pa
     assert "10 x 10" not in out.split("10 x 20, 3")[1]  # one player on 10 x 10: no correlation printed
     written = json.loads((tmp_path / "rank.out").read_text())
     assert set(written["correlations"]) == {"10x20"} and written["correlations"]["10x20"]["spearman"] == 0.5
+
+    # more estimates of b with the same settings are pooled (rates 1/100 and 1/300: 150 rows a game),
+    # which puts b above c; one made with other settings is not
+    variants = tmp_path / "splitting-variants"
+    estimate("b-more", "b", 300.0, folder=variants)
+    estimate("b-other", "b", 10 ** 6, settings={"low": 3}, folder=variants)
+    df, _ = rank.table(tmp_path, 20, 2)
+    b = df.set_index("player").loc["b"]
+    assert b["estimate"] == 150.0 and b["estimate_file"] == "splitting-b.json (2 estimates)"
+    assert df["estimate"].corr(df["played"], method="spearman") == 1.0
+
+    # the proxy: played means on another board instead of the estimates
+    series("a14", "a.yaml", [30, 34], height=14)
+    series("b14", "b", [40, 44], height=14)
+    series("c14", "c", [10, 12], height=14)
+    df, left_out = rank.table(tmp_path, 20, 2, proxy_height=14, min_proxy_games=2)
+    assert df.set_index("player")["estimate"].to_dict() == {"a": 32.0, "b": 42.0, "c": 11.0}
+    assert left_out == ["d on 10 x 20: no played series on 10 x 14"]
