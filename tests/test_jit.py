@@ -65,7 +65,12 @@ def constants(a):
 
 
 def test_an_integer_constant_compiles_an_inner_kernel_for_its_plain_type():
-    """numba types a constant argument as its value; an inner kernel takes it as int64, so the three
-    calls above are one compile, not three."""
+    """numba types a constant argument as its value (``Literal[int](2)``); an inner kernel is
+    compiled for int64 instead, so the three calls above are one compile, not three. Asked as a
+    calling kernel's compile asks (the kernels may come from the cache, which compiles nothing)."""
+    from numba.core import types
+
     assert constants(5) == 10 + 15 + 25
-    assert [str(t) for sig in scaled.signatures for t in sig] == ["int64", "int64"]
+    _, _, args, _ = scaled.get_call_template((types.IntegerLiteral(2), types.int64), {})
+    assert [str(t) for t in args] == ["int64", "int64"]
+    assert all(str(t) == "int64" for sig in scaled.signatures for t in sig)
