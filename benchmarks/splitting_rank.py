@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_standard import UserError, load_series  # noqa: E402
-from solver.online.splitting import combine  # noqa: E402
 from engine.files import MAX_JSON_BYTES, ReadError, read_json, write_json  # noqa: E402
 from solver.online.intervals import mean_ci95  # noqa: E402
+from solver.online.splitting import combine  # noqa: E402
 
 
 def read_estimates(path: Path) -> dict:
@@ -68,6 +68,30 @@ def player_name(evaluator: str) -> str:
     return Path(evaluator).stem if evaluator.endswith((".yaml", ".yml")) else evaluator
 
 
+def proxies(series: dict, height: int | None, proxy_height: int, min_games: int, left_out: list) -> dict:
+    """Each series' proxy (``table``'s estimate): the same player's played mean on 10 x
+    ``proxy_height``, from a series of at least ``min_games`` games; the players without one are
+    added to ``left_out``."""
+    proxy = {}
+    for (evaluator, h, clear_first), (name, games) in series.items():
+        if h != proxy_height:
+            continue
+        if len(games) < min_games:
+            left_out.append(f"{player_name(evaluator)} on 10 x {h}: {len(games)} played games (fewer than {min_games})")
+            continue
+        rows = [g["rows"] for g in games]
+        proxy[evaluator, clear_first] = (name, sum(rows) / len(rows), list(mean_ci95(rows) or (math.nan, math.nan)))
+    found = {}
+    for evaluator, h, clear_first in series:
+        if h == proxy_height:
+            continue
+        if (evaluator, clear_first) in proxy:
+            found[evaluator, h, clear_first] = proxy[evaluator, clear_first]
+        elif (evaluator, proxy_height, clear_first) not in series and (height is None or h == height):
+            left_out.append(f"{player_name(evaluator)} on 10 x {h}: no played series on 10 x {proxy_height}")
+    return found
+
+
 def table(folder: Path, height: int | None, min_games: int, proxy_height: int | None = None,
           min_proxy_games: int = 40) -> tuple[pd.DataFrame, list[str]]:
     """(one row per player with both an estimate and a long enough played series, the players left
@@ -88,23 +112,7 @@ def table(folder: Path, height: int | None, min_games: int, proxy_height: int | 
             if key not in series or len(data["games"]) > len(series[key][1]):
                 series[key] = (path.name, data["games"])
     if proxy_height is not None:
-        estimates = {}
-        for (evaluator, h, clear_first), (name, games) in series.items():
-            if h != proxy_height:
-                continue
-            label = f"{player_name(evaluator)} on 10 x {h}"
-            if len(games) < min_proxy_games:
-                left_out.append(f"{label}: {len(games)} played games (fewer than {min_proxy_games})")
-                continue
-            rows_proxy = [g["rows"] for g in games]
-            low, high = mean_ci95(rows_proxy) or (float("nan"), float("nan"))
-            for key in series:
-                if key[0] == evaluator and key[2] == clear_first and key[1] != proxy_height:
-                    estimates[key] = (name, sum(rows_proxy) / len(rows_proxy), [low, high])
-        for evaluator, h, clear_first in series:
-            if h != proxy_height and (height is None or h == height) and not any(
-                    k[0] == evaluator and k[1] == proxy_height and k[2] == clear_first for k in series):
-                left_out.append(f"{player_name(evaluator)} on 10 x {h}: no played series on 10 x {proxy_height}")
+        estimates = proxies(series, height, proxy_height, min_proxy_games, left_out)
     rows = []
     for key, (name, mean, ci) in estimates.items():
         evaluator, h, clear_first = key
@@ -145,8 +153,8 @@ def main(argv=None) -> int:
     if df.empty:
         print("no player has both an estimate and a long enough played series")
     else:
+        what = f"10 x {args.proxy_height} played" if args.proxy_height else "estimate"
         for r in df.sort_values("played", ascending=False).itertuples():
-            what = f"10 x {args.proxy_height} played" if args.proxy_height else "estimate"
             print(f"{r.player:28s} 10 x {r.height}: {what} {r.estimate:>13,.0f}   played {r.played:>13,.0f} "
                   f"({r.played_ci95[0]:,.0f} - {r.played_ci95[1]:,.0f}, {r.games} games)   "
                   + (f"growth x{1 / r.ratio:,.0f}" if args.proxy_height else f"ratio {r.ratio:.2f}"))
