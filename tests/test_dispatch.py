@@ -1,8 +1,11 @@
 """Compile-time choices: a `Static` value travels into kernels as its numba type; a `FunctionTable`
-picks its entry by a token when the calling kernel is compiled."""
+picks its entry by a token when the calling kernel is compiled; a bundle holding them is typed by a
+lookup of its structure, as numba would type it field by field."""
 
 import pickle
+from typing import NamedTuple
 
+import numpy as np
 import pytest
 from numba import njit, typeof
 
@@ -132,3 +135,58 @@ def test_tables_following_one_choice_take_one_token():
         NEGATIONS.token("missing")
     with pytest.raises(Exception):  # a token of another choice is no token of these tables
         both(SQUARES.token("square"), 12)
+
+
+# ------------------------------------------------------------------------------------------------
+# A bundle's numba type, looked up by its structure
+
+
+class Inner(NamedTuple):
+    a: object
+    b: object
+
+
+class Bundle(NamedTuple):
+    x: object
+    y: object
+    inner: object
+
+
+def _arrays():
+    c = np.zeros((3, 4))
+    readonly = np.zeros(5, np.uint16)
+    readonly.flags.writeable = False
+    return [c, c.T, c[:, ::2], readonly, np.zeros(0, np.int8), np.zeros((), np.float32), np.arange(4)[::2]]
+
+
+def _values():
+    yield from _arrays()
+    yield from (0, 1, -1, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63), 2**63, True, False, 1.5, np.int32(3),
+                np.float64(2.0), np.uint8(1), None, Pair(1, 2), Pair(1, 3), SQUARES.token("cube"), "text")
+
+
+def test_a_bundle_is_typed_as_numba_types_it_field_by_field():
+    from numba.core.typing.typeof import Purpose, _TypeofContext
+
+    from engine import CLASSIC, GEEK, STANDARD
+    from engine.typeof import _numba_tuple_typeof
+    from evaluators import load_evaluator
+
+    values = list(_values())
+    cases = [Bundle(v, w, Inner(w, v)) for v, w in zip(values, values[3:] + values[:3])]
+    cases += [Bundle(v, 7, Inner(v, (v, 1))) for v in values]
+    cases += [r.kernel for r in (CLASSIC, GEEK, STANDARD)] + [load_evaluator(n).spec for n in ("bcts", "lecture_v2")]
+    for value in cases:
+        for purpose in (Purpose.argument, Purpose.constant):
+            expected = _numba_tuple_typeof(value, _TypeofContext(purpose))
+            assert typeof(value, purpose) == expected, value
+            assert typeof(value, purpose) == expected, value  # the second time from the lookup
+    # what changes a field's type changes the bundle's
+    a = np.zeros(3)
+    b = np.zeros(3)
+    b.flags.writeable = False
+    assert typeof(Inner(a, 1)) != typeof(Inner(b, 1))
+    assert typeof(Inner(1, 1)) != typeof(Inner(2**63, 1)) != typeof(Inner(1.0, 1))
+    assert typeof(Inner(Pair(1, 2), 0)) != typeof(Inner(Pair(1, 3), 0))
+    with pytest.raises(ValueError, match="too large"):
+        typeof(Inner(2**64, 1))
