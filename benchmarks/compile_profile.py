@@ -8,10 +8,12 @@ would) with a listener on numba's compile events, which fire only when a kernel 
 when it is loaded from the cache. Each compile is timed twice: in all (its callees compiled on the
 way included) and by itself (its callees' compiles taken out). Then prints the kernels by their own
 time: how many signatures each compiled, their own seconds and the share of all compile time, and
-with ``--csv`` writes one row per compile (kernel, argument types, own and total seconds, the test
-running when there is one). Other processes (a test's subprocess, loky or dask workers) are not
-followed: what they compile is missing, so give a tuning run ``parallel.n_jobs=1``. Use an empty cache (``NUMBA_CACHE_DIR`` set to a new
-folder) to see a cold start.
+with ``--csv`` writes one row per compile: the kernel, its argument types (the first 300
+characters), the evaluator layout among them when there is one (so compiles can be summed by
+layout), own and total seconds, and the test running when there is one. Other processes (a
+test's subprocess, loky or dask workers) are not followed: what they compile is missing, so give a
+tuning run ``parallel.n_jobs=1``. Use an empty cache (``NUMBA_CACHE_DIR`` set to a new folder) to
+see a cold start.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import re
 import runpy
 import sys
 import time
@@ -28,6 +31,9 @@ from pathlib import Path
 from numba.core import event
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: an evaluator's layout in a kernel's argument types (`evaluators.registry.Kind.label`)
+LAYOUT = re.compile(r"Kind\(([^()]*)\)")
 
 
 class CompileTimes(event.Listener):
@@ -48,8 +54,9 @@ class CompileTimes(event.Listener):
         total = time.perf_counter() - start
         if self.stack:
             self.stack[-1][3] += total
-        self.rows.append({"kernel": name, "args": args[:300], "own_seconds": round(total - nested, 4),
-                          "total_seconds": round(total, 4),
+        layout = LAYOUT.search(args)
+        self.rows.append({"kernel": name, "args": args[:300], "layout": layout.group(1) if layout else "",
+                          "own_seconds": round(total - nested, 4), "total_seconds": round(total, 4),
                           "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]})
 
 
@@ -97,7 +104,7 @@ def main() -> int:
               file=sys.stderr)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
-            out = csv.DictWriter(f, fieldnames=["kernel", "args", "own_seconds", "total_seconds", "test"])
+            out = csv.DictWriter(f, fieldnames=["kernel", "args", "layout", "own_seconds", "total_seconds", "test"])
             out.writeheader()
             out.writerows(listener.rows)
     return status
