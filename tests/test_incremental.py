@@ -226,12 +226,15 @@ def chosen_afresh(board, shape, t, rules, evaluator):
 
 
 #: (rules, evaluator) pairs of the choice test, each a compile of the 1-ply kernels (20-30 s from a
-#: cold cache): both paths (formed: `terms`, which weighs every form; afresh: `bdu`) on every rule
-#: set, and each other preset's layout on one rule set. A rule set changes the placements and the
-#: lock, a layout the evaluator's code, and the two meet only through the placement the evaluator
-#: is given, which the two paths check on every rule set: the rest of the grid adds compiles, not
-#: code paths
-CHOICE_CASES = {"terms": ("standard", "geek", "standard_clear_first"),
+#: cold cache): both paths (formed: `terms`, which weighs every form; afresh: `bdu`) on the rule sets
+#: where they can differ, and each other preset's layout on one rule set. A rule set changes the
+#: placements and the lock, a layout the evaluator's code, and the two meet only through the
+#: placement the evaluator is given. The formed path values only locks that clear no row, where the
+#: standard rules and their clear-first variant are one rule (an overflowing piece ends the game under
+#: both), so `terms` runs on the standard rules and the contest's; the clear-first rule's own
+#: placements (overflowing cells moved down by a clear) go to the afresh path, which `bdu` checks on
+#: every rule set. The rest of the grid would add compiles, not code paths
+CHOICE_CASES = {"terms": ("standard", "geek"),
                 "bdu": ("standard", "geek", "standard_clear_first"),
                 "bcts": ("standard",), "dellacherie": ("standard_clear_first",), "pierre_dellacherie": ("geek",)}
 
