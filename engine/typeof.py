@@ -6,7 +6,7 @@ rules' tokens, an evaluator's `Kind`) has no fingerprint, and numba then types i
 every call, field by field, building each field's type anew: 140 us for the rules and 40 us for an
 evaluator's spec, more than many kernels take to run. Here a named tuple (a kernel's bundle) is
 typed by looking up its structure instead: its class and, for each field, the field's key (a
-`Static` itself, a nested tuple's key, an int's size class, else numba's fingerprint with the
+`Static` itself, a nested tuple's key, an int's numba type, else numba's fingerprint with the
 value's class), which together determine numba's type. A plain tuple, and a named tuple with a
 field that has no key (a string, say), are typed by numba's own rule, as before. `engine/__init__.py`
 installs it; no kernel depends on this module, so editing it recompiles nothing.
@@ -23,19 +23,14 @@ _numba_tuple_typeof = typeof_impl.dispatch(tuple)
 _types: dict = {}
 
 
-def _key(v):
+def _key(v, c):
     """What determines numba's type of ``v``; NotImplementedError when there is no such key here."""
     if isinstance(v, tuple):
-        return (type(v), *map(_key, v))
+        return (type(v), *(_key(x, c) for x in v))
     if isinstance(v, Static):
         return v
-    if type(v) is int:
-        # numba's rule for an int (`numba.core.typing.typeof`): intp below 32 bits, int64 below 64,
-        # uint64 for 64 bits when not negative, an error above
-        bits = v.bit_length() if v >= 0 else (-v - 1).bit_length()
-        if bits > 64 or (bits == 64 and v < 0):
-            raise NotImplementedError
-        return int, 0 if bits < 32 else 1 if bits < 64 else 2
+    if type(v) is int:  # its type depends on its size: numba's own (cheap) rule gives it
+        return typeof_impl(v, c)
     return type(v), compute_fingerprint(v)  # NotImplementedError for a value without one
 
 
@@ -45,7 +40,7 @@ def typeof_tuple(val, c):
     if type(val) is tuple:
         return _numba_tuple_typeof(val, c)
     try:
-        key = (c.purpose, _key(val))
+        key = (c.purpose, _key(val, c))
     except NotImplementedError:
         return _numba_tuple_typeof(val, c)
     ty = _types.get(key)
