@@ -86,6 +86,14 @@ class Optimizer(ABC):
         only those at the highest fidelity reached); all by default."""
         return True
 
+    def recommendation(self) -> np.ndarray | None:
+        """The point this tuner would answer with now, as genes (a vector `Space.decode` reads): a
+        tuner that moves a search distribution (CMA-ES, CEM) answers with its mean, which on a noisy
+        fitness is a better guess at the optimum than the best single draw, a lucky one (the
+        re-scoring plays it beside the top candidates, ``rescore.recommendation``); None by default
+        (the tuner keeps no such point)."""
+        return None
+
     def aborts_at(self, generation: int) -> bool:
         """Whether ``generation``'s candidates are held to the early-abort threshold; all by default."""
         return True

@@ -98,6 +98,10 @@ class RescoreConfig(Strict):
     sequence); best.yaml is then the best re-scored one."""
 
     top: int = Field(5, ge=1, description="distinct best candidates re-run")
+    recommendation: bool = Field(
+        True, description="re-run the tuner's recommendation too, the mean of its search distribution at the end "
+                          "(`cmaes`, `cem`; other tuners have none), beside the top candidates: on a noisy fitness "
+                          "the best draws are partly lucky ones")
     overrides: dict[str, Any] = Field(
         default_factory=dict,
         description="dotted solver settings, e.g. `{beam.width: 9041, pieces: null}`; each sets one setting "

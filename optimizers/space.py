@@ -33,6 +33,9 @@ FEATURE_PREFIX = "evaluator.features."
 #: significant digits a float gene keeps when decoded: genes an ulp or so apart, as crossover
 #: arithmetic makes them, are one setting to the memo
 FLOAT_DIGITS = 12
+#: the relative distance from the initial point's norm within which `Space.scaled` takes a group
+#: as scaled already (12 significant digits leave about 1e-12)
+SCALED_TOLERANCE = 1e-10
 
 
 class SpaceError(ValueError):
@@ -216,11 +219,15 @@ class Space:
 
     def scaled(self, values) -> list:
         """``values`` with the `normalize` group scaled to the initial point's norm (an all-zero
-        group is left as it is); floats to 12 significant digits, as decoding gives them."""
+        group is left as it is); floats to 12 significant digits, as decoding gives them. Values
+        scaled already are returned as they are: at that rounding their norm is the initial
+        point's only to about 1e-12, and scaling them again could move a last digit."""
         values = list(values)
         if not self.normalize:
             return values
         norm = float(np.linalg.norm([values[i] for i in self.normalize]))
+        if abs(norm - self.norm) <= SCALED_TOLERANCE * self.norm:
+            return values
         if norm > 0:
             for i in self.normalize:
                 values[i] = float(f"{values[i] * self.norm / norm:.{FLOAT_DIGITS}g}")

@@ -61,18 +61,23 @@ class Evaluation:
                 "record": self.record.as_dict(), "cached": self.cached, "key": self.key}
 
 
+#: a rescore.csv row's ``index`` for the tuner's recommendation, a point no generation played
+#: (its ``generation``: the generations told; no tuned fitness (NaN) or key)
+RECOMMENDATION = -1
+
+
 @dataclass
 class Rescoring:
     """A row of rescore.csv: the candidate of tuned ``rank`` (0 the best), from ``generation`` and
     ``index``, re-run with the rescore overrides: its ``record`` and ``key`` beside the tuned
-    ``tuned_fitness`` and ``tuned_key``."""
+    ``tuned_fitness`` and ``tuned_key``; or, at index `RECOMMENDATION`, the tuner's recommendation."""
 
     rank: int
     generation: int
     index: int
     values: list
     tuned_fitness: float
-    record: TuningRecord
+    record: TuningRecord | None  # None: not played yet
     cached: bool
     key: str
     tuned_key: str

@@ -47,7 +47,7 @@ from .fitness import Evaluated, Memo, TuningRecord, canonical, evaluate
 from .noise import NOISE_COLUMNS, Noise, point_key
 from .space import Param, Space, with_settings
 from .state import Best, Rescored, RunState
-from .store import Evaluation, GenerationStats, Rescoring, RunStore
+from .store import RECOMMENDATION, Evaluation, GenerationStats, Rescoring, RunStore
 from .tuners import get as get_tuner
 
 log = logging.getLogger("optimizers.run")
@@ -469,13 +469,15 @@ class Tuner:
 
     # ------------------------------------------------------------------ re-scoring
     def run_rescore(self, pool: Pool) -> None:
-        """Re-run the best distinct candidates with ``rescore.overrides``; the best of them is the
-        run's result (best.yaml)."""
+        """Re-run the best distinct candidates (and the tuner's recommendation) with
+        ``rescore.overrides``; the best of them is the run's result (best.yaml)."""
         rows = self._rescorings(pool)
         best = min(rows, key=lambda r: (-r.record.fitness, r.rank))
         self.state.rescored = Rescored.of(best)
+        which = ("the tuner's recommendation" if best.index == RECOMMENDATION else
+                 f"tuned rank {best.rank + 1}, tuned fitness {best.tuned_fitness:,.0f}")
         self._say(f"rescore: {len(rows)} candidates with {self.config.rescore.overrides}; best "
-                  f"{best.record.fitness:,.0f} (tuned rank {best.rank + 1}, tuned fitness {best.tuned_fitness:,.0f})")
+                  f"{best.record.fitness:,.0f} ({which})")
 
     def _top_distinct(self) -> list[Evaluation]:
         """The ``rescore.top`` best evaluations of distinct configs: finished ones first, then by
@@ -497,19 +499,40 @@ class Tuner:
                 break
         return top
 
+    def _rescore_entries(self) -> list[Rescoring]:
+        """What the re-scoring plays, by rank, as rows still without a record: the top distinct
+        candidates, then the tuner's recommendation (`Optimizer.recommendation`, under
+        ``rescore.recommendation``; generation: the generations told, index `RECOMMENDATION`, never
+        played while tuning, so no tuned fitness or key) unless it re-scores as one of them."""
+        out, keys = [], set()
+        for e in self._top_distinct():
+            tuned = with_settings(self.space.config(e.values), self.state.optimizer.settings_at(e.generation))
+            key, _ = canonical(with_settings(tuned, self.config.rescore.overrides))
+            keys.add(key)
+            out.append(Rescoring(len(out), e.generation, e.index, list(e.values), e.record.fitness, None, False,
+                                 key, e.key))
+        vector = self.state.optimizer.recommendation() if self.config.rescore.recommendation else None
+        if vector is not None:
+            values = self.space.scaled(self.space.decode(vector))
+            g = self.state.generation
+            tuned = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
+            key, _ = canonical(with_settings(tuned, self.config.rescore.overrides))
+            if key not in keys:
+                out.append(Rescoring(len(out), g, RECOMMENDATION, values, float("nan"), None, False, key, ""))
+        return out
+
     def _rescorings(self, pool: Pool) -> list[Rescoring]:
-        """Every top candidate's re-scoring, by rank: read back from rescore.csv when written
-        before an interruption, else simulated."""
+        """Every re-scoring, by rank: read back from rescore.csv when written before an
+        interruption, else simulated."""
         written = {r.rank: r for r in self.store.read_rescore()}
         rows: dict[int, Rescoring] = {}
-        todo = []  # (rank, evaluation, key, config) to simulate
-        for rank, e in enumerate(self._top_distinct()):
-            tuned = with_settings(self.space.config(e.values), self.state.optimizer.settings_at(e.generation))
-            key, data = canonical(with_settings(tuned, self.config.rescore.overrides))
-            if rank in written and written[rank].key == key:
-                rows[rank] = written[rank]
+        todo = []  # (entry, config) to simulate
+        for entry in self._rescore_entries():
+            if entry.rank in written and written[entry.rank].key == entry.key:
+                rows[entry.rank] = written[entry.rank]
             else:
-                todo.append((rank, e, key, data))
+                tuned = with_settings(self.space.config(entry.values), self.state.optimizer.settings_at(entry.generation))
+                todo.append((entry, canonical(with_settings(tuned, self.config.rescore.overrides))[1]))
         self._simulate_rescore(pool, todo, rows)
         out = [rows[k] for k in sorted(rows)]
         self.store.rewrite_rescore(out)
@@ -518,17 +541,17 @@ class Tuner:
     def _simulate_rescore(self, pool: Pool, todo: list[tuple], rows: dict[int, Rescoring]) -> None:
         from tqdm import tqdm
 
-        tasks = [self._task(data, None, pool) for *_, data in todo]
+        tasks = [self._task(data, None, pool) for _, data in todo]
         with tqdm(total=len(tasks), desc="rescore", unit="eval", leave=False, disable=self.quiet or not tasks) as bar:
             def done(t: int, result: Evaluated) -> None:
-                rank, e, key, _ = todo[t]
-                self.store.append_curve("rescore", key, result.curve)
-                row = Rescoring(rank, e.generation, e.index, e.values, e.record.fitness, result.record, False, key,
-                                e.key)
+                entry = todo[t][0]
+                self.store.append_curve("rescore", entry.key, result.curve)
+                row = replace(entry, record=result.record)
                 self.store.append_rescore(row)
-                rows[rank] = row
-                log.info("rescore #%d (gen %d #%d, tuned %s): %s", rank, e.generation, e.index,
-                         f"{e.record.fitness:,.0f}", f"{row.record.fitness:,.0f}")
+                rows[row.rank] = row
+                where = (f"the recommendation after generation {row.generation - 1}" if row.index == RECOMMENDATION
+                         else f"gen {row.generation} #{row.index}, tuned {row.tuned_fitness:,.0f}")
+                log.info("rescore #%d (%s): %s", row.rank, where, f"{row.record.fitness:,.0f}")
                 bar.update(1)
 
             pool.map(evaluate, tasks, on_result=done)
@@ -556,6 +579,9 @@ class Tuner:
         noise = self.state.noise
         if noise is not None and noise.pools and (point := noise.points.get(point_key(best.values))) is not None:
             meta["pooled"] = {"mean": point.mean, "games": point.games, "samples": point.samples}
+        if rescored is not None and rescored.index == RECOMMENDATION:
+            meta["recommendation"] = (f"the mean of the tuner's search distribution after generation "
+                                      f"{rescored.generation - 1}, not a candidate it played")
         if rescored is not None:
             meta.update({"tuned_fitness": rescored.tuned_fitness, "rescored_with": dict(self.config.rescore.overrides),
                          "best_before_rescoring": {"generation": best.generation, "index": best.index,

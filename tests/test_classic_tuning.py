@@ -3,12 +3,15 @@ short capped games and a short rescore, run through experiments.run; best.yaml r
 its recorded (re-scored) fitness."""
 
 import csv
+import math
+import pickle
 from pathlib import Path
 
 import pytest
 
 from optimizers import run as tuning
 from optimizers.fitness import games_fitness
+from optimizers.store import RECOMMENDATION
 from solver import load_solver_config, solve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,8 +37,18 @@ def test_classic_tuning_run(tmp_path, algorithm):
     # best.yaml carries the rescore's overrides: 2 games of 400 pieces
     assert best.policy == "one_ply" and best.rules == "classic" and best.online.games == 2 and best.pieces == 400
     tuned = {(r["generation"], r["index"]): float(r["fitness"]) for r in rows}
+    with open(run_dir / "rescore.csv", newline="") as f:
+        rescored = list(csv.DictReader(f))
+    # CEM's mean is re-scored beside the 2 best (here it re-scores best); GA and PSO have no mean
+    assert [r["index"] == str(RECOMMENDATION) for r in rescored] == [False, False] + [True] * (algorithm == "cem")
     meta = best.meta
-    assert meta["tuned_fitness"] == tuned[(str(meta["generation"]), str(meta["index"]))]
+    if algorithm == "cem":
+        optimizer = pickle.loads((run_dir / "checkpoint.pkl").read_bytes())["optimizer"]
+        mean = optimizer.space.scaled(optimizer.space.decode(optimizer.recommendation()))
+        assert meta["index"] == RECOMMENDATION and meta["generation"] == 2 and "recommendation" in meta
+        assert list(meta["parameters"].values()) == mean and math.isnan(meta["tuned_fitness"])
+    else:
+        assert meta["tuned_fitness"] == tuned[(str(meta["generation"]), str(meta["index"]))]
     result = solve(best)
     assert games_fitness(result.score, result.games.ends, config.games.topout_penalty) == pytest.approx(meta["fitness"])
     assert result.games.seeds == BEST_SEEDS[algorithm] and result.games.cap == 400

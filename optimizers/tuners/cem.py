@@ -77,6 +77,10 @@ class CEM(Optimizer):
         self.drawn = u
         return self.space.from_unit(u)
 
+    def recommendation(self) -> np.ndarray:
+        """The distribution's mean (held to the box), as the noisy cross-entropy method answers."""
+        return self.space.from_unit(np.clip(self.mean, 0.0, 1.0))
+
     def tell(self, fitness: np.ndarray) -> None:
         s = self.settings
         order = np.argsort(-np.asarray(fitness, dtype=np.float64), kind="stable")

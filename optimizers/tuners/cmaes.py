@@ -87,6 +87,10 @@ class CMAES(Optimizer):
             self.draws[0][:] = [float(v) for v in self.strategy.centroid]  # the initial point itself
         return np.array([self.space.from_unit(np.asarray(d)) for d in self.draws])
 
+    def recommendation(self) -> np.ndarray:
+        """The strategy's centroid (held to the box): the mean the next generation is drawn about."""
+        return self.space.from_unit(np.clip(np.asarray(self.strategy.centroid, dtype=np.float64), 0.0, 1.0))
+
     def tell(self, fitness: np.ndarray) -> None:
         s = self.settings
         for d, f in zip(self.draws, np.asarray(fitness, dtype=np.float64)):
