@@ -5,7 +5,8 @@
 - ``curves.jsonl``: the ``best_by_step`` curve of every simulated evaluation (compact encoding,
   `fitness.encode_curve`), appended before its row, so a row always has its curve;
 - ``rescore.csv``: the final re-scoring, a row per candidate, appended likewise;
-- ``generations.csv``, ``best.yaml``, ``fitness.png``, ``checkpoint.pkl``: rewritten atomically;
+- ``generations.csv``, ``best.yaml``, ``recommendation.yaml`` (a tuner with a search distribution:
+  its mean), ``fitness.png``, ``checkpoint.pkl``: rewritten atomically;
 - ``provenance.json``: where each session of the run ran (the commit, the versions, the machine).
 
 A line cut short by a kill is dropped when the files are read back (and the files are rewritten

@@ -589,9 +589,28 @@ class Tuner:
         data["meta"] = meta
         return data
 
+    def recommendation_config(self) -> dict | None:
+        """recommendation.yaml: the tuner's recommendation now (`Optimizer.recommendation`, the mean
+        of its search distribution) as a complete solver config, to play while the run goes on;
+        None for a tuner without one, or before its first generation is told."""
+        from solver import SolverConfig
+
+        g = self.state.generation
+        vector = self.state.optimizer.recommendation() if g > 0 else None
+        if vector is None:
+            return None
+        values = self.space.scaled(self.space.decode(vector))
+        data = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
+        data = SolverConfig.model_validate(data).model_dump(mode="json")
+        data["meta"] = {"source": "tuning run", "run": self.dir.name, "algorithm": self.config.algorithm,
+                        "generation": g, "recommendation": f"the mean of the tuner's search distribution after "
+                                                          f"generation {g - 1}, not a candidate it played",
+                        "parameters": {p.path: v for p, v in zip(self.space.params, values)}}
+        return data
+
     def write_artifacts(self, final: bool = False) -> None:
-        """generations.csv and best.yaml; fitness.png at the end, and meanwhile at most every
-        `PLOT_EVERY` seconds."""
+        """generations.csv, best.yaml and recommendation.yaml; fitness.png at the end, and meanwhile
+        at most every `PLOT_EVERY` seconds."""
         history = self.state.history
         self.store.write_generations(history)
         if self.state.noise is not None:
@@ -601,6 +620,12 @@ class Tuner:
             write_yaml(self.dir / "best.yaml", cfg,
                        header=f"# the best candidate of run {self.dir.name}; run it with:\n"
                               f"#   python -m experiments.solve {self.dir / 'best.yaml'}")
+        rec = self.recommendation_config()
+        if rec is not None:
+            write_yaml(self.dir / "recommendation.yaml", rec,
+                       header=f"# the tuner's recommendation after generation {rec['meta']['generation'] - 1} of run "
+                              f"{self.dir.name} (the mean of its search distribution); run it with:\n"
+                              f"#   python -m experiments.solve {self.dir / 'recommendation.yaml'}")
         if history and (final or time.monotonic() - self._plotted >= PLOT_EVERY):
             write_bytes(self.dir / "fitness.png", plot(history, self.config))
             self._plotted = time.monotonic()

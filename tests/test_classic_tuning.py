@@ -49,6 +49,7 @@ def test_classic_tuning_run(tmp_path, algorithm):
         assert list(meta["parameters"].values()) == mean and math.isnan(meta["tuned_fitness"])
     else:
         assert meta["tuned_fitness"] == tuned[(str(meta["generation"]), str(meta["index"]))]
+    assert (run_dir / "recommendation.yaml").exists() == (algorithm == "cem")
     result = solve(best)
     assert games_fitness(result.score, result.games.ends, config.games.topout_penalty) == pytest.approx(meta["fitness"])
     assert result.games.seeds == BEST_SEEDS[algorithm] and result.games.cap == 400

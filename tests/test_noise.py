@@ -313,6 +313,10 @@ def test_the_rescoring_plays_the_tuners_mean_beside_its_best_draws(tmp_path, mon
     assert meta["recommendation"].startswith("the mean of the tuner's search distribution after generation 11")
     assert list(meta["parameters"].values()) == centroid
     assert meta["fitness"] == max(float(r["fitness"]) for r in table) == float(table[3]["fitness"])
+    # recommendation.yaml, rewritten after every generation: the centroid, as it was played here
+    rec = yaml.safe_load((run.dir / "recommendation.yaml").read_text())
+    assert rec["meta"]["generation"] == 12 and list(rec["meta"]["parameters"].values()) == centroid
+    assert [rec["evaluator"]["features"][p.split(".")[-1]] for p in toy_fitness.TARGET] == centroid
 
 
 def test_without_the_recommendation_the_rescoring_plays_the_best_draws_only(tmp_path, monkeypatch):
