@@ -1,12 +1,14 @@
 """Tuning benchmark (run by hand; prints, asserts nothing):
 
-    python benchmarks/bench_tuning.py [--seeds 1 2 3] [--generations N] [--tuners ga cem ...] [--out DIR]
+    python benchmarks/bench_tuning.py [--seeds 1 2 3] [--generations N] [--tuners ga cem ...] [--compare-only] [--out DIR]
     python benchmarks/bench_tuning.py --standard [--seeds 1 2 3] [--standard-tuners cmaes optuna-tpe ...]
                                       [--generations N] [--population N] [--set KEY=VALUE ...] [--out DIR]
 
 1. every registered tuner with a shipped config of its name (configs/ga.yaml, random.yaml,
-   pso.yaml, cmaes.yaml, cem.yaml: one space, 288 evaluations each): final best fitness per
-   seed, at the same number of evaluations (population x generations); ``--tuners`` picks some;
+   pso.yaml, cmaes.yaml, cem.yaml, optuna.yaml (Optuna's TPE): one space, 288 evaluations each),
+   and ``optuna-cmaes`` (optuna.yaml with Optuna's CMA-ES sampler): final best fitness per seed,
+   at the same number of evaluations (population x generations); ``--tuners`` picks some, and
+   ``--compare-only`` stops after this part;
 2. configs/ga.yaml with and without early abort: pieces simulated, wall time, final best;
 3. no false abort: every candidate early abort stopped is run to the end (no threshold) and its
    final fitness compared with the K-th best finished fitness its threshold was built from;
@@ -19,7 +21,8 @@ estimate of the mean rows per game per candidate, 16 candidates x 24 generations
 estimates' seeds for every tuner), each tuner on every ``--seeds`` (the run's seed: the tuner's
 random state). Per run: the tuned best (the highest single estimate, which favours a lucky draw)
 and the re-scored best (the 4 best re-estimated on 4 estimates no candidate's seed made: the
-figure to compare), evaluations and wall time; then each tuner's mean, min and max. About 20
+figure to compare; ours also re-scores its centroid, `rescore.recommendation`: 4 estimates more
+than Optuna's 400, 1%), evaluations and wall time; then each tuner's mean, min and max. About 20
 minutes a run with 2 workers, so the default 3 tuners x 3 seeds take about 3 hours (resumable per
 run only by hand: each run directory is a normal run, ``experiments.run --resume``).
 ``--generations`` and ``--population`` shrink every run alike (a smoke test); ``--set`` passes
@@ -86,6 +89,19 @@ def false_aborts(r: dict) -> tuple[int, int, list]:
     return len(margins), sum(m <= 0 for m in margins), margins
 
 
+def short_tuners() -> dict[str, tuple[str, list[str], str]]:
+    """Part 1's tuners: label -> (config, overrides, the setting counting its generations): every
+    registered tuner with a shipped config of its name, and Optuna's CMA-ES sampler beside its TPE."""
+    out = {}
+    for name, tuner in TUNERS.items():
+        if (ROOT / "configs" / f"{name}.yaml").is_file():
+            steps = "iterations" if "iterations" in tuner.Settings.model_fields else "generations"
+            out[name] = (f"{name}.yaml", [], f"{name}.{steps}")
+    if "optuna" in out:
+        out["optuna-cmaes"] = ("optuna.yaml", ["optuna.sampler=cmaes"], "optuna.generations")
+    return out
+
+
 #: part 5, the standard 10 x 20 fitness at equal budget: label -> (config, overrides)
 STANDARD = {
     "cmaes": ("cmaes_standard_split.yaml", []),
@@ -136,8 +152,10 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--generations", type=int, help="fewer generations (a quick look)")
     parser.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")
-    shipped = [name for name in TUNERS if (ROOT / "configs" / f"{name}.yaml").is_file()]
-    parser.add_argument("--tuners", nargs="+", choices=shipped, default=shipped, help="the tuners compared in part 1")
+    shipped = short_tuners()
+    parser.add_argument("--tuners", nargs="+", choices=list(shipped), default=list(shipped),
+                        help="the tuners compared in part 1")
+    parser.add_argument("--compare-only", action="store_true", help="part 1 alone (no early-abort study)")
     parser.add_argument("--standard", action="store_true", help="part 5 alone: the standard 10 x 20 comparison")
     parser.add_argument("--standard-tuners", nargs="+", choices=list(STANDARD), default=list(STANDARD),
                         help="the tuners compared in part 5")
@@ -147,34 +165,36 @@ def main(argv=None) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-tuning-"))
     if args.standard:
         return standard(args, out)
-    gen = {f"{name}.yaml": f"{name}.{'iterations' if 'iterations' in TUNERS[name].Settings.model_fields else 'generations'}"
-           for name in TUNERS}
-    extra = lambda name: [f"{gen[name]}={args.generations}"] if args.generations else []
+    extra = lambda label: [f"{shipped[label][2]}={args.generations}"] if args.generations else []
 
     print(f"runs in {out}/\n")
     print("1. final best fitness at equal evaluations (configs/*.yaml)")
-    print(f"{'algorithm':<10}{'seed':>5}{'evaluations':>13}{'simulated':>11}{'aborted':>9}{'best':>11}{'wall s':>9}")
+    print(f"{'algorithm':<13}{'seed':>5}{'evaluations':>13}{'simulated':>11}{'aborted':>9}{'best':>11}{'wall s':>9}")
     runs: dict[str, list[dict]] = {}
-    for name in dict.fromkeys(["ga.yaml", *(f"{t}.yaml" for t in args.tuners)]):  # ga: parts 2-4 read it
+    labels = args.tuners if args.compare_only else ["ga", *args.tuners]  # ga: parts 2-4 read it
+    for label in dict.fromkeys(labels):
+        name, over, _ = shipped[label]
         for seed in args.seeds:
-            r = run(name, out, [f"seed={seed}", *extra(name)])
-            runs.setdefault(name, []).append(r)
-            print(f"{name[:-5]:<10}{seed:>5}{r['evaluations']:>13}{r['simulated']:>11}{r['aborted']:>9}"
+            r = run(name, out, [f"seed={seed}", *over, *extra(label)])
+            runs.setdefault(label, []).append(r)
+            print(f"{label:<13}{seed:>5}{r['evaluations']:>13}{r['simulated']:>11}{r['aborted']:>9}"
                   f"{r['best']:>11,.0f}{r['wall']:>9.1f}", flush=True)
-    for name, rs in runs.items():
+    for label, rs in runs.items():
         bests = [r["best"] for r in rs]
-        print(f"  {name[:-5]:<8} mean best {sum(bests) / len(bests):,.0f}  (min {min(bests):,.0f}, max {max(bests):,.0f})")
+        print(f"  {label:<13} mean best {sum(bests) / len(bests):,.0f}  (min {min(bests):,.0f}, max {max(bests):,.0f})")
+    if args.compare_only:
+        return 0
 
     print("\n2. configs/ga.yaml with and without early abort")
     print(f"{'early abort':<12}{'seed':>5}{'simulated':>11}{'aborted':>9}{'pieces':>10}{'best':>11}{'wall s':>9}")
     off = []
-    for seed, r_on in zip(args.seeds, runs["ga.yaml"]):
-        r_off = run("ga.yaml", out, [f"seed={seed}", "early_abort.enabled=false", *extra("ga.yaml")])
+    for seed, r_on in zip(args.seeds, runs["ga"]):
+        r_off = run("ga.yaml", out, [f"seed={seed}", "early_abort.enabled=false", *extra("ga")])
         off.append(r_off)
         for label, r in (("on", r_on), ("off", r_off)):
             print(f"{label:<12}{seed:>5}{r['simulated']:>11}{r['aborted']:>9}{r['pieces']:>10,}{r['best']:>11,.0f}"
                   f"{r['wall']:>9.1f}", flush=True)
-    on = runs["ga.yaml"]
+    on = runs["ga"]
     p_on, p_off = sum(r["pieces"] for r in on), sum(r["pieces"] for r in off)
     b_on, b_off = sum(r["best"] for r in on) / len(on), sum(r["best"] for r in off) / len(off)
     print(f"  pieces simulated: {p_on:,} with, {p_off:,} without: {100 * (1 - p_on / p_off):.1f}% fewer")
@@ -192,7 +212,7 @@ def main(argv=None) -> int:
     for name, rs in runs.items():
         for seed, r in zip(args.seeds, rs):
             n = r["n_jobs"]
-            print(f"  {name[:-5]:<8} seed {seed}: n_jobs {n}: generations {r['eval_seconds'] / (n * r['gen_wall']):.3f}, "
+            print(f"  {name:<13} seed {seed}: n_jobs {n}: generations {r['eval_seconds'] / (n * r['gen_wall']):.3f}, "
                   f"whole run {r['eval_seconds'] / (n * r['wall']):.3f} ({r['eval_seconds']:.0f} s of evaluations, "
                   f"{r['gen_wall']:.0f} s in generations, {r['wall']:.0f} s in all)")
     return 0
