@@ -38,7 +38,7 @@ from engine.files import Locked, OutputError
 from evaluators import EvaluatorError
 from engine.parallel import ParallelError
 from optimizers.run import check_cluster, load_resume, load_run_config, make_run_dir, resume, tune
-from optimizers.store import RunDamaged
+from optimizers.store import RECOMMENDATION, RunDamaged
 from optimizers.tuners import TUNERS
 
 
@@ -50,7 +50,9 @@ def _report(run_dir: Path, state: dict) -> None:
     b = rescored or best
     what = "re-scored best" if rescored else "best"
     # numbered from 0 like the per-generation lines ("generation 2 (3 of 5)") and the CSV files
-    print(f"{what} fitness {b['fitness']:,.0f} (generation {b['generation']}, candidate {b['index']}); "
+    where = (f"the tuner's mean after generation {b['generation'] - 1}" if b["index"] == RECOMMENDATION
+             else f"generation {b['generation']}, candidate {b['index']}")
+    print(f"{what} fitness {b['fitness']:,.0f} ({where}); "
           f"written to {run_dir}/\n  run it: python -m experiments.solve {run_dir / 'best.yaml'}")
 
 

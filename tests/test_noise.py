@@ -319,6 +319,17 @@ def test_the_rescoring_plays_the_tuners_mean_beside_its_best_draws(tmp_path, mon
     assert [rec["evaluator"]["features"][p.split(".")[-1]] for p in toy_fitness.TARGET] == centroid
 
 
+def test_the_command_line_says_when_the_tuners_mean_is_the_result(tmp_path, monkeypatch, capsys):
+    from experiments import run as run_cli
+
+    toy_fitness.install(monkeypatch, noise=3000.0)
+    config(tmp_path, seed=1, algorithm="cmaes", cmaes={"population": 8, "generations": 12, "sigma": 0.2},
+           rescore={"top": 3, "overrides": {"online.games": 100, "seed": 100000}})
+    assert run_cli.main([str(tmp_path / "run.yaml"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "re-scored best fitness" in out and "(the tuner's mean after generation 11); written to" in out
+
+
 def test_without_the_recommendation_the_rescoring_plays_the_best_draws_only(tmp_path, monkeypatch):
     toy_fitness.install(monkeypatch, noise=3000.0)
     run = tuning.tune(config(tmp_path, seed=1, algorithm="cmaes", cmaes={"population": 8, "generations": 3},
