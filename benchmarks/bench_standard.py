@@ -18,7 +18,8 @@ worker processes (`engine.parallel.Pool`): a game is its seed's, so the series i
 N. The series' figures count its games up to the first seed not yet finished: a game that ends
 while an earlier seed is still being played (a shorter one, most likely) waits in ``ahead`` until
 the gap is filled, so stopping a parallel run never favours short games. ``--evaluator`` is a
-preset name or an evaluator YAML file.
+preset name, an evaluator YAML file, or a solver configuration whose evaluator is played (a tuning
+run's ``best.yaml`` or ``recommendation.yaml``).
 
 The series file (``--json FILE``): every finished game is appended at once, as one JSON line, to
 ``FILE.journal``, and FILE, the series with its figures, is rewritten whole and atomically at the
@@ -84,8 +85,8 @@ sys.path.insert(0, str(ROOT))
 from pydantic import ValidationError  # noqa: E402
 
 from engine import PRESETS, get_rules  # noqa: E402
-from engine.files import (MAX_CONFIG_BYTES, MAX_JSON_BYTES, ReadError, not_a_folder, read_json,  # noqa: E402
-                          read_text, remove_stale_temporaries, write_json)
+from engine.files import (MAX_CONFIG_BYTES, MAX_JSON_BYTES, ReadError, YamlError, load_yaml,  # noqa: E402
+                          not_a_folder, read_json, read_text, remove_stale_temporaries, write_json)
 from engine.parallel import ParallelConfig, Pool  # noqa: E402
 from engine.validation import problem, show  # noqa: E402
 from evaluators import EvaluatorError, load_evaluator  # noqa: E402
@@ -106,18 +107,36 @@ class UserError(ValueError):
     """A problem with the command line or a file: one line naming the option or file."""
 
 
+def evaluator_of(source: str):
+    """What ``--evaluator`` names, as `load_evaluator` takes it: a preset name or an evaluator file as
+    given, or the ``evaluator`` of a solver configuration (a file with ``policy`` and ``evaluator``
+    keys: a tuning run's best.yaml or recommendation.yaml)."""
+    path = Path(source)
+    if not path.is_file():
+        return source
+    try:
+        data = load_yaml(path)
+    except YamlError as e:
+        raise UserError(f"--evaluator: {source}: {e.problem}") from None
+    if isinstance(data, dict) and "policy" in data and "evaluator" in data:
+        return data["evaluator"]
+    return source
+
+
 def make(evaluator: str, rules_name: str, height: int | None):
-    """The 1-ply player of ``evaluator`` under the preset ``rules_name``, on ``height`` rows if given;
-    `UserError` naming the option when it cannot be made."""
+    """The 1-ply player of ``evaluator`` (`evaluator_of`) under the preset ``rules_name``, on
+    ``height`` rows if given; `UserError` naming the option when it cannot be made."""
     rules = get_rules(rules_name)
     if height is not None and height != rules.height:
         try:
             rules = replace(rules, name=f"{rules.name}-{rules.width}x{height}", height=height)
         except ValueError as e:
             raise UserError(f"--height {height}: {str(e).partition(': ')[2] or e}") from None
-    config = SolverConfig(policy="one_ply", rules=rules_name, evaluator=evaluator, pieces=1, threads=1)
+    evaluator = evaluator_of(evaluator)
     try:
-        return get_policy("one_ply").policy(config, rules, load_evaluator(evaluator)), rules
+        player = load_evaluator(evaluator)
+        config = SolverConfig(policy="one_ply", rules=rules_name, evaluator=evaluator, pieces=1, threads=1)
+        return get_policy("one_ply").policy(config, rules, player), rules
     except (EvaluatorError, ValueError) as e:
         raise UserError(f"--evaluator: {e}") from None
 

@@ -264,3 +264,29 @@ def test_splitting_rank_pairs_estimates_with_played_series_board_by_board(tmp_pa
     df, left_out = rank.table(tmp_path, 20, 2, proxy_height=14, min_proxy_games=2)
     assert df.set_index("player")["estimate"].to_dict() == {"a": 32.0, "b": 42.0, "c": 11.0}
     assert left_out == ["d on 10 x 20: no played series on 10 x 14"]
+
+
+def test_the_benchmarks_play_the_evaluator_of_a_solver_configuration(tmp_path):
+    """``--evaluator`` may name a tuning run's best.yaml or recommendation.yaml: its evaluator is
+    played, as if given in a file of its own; an unreadable file is one line naming the option."""
+    import yaml
+
+    from solver.online import play_games
+
+    bench = load_benchmark("bench_standard")
+    features = {"landing_height_zero_based": -1.5, "eroded_cells": 0.5, "row_transitions": -1, "column_transitions": -3,
+                "holes": -2, "wells_empty_below": -1}
+    evaluator = {"name": "mine", "features": features, "tie_break": "state_then_column"}
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(evaluator))
+    (tmp_path / "best.yaml").write_text(yaml.safe_dump({"policy": "one_ply", "rules": "standard", "evaluator": evaluator,
+                                                        "meta": {"source": "tuning run"}}))
+    games = []
+    for source in ("mine.yaml", "best.yaml"):
+        policy, rules = bench.make(str(tmp_path / source), "standard_10x10", None)
+        assert rules.height == 10
+        g = play_games(policy, [1000, 1001], 10 ** 6)
+        games.append((list(g.scores), list(g.pieces)))
+    assert games[0] == games[1] and min(games[0][0]) > 0
+    (tmp_path / "bad.yaml").write_text("policy: [one_ply\n")
+    with pytest.raises(bench.UserError, match=r"^--evaluator: .*bad\.yaml: "):
+        bench.make(str(tmp_path / "bad.yaml"), "standard", None)
