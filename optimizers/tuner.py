@@ -499,26 +499,27 @@ class Tuner:
                 break
         return top
 
-    def _rescore_entries(self) -> list[Rescoring]:
-        """What the re-scoring plays, by rank, as rows still without a record: the top distinct
-        candidates, then the tuner's recommendation (`Optimizer.recommendation`, under
-        ``rescore.recommendation``; generation: the generations told, index `RECOMMENDATION`, never
-        played while tuning, so no tuned fitness or key) unless it re-scores as one of them."""
-        out, keys = [], set()
+    def _rescore_entries(self) -> list[tuple[Rescoring, dict]]:
+        """What the re-scoring plays, by rank: each as a row still without a record and the config
+        it plays. The top distinct candidates, then the tuner's recommendation
+        (`Optimizer.recommendation`, under ``rescore.recommendation``; generation: the generations
+        told, index `RECOMMENDATION`, never played while tuning, so no tuned fitness or key)
+        unless it re-scores as one of them."""
+        def rescored(values, g):
+            tuned = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
+            return canonical(with_settings(tuned, self.config.rescore.overrides))
+
+        out = []
         for e in self._top_distinct():
-            tuned = with_settings(self.space.config(e.values), self.state.optimizer.settings_at(e.generation))
-            key, _ = canonical(with_settings(tuned, self.config.rescore.overrides))
-            keys.add(key)
-            out.append(Rescoring(len(out), e.generation, e.index, list(e.values), e.record.fitness, None, False,
-                                 key, e.key))
+            key, data = rescored(e.values, e.generation)
+            out.append((Rescoring(len(out), e.generation, e.index, list(e.values), e.record.fitness, None, False, key,
+                                  e.key), data))
         vector = self.state.optimizer.recommendation() if self.config.rescore.recommendation else None
         if vector is not None:
-            values = self.space.scaled(self.space.decode(vector))
-            g = self.state.generation
-            tuned = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
-            key, _ = canonical(with_settings(tuned, self.config.rescore.overrides))
-            if key not in keys:
-                out.append(Rescoring(len(out), g, RECOMMENDATION, values, float("nan"), None, False, key, ""))
+            values, g = self.space.scaled(self.space.decode(vector)), self.state.generation
+            key, data = rescored(values, g)
+            if key not in {row.key for row, _ in out}:
+                out.append((Rescoring(len(out), g, RECOMMENDATION, values, float("nan"), None, False, key, ""), data))
         return out
 
     def _rescorings(self, pool: Pool) -> list[Rescoring]:
@@ -527,12 +528,11 @@ class Tuner:
         written = {r.rank: r for r in self.store.read_rescore()}
         rows: dict[int, Rescoring] = {}
         todo = []  # (entry, config) to simulate
-        for entry in self._rescore_entries():
+        for entry, data in self._rescore_entries():
             if entry.rank in written and written[entry.rank].key == entry.key:
                 rows[entry.rank] = written[entry.rank]
             else:
-                tuned = with_settings(self.space.config(entry.values), self.state.optimizer.settings_at(entry.generation))
-                todo.append((entry, canonical(with_settings(tuned, self.config.rescore.overrides))[1]))
+                todo.append((entry, data))
         self._simulate_rescore(pool, todo, rows)
         out = [rows[k] for k in sorted(rows)]
         self.store.rewrite_rescore(out)
