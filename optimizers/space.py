@@ -264,6 +264,11 @@ class Space:
     def decode(self, vector) -> list:
         return [p.decode(g) for p, g in zip(self.params, vector)]
 
+    def played(self, vector) -> list:
+        """The values a gene vector is played with: decoded, the `normalize` group scaled (what
+        evaluations.csv and best.yaml record)."""
+        return self.scaled(self.decode(vector))
+
     def encode(self, values) -> np.ndarray:
         return np.array([p.encode(v) for p, v in zip(self.params, values)], dtype=np.float64)
 

@@ -311,7 +311,7 @@ class Tuner:
         started = time.perf_counter()
         # the values played: decoded, the normalize group scaled (evaluations.csv and best.yaml's
         # parameters show what was played, not the tuner's unscaled draw)
-        values = [self.space.scaled(self.space.decode(v)) for v in self.state.optimizer.ask()]
+        values = [self.space.played(v) for v in self.state.optimizer.ask()]
         candidates = [Candidate(i, v, *canonical(self.candidate_config(v, g))) for i, v in enumerate(values)]
         told = len(candidates)
         if self.state.noise is not None:  # the elite played again on this generation's games
@@ -514,9 +514,9 @@ class Tuner:
             key, data = rescored(e.values, e.generation)
             out.append((Rescoring(len(out), e.generation, e.index, list(e.values), e.record.fitness, None, False, key,
                                   e.key), data))
-        vector = self.state.optimizer.recommendation() if self.config.rescore.recommendation else None
-        if vector is not None:
-            values, g = self.space.scaled(self.space.decode(vector)), self.state.generation
+        values = self.recommended() if self.config.rescore.recommendation else None
+        if values is not None:
+            g = self.state.generation
             key, data = rescored(values, g)
             if key not in {row.key for row, _ in out}:
                 out.append((Rescoring(len(out), g, RECOMMENDATION, values, float("nan"), None, False, key, ""), data))
@@ -580,14 +580,19 @@ class Tuner:
         if noise is not None and noise.pools and (point := noise.points.get(point_key(best.values))) is not None:
             meta["pooled"] = {"mean": point.mean, "games": point.games, "samples": point.samples}
         if rescored is not None and rescored.index == RECOMMENDATION:
-            meta["recommendation"] = (f"the mean of the tuner's search distribution after generation "
-                                      f"{rescored.generation - 1}, not a candidate it played")
+            meta["recommendation"] = recommendation_note(rescored.generation)
         if rescored is not None:
             meta.update({"tuned_fitness": rescored.tuned_fitness, "rescored_with": dict(self.config.rescore.overrides),
                          "best_before_rescoring": {"generation": best.generation, "index": best.index,
                                                    "fitness": best.fitness}})
         data["meta"] = meta
         return data
+
+    def recommended(self) -> list | None:
+        """The values the tuner's recommendation (`Optimizer.recommendation`) is played with now;
+        None for a tuner without one."""
+        vector = self.state.optimizer.recommendation()
+        return None if vector is None else self.space.played(vector)
 
     def recommendation_config(self) -> dict | None:
         """recommendation.yaml: the tuner's recommendation now (`Optimizer.recommendation`, the mean
@@ -596,15 +601,13 @@ class Tuner:
         from solver import SolverConfig
 
         g = self.state.generation
-        vector = self.state.optimizer.recommendation() if g > 0 else None
-        if vector is None:
+        values = self.recommended() if g > 0 else None
+        if values is None:
             return None
-        values = self.space.scaled(self.space.decode(vector))
         data = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
         data = SolverConfig.model_validate(data).model_dump(mode="json")
         data["meta"] = {"source": "tuning run", "run": self.dir.name, "algorithm": self.config.algorithm,
-                        "generation": g, "recommendation": f"the mean of the tuner's search distribution after "
-                                                          f"generation {g - 1}, not a candidate it played",
+                        "generation": g, "recommendation": recommendation_note(g),
                         "parameters": {p.path: v for p, v in zip(self.space.params, values)}}
         return data
 
@@ -629,6 +632,12 @@ class Tuner:
         if history and (final or time.monotonic() - self._plotted >= PLOT_EVERY):
             write_bytes(self.dir / "fitness.png", plot(history, self.config))
             self._plotted = time.monotonic()
+
+
+def recommendation_note(generations: int) -> str:
+    """best.yaml's and recommendation.yaml's ``meta.recommendation`` for the tuner's mean after
+    ``generations`` generations told."""
+    return f"the mean of the tuner's search distribution after generation {generations - 1}, not a candidate it played"
 
 
 def noise_table(rows: list[dict]) -> str:
