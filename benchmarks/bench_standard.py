@@ -85,13 +85,14 @@ sys.path.insert(0, str(ROOT))
 from pydantic import ValidationError  # noqa: E402
 
 from engine import PRESETS, get_rules  # noqa: E402
+from engine.config import ConfigError  # noqa: E402
 from engine.files import (MAX_CONFIG_BYTES, MAX_JSON_BYTES, ReadError, YamlError, load_yaml,  # noqa: E402
                           not_a_folder, read_json, read_text, remove_stale_temporaries, write_json)
 from engine.parallel import ParallelConfig, Pool  # noqa: E402
 from engine.validation import problem, show  # noqa: E402
 from evaluators import EvaluatorError, load_evaluator  # noqa: E402
 from evaluators.registry import canonical  # noqa: E402
-from solver import SolverConfig  # noqa: E402
+from solver import SolverConfig, load_solver_config  # noqa: E402
 from solver.online import play_games  # noqa: E402
 from solver.online.intervals import CI_METHOD, mean_ci95  # noqa: E402
 from solver.registry import get as get_policy  # noqa: E402
@@ -110,16 +111,19 @@ class UserError(ValueError):
 def evaluator_of(source: str):
     """What ``--evaluator`` names, as `load_evaluator` takes it: a preset name or an evaluator file as
     given, or the ``evaluator`` of a solver configuration (a file with ``policy`` and ``evaluator``
-    keys: a tuning run's best.yaml or recommendation.yaml)."""
+    keys: a tuning run's best.yaml or recommendation.yaml), read by `load_solver_config` (a relative
+    evaluator path is the configuration's folder's)."""
     path = Path(source)
     if not path.is_file():
         return source
     try:
         data = load_yaml(path)
+        if isinstance(data, dict) and "policy" in data and "evaluator" in data:
+            return load_solver_config(path).evaluator
     except YamlError as e:
         raise UserError(f"--evaluator: {source}: {e.problem}") from None
-    if isinstance(data, dict) and "policy" in data and "evaluator" in data:
-        return data["evaluator"]
+    except ConfigError as e:
+        raise UserError(f"--evaluator: {e}") from None
     return source
 
 

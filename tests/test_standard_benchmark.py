@@ -268,7 +268,8 @@ def test_splitting_rank_pairs_estimates_with_played_series_board_by_board(tmp_pa
 
 def test_the_benchmarks_play_the_evaluator_of_a_solver_configuration(tmp_path):
     """``--evaluator`` may name a tuning run's best.yaml or recommendation.yaml: its evaluator is
-    played, as if given in a file of its own; an unreadable file is one line naming the option."""
+    played, as if given in a file of its own; an unreadable file, or a configuration the solver
+    would refuse, is one line naming the option."""
     import yaml
 
     from solver.online import play_games
@@ -278,15 +279,21 @@ def test_the_benchmarks_play_the_evaluator_of_a_solver_configuration(tmp_path):
                 "holes": -2, "wells_empty_below": -1}
     evaluator = {"name": "mine", "features": features, "tie_break": "state_then_column"}
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump(evaluator))
-    (tmp_path / "best.yaml").write_text(yaml.safe_dump({"policy": "one_ply", "rules": "standard", "evaluator": evaluator,
-                                                        "meta": {"source": "tuning run"}}))
+    (tmp_path / "best.yaml").write_text(yaml.safe_dump({"policy": "one_ply", "rules": "standard", "pieces": 1000,
+                                                        "evaluator": evaluator, "meta": {"source": "tuning run"}}))
+    (tmp_path / "sub").mkdir()  # a solver configuration's evaluator path is its folder's, as the solver reads it
+    (tmp_path / "sub" / "named.yaml").write_text(yaml.safe_dump({"policy": "one_ply", "rules": "standard", "pieces": 1000,
+                                                                 "evaluator": "../mine.yaml"}))
     games = []
-    for source in ("mine.yaml", "best.yaml"):
+    for source in ("mine.yaml", "best.yaml", "sub/named.yaml"):
         policy, rules = bench.make(str(tmp_path / source), "standard_10x10", None)
         assert rules.height == 10
         g = play_games(policy, [1000, 1001], 10 ** 6)
         games.append((list(g.scores), list(g.pieces)))
-    assert games[0] == games[1] and min(games[0][0]) > 0
+    assert games[0] == games[1] == games[2] and min(games[0][0]) > 0
     (tmp_path / "bad.yaml").write_text("policy: [one_ply\n")
     with pytest.raises(bench.UserError, match=r"^--evaluator: .*bad\.yaml: "):
         bench.make(str(tmp_path / "bad.yaml"), "standard", None)
+    (tmp_path / "wrong.yaml").write_text("policy: one_ply\nrules: standard\nevaluator: ../mine.yaml\n")  # no pieces
+    with pytest.raises(bench.UserError, match=r"^--evaluator: .*wrong\.yaml: pieces: required"):
+        bench.make(str(tmp_path / "wrong.yaml"), "standard", None)
