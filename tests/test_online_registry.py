@@ -2,6 +2,7 @@
 bundle, its kernel, its registration) and plays it through `solve` and the configuration files, as
 the project's own; the registry refuses a name taken twice, a shared bundle, a reserved key."""
 
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from numba import njit
 from pydantic import Field
 
+from engine import _numba_cache
 from engine.lock import spawn_state
 from engine.movegen import placements_into
 from evaluators import board_values, priority
@@ -19,7 +21,7 @@ from solver import SolverConfig, registry, solve
 from solver._base import best_first, value_child
 from solver.config import Strict
 from solver.online import CURRENT, OnlinePolicy, ply_scratch
-from solver.online.games import game_loop, play_chunk_fresh
+from solver.online.games import game_loop, outside_stamp, play_chunk_bare, play_chunk_fresh, stamped_loop
 from solver.online.one_ply import OnePlyBundle, choose_one_ply
 from solver.registry import PolicyError, register
 
@@ -123,12 +125,37 @@ def test_the_worst_placement_loses_early():
     assert all(end != "capped" for end in g.ends) and max(g.pieces) < 300
 
 
-def test_the_game_loop_compiles_a_policy_from_elsewhere_afresh():
+def test_a_policy_from_elsewhere_in_the_project_plays_through_a_loop_named_by_its_files_stamp():
     from solver.online import make_policy
 
     policy = make_policy(games("ranked"))
-    assert game_loop(policy) is play_chunk_fresh  # the on-disk cache follows only the kernel packages
-    assert game_loop(make_policy(games("one_ply"))) is not play_chunk_fresh
+    loop = game_loop(policy)
+    stamp = outside_stamp(policy)
+    assert stamp is not None and loop is stamped_loop(stamp, False) and loop.py_func.__name__.endswith(stamp[:24])
+    assert loop._cache._cache_path and "solver" in loop._cache._cache_path  # cached on disk, beside games.py's kernels
+    assert game_loop(make_policy(games("one_ply"))) is play_chunk_bare  # the kernel packages' own loop
+
+
+def test_the_loops_stamp_follows_the_policys_files(tmp_path, monkeypatch):
+    from solver.online import make_policy
+
+    policy = make_policy(games("ranked"))
+    stamp = outside_stamp(policy)
+    real = _numba_cache.SOURCES.stamp
+    here = Path(__file__).resolve()
+    monkeypatch.setattr(_numba_cache.SOURCES, "stamp", lambda p: "edited" if Path(p) == here else real(p))
+    assert outside_stamp(policy) not in (None, stamp)  # this file edited: another loop, never a stale one
+
+
+def test_a_policy_the_cache_cannot_stamp_plays_through_a_loop_compiled_afresh(monkeypatch):
+    from solver.online import make_policy
+
+    policy = make_policy(games("ranked"))
+    monkeypatch.setattr(_numba_cache, "ROOT", Path("/nonexistent-project"))  # its files outside the project
+    assert outside_stamp(policy) is None and game_loop(policy) is play_chunk_fresh
+    monkeypatch.undo()
+    monkeypatch.setattr(_numba_cache, "CACHE_DIR", None)  # no cache folder
+    assert game_loop(policy) is play_chunk_fresh
 
 
 def test_the_reference_documents_the_projects_policies_only():

@@ -12,8 +12,13 @@ plays. A series' summary gives the mean score with a 95% confidence interval (`m
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import sys
 import time
+import types
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -21,6 +26,7 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from engine import Rules
+from engine import _numba_cache
 from engine._numba_cache import KERNEL_PACKAGES
 from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
 from evaluators import Evaluator, load_evaluator
@@ -109,8 +115,8 @@ def _play_chunk(bundle, pieces, t0, board, rules, spec, ws, score, kinds):
 #: the game loop, compiled once per policy and cached on disk: for the policies of the kernel
 #: packages, which count among this module's dependencies (`engine._numba_cache.REGISTRANTS`)
 play_chunk = njit(cache=True)(_play_chunk)
-#: the same loop compiled in each process: for a policy defined elsewhere (a test, a notebook),
-#: whose edits the stamp of this module's cached kernels would not see
+#: the same loop compiled in each process: for a policy defined where the cache cannot stamp it
+#: (a notebook's cell, a file outside the project)
 play_chunk_fresh = njit(_play_chunk)
 _play_loop = njit(inline="always")(_play_chunk)
 
@@ -128,14 +134,52 @@ play_chunk_bare = njit(cache=True, _nrt=False)(_play_chunk_bare)
 play_chunk_bare_fresh = njit(_nrt=False)(_play_chunk_bare)
 
 
+def outside_stamp(policy: OnlinePolicy) -> str | None:
+    """For a policy defined in the project's sources outside the kernel packages (a test, a
+    script): a digest of the cache's stamps (`engine._numba_cache`: each file and what it imports)
+    of the files defining its class, its bundle and its kernel; None when one of them is not a
+    project source, or when there is no cache folder."""
+    if _numba_cache.CACHE_DIR is None:
+        return None
+    kernel = type(policy).choose_kernel
+    files = {getattr(sys.modules.get(c.__module__), "__file__", None) for c in (type(policy), type(policy.bundle))}
+    files.add(getattr(getattr(getattr(kernel, "py_func", kernel), "__code__", None), "co_filename", None))
+    stamps = []
+    for f in sorted(str(f) for f in files):
+        try:
+            path = Path(f).resolve()
+            path.relative_to(_numba_cache.ROOT)
+            stamps.append(f"{path.relative_to(_numba_cache.ROOT).as_posix()} {_numba_cache.SOURCES.stamp(path)}")
+        except (TypeError, ValueError, OSError, SyntaxError):
+            return None
+    return hashlib.sha1("\n".join(stamps).encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def stamped_loop(stamp: str, bare: bool):
+    """The game loop (``bare``: without reference counting) as a function of its own, named by
+    ``stamp`` (`outside_stamp`), cached on disk: numba keys its cache by a function's name and
+    its file's stamp, so an edit to the policy's files names another function, never a stale one."""
+    fn = _play_chunk_bare if bare else _play_chunk
+    name = f"{fn.__name__}_{stamp[:24]}"
+    twin = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    twin.__qualname__, twin.__module__, twin.__doc__ = name, fn.__module__, fn.__doc__
+    return njit(cache=True, _nrt=False)(twin) if bare else njit(cache=True)(twin)
+
+
 def game_loop(policy: OnlinePolicy):
-    """The compiled game loop for ``policy``: `play_chunk`, or `play_chunk_fresh` for a policy
-    defined outside the kernel packages; their ``_bare`` twins for a policy whose kernel allocates
-    nothing."""
-    cached = type(policy.bundle).__module__.split(".")[0] in KERNEL_PACKAGES
-    if policy.allocates:
-        return play_chunk if cached else play_chunk_fresh
-    return play_chunk_bare if cached else play_chunk_bare_fresh
+    """The compiled game loop for ``policy``: `play_chunk` (`play_chunk_bare` for a policy whose
+    kernel allocates nothing); for a policy defined in the project outside the kernel packages,
+    the same loop under a name of its files' stamp (`stamped_loop`); for one defined where the
+    cache cannot stamp it, the loop compiled in each process (`play_chunk_fresh`,
+    `play_chunk_bare_fresh`)."""
+    bare = not policy.allocates
+    if type(policy.bundle).__module__.split(".")[0] in KERNEL_PACKAGES:
+        return play_chunk_bare if bare else play_chunk
+    stamp = outside_stamp(policy)
+    if stamp is not None:
+        return stamped_loop(stamp, bare)
+    return play_chunk_bare_fresh if bare else play_chunk_fresh
 
 
 @dataclass
