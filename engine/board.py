@@ -138,7 +138,7 @@ def lock(board, cells, cx, cy, full):
     return count_and_clear(board, full)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def is_valid(board, cells, cx, cy, width):
     """Whether every cell of the piece is inside the columns, above the floor, and above the
     board (y < 0) or on an empty cell."""

@@ -25,6 +25,14 @@ depend on the cells only, so a placement's least distance over its states is the
 class. Routes search the four states (a record names every rotation). Kernels take their scratch
 arrays as one `MoveScratch` so the hot loop allocates nothing, and the rules as the `KernelRules`
 bundle (`Rules.kernel`).
+
+The placements' kernels are compiled without numba's reference counting (``_nrt=False``; they
+allocate nothing and return numbers), whoever calls them. numba keeps one compile of a kernel per
+argument types, whatever the caller's options: a kernel a caller compiled without reference
+counting first is linked as such into every later caller, and one compiled with it first (called
+from Python, say) is linked with it into callers that run without, where counting each view of a
+row or a scratch array (an atomic add and subtract) took a seventh of the segment search's time.
+Declared here, the choice no longer depends on which kernel the cache met first.
 """
 
 from __future__ import annotations
@@ -93,7 +101,7 @@ def capacity(height, width):
     return 4 * (height + EXTRA_ROWS) * (width + 8)
 
 
-@inner
+@inner(_nrt=False)
 def fit_masks(board, cells, width, fit, free, states, ext, lowest_dy, cell_shift):
     """Fill ``fit[s, cy]`` (s in 0..states-1, cy in 0..rows-1): bit ``cx + XOFF`` set when the piece
     with offsets ``cells[s]`` centred at (cx, cy) is valid on ``board``; and ``free[s]``, the same
@@ -159,7 +167,7 @@ def _within(sx, reach):
     return ((np.int64(1) << (hi - lo + 1)) - 1) << lo
 
 
-@inner
+@inner(_nrt=False)
 def sky_row(fit, free, sx, sy, states):
     """The lowest row Y such that every centre row sy..Y is open sky: in each state the piece
     fits exactly where it fits on an empty board, and every state fits at the spawn. Returns -1
@@ -198,7 +206,7 @@ def copy_layer(dst, src):
             dst[s, y] = src[s, y]
 
 
-@inner
+@inner(_nrt=False)
 def search(sc, sx, sy, ss, max_steps, store, states):
     """Breadth-first search from the spawn (sx, sy, ss) over at most ``max_steps`` steps, in a graph
     of ``states`` states whose rotation goes from s to (s + 1) mod ``states``: the piece's four
@@ -361,7 +369,7 @@ def drop_kept(rules, y, lo):
     return fixed(rules.overflow) == OVERFLOW_CLEAR_FIRST or y + lo >= 0
 
 
-@inner
+@inner(_nrt=False)
 def drop_placements_into(board, rules, shape, sc, out):
     """Drop-only placements: for each distinct state, every column where the piece fits above the
     board, dropped straight down to the first row it cannot enter (`drop_row`), kept by `drop_kept`.
@@ -394,7 +402,7 @@ def drop_placements_into(board, rules, shape, sc, out):
     return n
 
 
-@inner
+@inner(_nrt=False)
 def sweep(sc, sx, sy, ss, max_steps, states):
     """Every position reachable from the spawn (sx, sy, ss) with no step limit, into ``visited``,
     row by row from the top: a piece never moves up, so a row's positions are those reached by one
@@ -452,7 +460,7 @@ def sweep(sc, sx, sy, ss, max_steps, states):
     return bound <= max_steps
 
 
-@inner
+@inner(_nrt=False)
 def reach(board, rules, shape, spawn_state, sc):
     """Fill ``sc`` with where ``shape`` spawning in ``spawn_state`` can go within the step limit, on
     its distinct states (`Rules.periods`; class c's cells are state c's); returns the number of
@@ -487,7 +495,7 @@ placements_by_rule = PLACEMENTS.call
 lowest_placements_by_rule = LOWEST_PLACEMENTS.call
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def placements_into(board, rules, shape, spawn_state, sc, out):
     """Write every placement of ``shape`` spawning in ``spawn_state`` on ``board`` as a row
     (x, y, state) of ``out``; return how many (0 when the spawn is blocked). Rows are ordered by
@@ -496,7 +504,7 @@ def placements_into(board, rules, shape, spawn_state, sc, out):
 
 
 @PLACEMENTS.register("reachable")
-@inner
+@inner(_nrt=False)
 def reachable_placements_into(board, rules, shape, spawn_state, sc, out):
     """`placements_into` under rules of single steps from the spawn: the resting positions `reach`
     finds, and with ``rules.floating`` the mid-air clears (`floating_mask`)."""
@@ -566,13 +574,13 @@ def floating_mask(board, cells_c, visited, fit, c, y, rules, spawn_class):
 
 @PLACEMENTS.register("drop")
 @LOWEST_PLACEMENTS.register("drop")  # one per (state, column) already
-@inner
+@inner(_nrt=False)
 def dropped_placements_into(board, rules, shape, spawn_state, sc, out):
     """`placements_into` under drop-only rules (`drop_placements_into`; the spawn state plays no part)."""
     return drop_placements_into(board, rules, shape, sc, out)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def lowest_placements_into(board, rules, shape, spawn_state, sc, out):
     """`placements_into` keeping only the lowest placement of each (state, centre column), in the
     same order (state, then y, then x)."""
@@ -580,7 +588,7 @@ def lowest_placements_into(board, rules, shape, spawn_state, sc, out):
 
 
 @LOWEST_PLACEMENTS.register("reachable")
-@inner
+@inner(_nrt=False)
 def lowest_reachable_placements_into(board, rules, shape, spawn_state, sc, out):
     """`lowest_placements_into` under rules of single steps from the spawn; with ``rules.floating``
     the mid-air clears too (`floating_mask`), in the same order."""

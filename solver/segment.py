@@ -70,10 +70,10 @@ from engine.memory import Need
 from engine.parallel import ParallelConfig, Pool
 from engine.board import copy_rows
 from engine.lock import lock_copy, lock_counted, lost, spawn_blocked, spawn_state
-from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
+from engine.movegen import MoveScratch, capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
 
-from ._base import CheckpointError, Policy, path_scores, value_scratch
+from ._base import CheckpointError, Policy, ValueScratch, path_scores, value_scratch
 from .config import Strict
 from .layered import board_hash, descending, grown, pack, radix_argsort, same_board, table_hash, unpack
 from .registry import register
@@ -267,18 +267,14 @@ def bucket_slot(count, boards, score, value, hashes, n_max, board, s, v, h):
 # One segment
 
 
-@inner
-def keep_best(values, boards, n, nodes, slot):
-    """Indices (best first) of the best ``nodes`` of children 0..n-1 after merging equal boards (the
-    first generated stays): the higher value, then the smaller hash. ``slot``: a scratch table."""
-    size = 1
-    while size < 2 * n + 2:
-        size *= 2
-    if slot.shape[0] < size:
-        slot = np.empty(size, np.int64)
-    table = slot[:size]
+@inner(_nrt=False)
+def first_of_each(boards, n, table, unique):
+    """Writes into ``unique`` the indices of children 0..n-1 whose board no earlier child holds (the
+    first generated of equal boards) and returns their count; ``table``: an open-addressing scratch
+    of a power-of-two size above 2n. Without numba's reference counting: each board it reads is a
+    view."""
+    size = table.shape[0]
     table[:] = -1
-    unique = np.empty(n, np.int64)
     u = 0
     for j in range(n):
         pos = np.int64(table_hash(boards[j]) & np.uint64(size - 1))
@@ -292,27 +288,156 @@ def keep_best(values, boards, n, nodes, slot):
             if same_board(boards[g], boards[j]):
                 break
             pos = (pos + 1) & (size - 1)
-    unique = unique[:u]
-    h = np.empty(u, np.int64)
-    for m in range(u):
-        h[m] = board_hash(boards[unique[m]])
+    return u
+
+
+@inner(_nrt=False)
+def hashes_of(boards, which, out):
+    """``out[m]`` = `board_hash` of ``boards[which[m]]``, for every m."""
+    for m in range(which.shape[0]):
+        out[m] = board_hash(boards[which[m]])
+
+
+@inner
+def keep_best(values, boards, n, nodes, slot):
+    """Indices (best first) of the best ``nodes`` of children 0..n-1 after merging equal boards (the
+    first generated stays): the higher value, then the smaller hash. ``slot``: a scratch table."""
+    size = 1
+    while size < 2 * n + 2:
+        size *= 2
+    if slot.shape[0] < size:
+        slot = np.empty(size, np.int64)
+    unique = np.empty(n, np.int64)
+    unique = unique[:first_of_each(boards, n, slot[:size], unique)]
+    h = np.empty(unique.shape[0], np.int64)
+    hashes_of(boards, unique, h)
     by_hash = radix_argsort(h)
     keys = descending(values[unique[by_hash]])
     order = unique[by_hash[radix_argsort(keys)]]
-    return order[:min(nodes, u)], slot
+    return order[:min(nodes, unique.shape[0])], slot
+
+
+class Kids(NamedTuple):
+    """A layer's children that cleared no row, in the order generated, before the cut to the best
+    ``nodes``: their ``boards`` (capacity, height), ranking ``value``, ``parent`` (the node's index in
+    the layer) and packed placement ``code``."""
+
+    boards: np.ndarray
+    value: np.ndarray
+    parent: np.ndarray
+    code: np.ndarray
+
+
+class SegmentScratch(NamedTuple):
+    """What one segment's expansion writes besides its children and leaves: the move generator's
+    scratch ``moves``, the valuing scratch ``values`` (`solver._base.ValueScratch`), a node's
+    placements ``found``, and ``leaf_layer[d, key, m]``: the node of layer d that the kept leaf in
+    bucket (d, key), slot m grew from."""
+
+    moves: MoveScratch
+    values: ValueScratch
+    found: np.ndarray
+    leaf_layer: np.ndarray
+
+
+@inner
+def grown_kids(kids, n):
+    """``kids`` with room for at least ``n`` children (`layered.grown`, every array)."""
+    return Kids(grown(kids.boards, n), grown(kids.value, n), grown(kids.parent, n), grown(kids.code, n))
+
+
+@inner(_nrt=False)
+def grow_layer(r, d, start, skip, cur, n_cur, n_kids, root_cells, roots, sequence, rules, spec, cfg, leaves, kids,
+               ws):
+    """Layer d of root r's segment: the children of nodes ``start`` .. ``n_cur`` - 1 of ``cur`` (the
+    first ``skip`` children of node ``start`` done already), appended to ``kids`` from ``n_kids`` on,
+    or kept as leaves in ``leaves``. Returns (-1, 0, children, boards valued), or, when ``kids`` is
+    full, the node and child to continue from once it has grown. Compiled without numba's
+    reference counting (it allocates nothing): counting every view of a board it takes, an atomic
+    add and subtract each, was a fifth of the search's time."""
+    height, width = rules.height, rules.width
+    t = roots.index[r] + d
+    shape = sequence[t]
+    ss = spawn_state(t, rules)
+    final = t + 1 == cfg.pieces
+    cells_before = root_cells + 4 * (d + 1)
+    vs = ws.values
+    found = ws.found
+    valued = 0
+    for n in range(start, n_cur):
+        board = cur[n]
+        if spawn_blocked(board, rules, shape, ss):
+            continue
+        if cfg.lowest:
+            n_found = lowest_placements_into(board, rules, shape, ss, ws.moves, found)
+        else:
+            n_found = placements_into(board, rules, shape, ss, ws.moves, found)
+        board_values(board, width, spec, vs.pvals)
+        occupied = 0
+        for row in range(height):
+            if board[row] != 0:
+                occupied += 1
+        for k in range(skip if n == start else 0, n_found):
+            x, y, s = found[k, 0], found[k, 1], found[k, 2]
+            piece = rules.cells[shape, s]
+            top = y + piece[0, 1]
+            for c in range(1, 4):
+                top = min(top, y + piece[c, 1])
+            if top < cfg.top_free:
+                continue
+            copy_rows(vs.cleared, board)  # the parent's counts are known: only the piece's rows are counted
+            lock = lock_counted(vs.cleared, rules, shape, s, x, y, t + 1, cells_before - 4, occupied)
+            if lost(lock.end):
+                continue
+            if lock.lines == 0 and not final:
+                if n_kids == kids.boards.shape[0]:
+                    return n, k, n_kids, valued
+                p = Placement(board, vs.cleared, vs.cleared, piece, x, y, 0, lock.points, width)
+                kids.value[n_kids] = evaluate(p, vs.pvals, spec)
+                copy_rows(kids.boards[n_kids], vs.cleared)
+                kids.parent[n_kids] = n
+                kids.code[n_kids] = pack(x, y, s)
+                n_kids += 1
+                valued += 1
+                continue
+            lock = lock_copy(board, rules, shape, s, x, y, t + 1, vs.locked, vs.cleared)  # a leaf: both boards
+            cells_after = cells_before - width * lock.lines
+            if not final and t + 1 <= cfg.pieces - cfg.endgame and cells_after < cfg.min_cells[lock.lines - 1]:
+                continue
+            p = Placement(board, vs.locked, vs.cleared, piece, x, y, lock.lines, lock.points, width)
+            v = evaluate(p, vs.pvals, spec)
+            valued += 1
+            score = roots.score[r] + lock.points
+            h = board_hash(vs.cleared)
+            key = cells_after // cfg.key_cells
+            c = leaves.count[r, d, key]
+            m = bucket_slot(c, leaves.boards[r, d, key], leaves.score[r, d, key], leaves.value[r, d, key],
+                            leaves.hash[r, d, key], cfg.states, vs.cleared, score, v, h)
+            if m < 0:
+                continue
+            if m == c:
+                leaves.count[r, d, key] = c + 1
+            copy_rows(leaves.boards[r, d, key, m], vs.cleared)
+            leaves.score[r, d, key, m] = score
+            leaves.value[r, d, key, m] = v
+            leaves.hash[r, d, key, m] = h
+            leaves.codes[r, d, key, m, d] = pack(x, y, s)
+            ws.leaf_layer[d, key, m] = n
+    return -1, 0, n_kids, valued
 
 
 @inner
 def expand(r, roots, sequence, rules, spec, cfg, leaves):
-    """The segment from root ``r``: its kept leaves into ``leaves`` (row r, emptied first). Returns
-    the boards valued (children and leaves)."""
+    """The segment from root ``r``: its kept leaves into ``leaves`` (row r, emptied first), layer by
+    layer (`grow_layer`, then the cut to the best ``nodes``, `keep_best`). Returns the boards valued
+    (children and leaves)."""
     height, width = rules.height, rules.width
     depth = roots.depth[r]
     i0 = roots.index[r]
     leaves.count[r] = 0
-    sc = new_scratch(rows_for(height), 1)
-    vs = value_scratch(spec.terms.shape[1], height)
-    found = np.zeros((capacity(height, width), 3), np.int64)
+    ws = SegmentScratch(new_scratch(rows_for(height), 1), value_scratch(spec.terms.shape[1], height),
+                        np.zeros((capacity(height, width), 3), np.int64),
+                        np.empty((depth, cfg.keys, cfg.states), np.int32))
     slot = np.empty(1024, np.int64)
     cur = np.zeros((1, height), np.uint16)
     cur[0] = roots.boards[r]
@@ -323,100 +448,37 @@ def expand(r, roots, sequence, rules, spec, cfg, leaves):
     # the kept nodes of every layer: the parent's index in the layer above and the placement
     parent = np.zeros((depth + 1, cfg.nodes), np.int32)
     code = np.zeros((depth + 1, cfg.nodes), np.int16)
-    kids = np.empty((cfg.nodes * CHILDREN_PER_NODE, height), np.uint16)
-    kid_value = np.empty(kids.shape[0])
-    kid_parent = np.empty(kids.shape[0], np.int32)
-    kid_code = np.empty(kids.shape[0], np.int16)
-    leaf_layer = np.empty((depth, cfg.keys, cfg.states), np.int32)  # the leaf's parent node in layer d
+    kids = Kids(np.empty((cfg.nodes * CHILDREN_PER_NODE, height), np.uint16), np.empty(cfg.nodes * CHILDREN_PER_NODE),
+                np.empty(cfg.nodes * CHILDREN_PER_NODE, np.int32), np.empty(cfg.nodes * CHILDREN_PER_NODE, np.int16))
     valued = 0
     for d in range(depth):
-        t = i0 + d
-        if t >= cfg.pieces or n_cur == 0:
+        if i0 + d >= cfg.pieces or n_cur == 0:
             break
-        shape = sequence[t]
-        ss = spawn_state(t, rules)
-        final = t + 1 == cfg.pieces
-        cells_before = root_cells + 4 * (d + 1)
         n_kids = 0
-        for n in range(n_cur):
-            board = cur[n]
-            if spawn_blocked(board, rules, shape, ss):
-                continue
-            if cfg.lowest:
-                n_found = lowest_placements_into(board, rules, shape, ss, sc, found)
-            else:
-                n_found = placements_into(board, rules, shape, ss, sc, found)
-            board_values(board, width, spec, vs.pvals)
-            occupied = 0
-            for row in range(height):
-                if board[row] != 0:
-                    occupied += 1
-            for k in range(n_found):
-                x, y, s = found[k, 0], found[k, 1], found[k, 2]
-                piece = rules.cells[shape, s]
-                top = y + piece[0, 1]
-                for c in range(1, 4):
-                    top = min(top, y + piece[c, 1])
-                if top < cfg.top_free:
-                    continue
-                copy_rows(vs.cleared, board)  # the parent's counts are known: only the piece's rows are counted
-                lock = lock_counted(vs.cleared, rules, shape, s, x, y, t + 1, cells_before - 4, occupied)
-                if lost(lock.end):
-                    continue
-                if lock.lines == 0 and not final:
-                    if n_kids == kids.shape[0]:
-                        kids = grown(kids, n_kids + 1)
-                        kid_value = grown(kid_value, kids.shape[0])
-                        kid_parent = grown(kid_parent, kids.shape[0])
-                        kid_code = grown(kid_code, kids.shape[0])
-                    p = Placement(board, vs.cleared, vs.cleared, piece, x, y, 0, lock.points, width)
-                    kid_value[n_kids] = evaluate(p, vs.pvals, spec)
-                    kids[n_kids] = vs.cleared
-                    kid_parent[n_kids] = n
-                    kid_code[n_kids] = pack(x, y, s)
-                    n_kids += 1
-                    valued += 1
-                    continue
-                lock = lock_copy(board, rules, shape, s, x, y, t + 1, vs.locked, vs.cleared)  # a leaf: both boards
-                cells_after = cells_before - width * lock.lines
-                if not final and t + 1 <= cfg.pieces - cfg.endgame and cells_after < cfg.min_cells[lock.lines - 1]:
-                    continue
-                p = Placement(board, vs.locked, vs.cleared, piece, x, y, lock.lines, lock.points, width)
-                v = evaluate(p, vs.pvals, spec)
-                valued += 1
-                score = roots.score[r] + lock.points
-                h = board_hash(vs.cleared)
-                key = cells_after // cfg.key_cells
-                c = leaves.count[r, d, key]
-                m = bucket_slot(c, leaves.boards[r, d, key], leaves.score[r, d, key], leaves.value[r, d, key],
-                                leaves.hash[r, d, key], cfg.states, vs.cleared, score, v, h)
-                if m < 0:
-                    continue
-                if m == c:
-                    leaves.count[r, d, key] = c + 1
-                leaves.boards[r, d, key, m] = vs.cleared
-                leaves.score[r, d, key, m] = score
-                leaves.value[r, d, key, m] = v
-                leaves.hash[r, d, key, m] = h
-                leaves.codes[r, d, key, m, d] = pack(x, y, s)
-                leaf_layer[d, key, m] = n
+        start, skip = 0, 0
+        while start >= 0:
+            start, skip, n_kids, more = grow_layer(r, d, start, skip, cur, n_cur, n_kids, root_cells, roots, sequence,
+                                                   rules, spec, cfg, leaves, kids, ws)
+            valued += more
+            if start >= 0:
+                kids = grown_kids(kids, n_kids + 1)
         if n_kids == 0 or d + 1 == depth:
             n_cur = 0
             continue
-        best, slot = keep_best(kid_value, kids, n_kids, cfg.nodes, slot)
+        best, slot = keep_best(kids.value, kids.boards, n_kids, cfg.nodes, slot)
         n_cur = best.shape[0]
         if cur.shape[0] < n_cur:
             cur = np.empty((cfg.nodes, height), np.uint16)
         for m in range(n_cur):
             j = best[m]
-            cur[m] = kids[j]
-            parent[d + 1, m] = kid_parent[j]
-            code[d + 1, m] = kid_code[j]
+            copy_rows(cur[m], kids.boards[j])
+            parent[d + 1, m] = kids.parent[j]
+            code[d + 1, m] = kids.code[j]
     # each kept leaf's placements, read back through the layers
     for d in range(depth):
         for key in range(cfg.keys):
             for m in range(leaves.count[r, d, key]):
-                n = leaf_layer[d, key, m]
+                n = ws.leaf_layer[d, key, m]
                 for e in range(d, 0, -1):
                     leaves.codes[r, d, key, m, e - 1] = code[e, n]
                     n = parent[e, n]
