@@ -292,7 +292,7 @@ def sky_thin(board, h, sky_rows, sky_max):
     return True
 
 
-@inner
+@inner(_nrt=False)
 def lock_nodes(lo, hi, st, kids, shape, number, rules, cfg, ruled):
     """Lock every placement of nodes lo .. hi-1 on a copy of its parent (``st``: the `Parents`)
     and apply the hard rules (`Children` at ``kids.starts[i] + k``; the quality comes later, for the
@@ -413,17 +413,13 @@ def grow_children(kids, nodes, per_node, total, height):
 # Merging equal boards
 
 
-@inner
-def merge_equal_boards(kids, total, slot, stamp, layer):
-    """Of the surviving children with equal boards keep one: the higher score, then fewer clears,
-    then the first generated. Returns the kept children's indices in generation order and their
-    board hashes (`board_hash`). ``slot``/``stamp`` are an open-addressing table reused across
-    layers (an entry is live when its stamp is ``layer``); its size is a power of two above twice
-    the children."""
+@inner(_nrt=False)
+def equal_board_winners(kids, total, slot, stamp, layer, winner, keys):
+    """`merge_equal_boards`' probe: for each group of surviving children with equal boards, its
+    winner into ``winner`` (its table hash into ``keys``); returns the groups' count. Without
+    numba's reference counting: each board it reads is a view."""
     size = slot.shape[0]
     mask = np.uint64(size - 1)
-    winner = np.empty(total, np.int64)
-    keys = np.empty(total, np.uint64)
     n = 0
     for j in range(total):
         if not kids.alive[j]:
@@ -446,17 +442,37 @@ def merge_equal_boards(kids, total, slot, stamp, layer):
                     winner[g] = j
                 break
             pos = (pos + 1) & (size - 1)
+    return n
+
+
+@inner(_nrt=False)
+def kept_in_order(boards, kept, out, hashes):
+    """The indices j with ``kept[j]`` in increasing order into ``out``, with their boards'
+    `board_hash` into ``hashes``."""
+    m = 0
+    for j in range(kept.shape[0]):
+        if kept[j]:
+            out[m] = j
+            hashes[m] = board_hash(boards[j])
+            m += 1
+
+
+@inner
+def merge_equal_boards(kids, total, slot, stamp, layer):
+    """Of the surviving children with equal boards keep one: the higher score, then fewer clears,
+    then the first generated. Returns the kept children's indices in generation order and their
+    board hashes (`board_hash`). ``slot``/``stamp`` are an open-addressing table reused across
+    layers (an entry is live when its stamp is ``layer``); its size is a power of two above twice
+    the children."""
+    winner = np.empty(total, np.int64)
+    keys = np.empty(total, np.uint64)
+    n = equal_board_winners(kids, total, slot, stamp, layer, winner, keys)
     kept = np.zeros(total, np.bool_)
     for g in range(n):
         kept[winner[g]] = True
     out = np.empty(n, np.int64)
     hashes = np.empty(n, np.int64)
-    m = 0
-    for j in range(total):  # the kept children in generation order
-        if kept[j]:
-            out[m] = j
-            hashes[m] = board_hash(kids.boards[j])
-            m += 1
+    kept_in_order(kids.boards, kept, out, hashes)  # the kept children in generation order
     return out, hashes
 
 
