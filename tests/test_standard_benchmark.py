@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from evaluators import load_evaluator
@@ -297,3 +298,21 @@ def test_the_benchmarks_play_the_evaluator_of_a_solver_configuration(tmp_path):
     (tmp_path / "wrong.yaml").write_text("policy: one_ply\nrules: standard\nevaluator: ../mine.yaml\n")  # no pieces
     with pytest.raises(bench.UserError, match=r"^--evaluator: .*wrong\.yaml: pieces: required"):
         bench.make(str(tmp_path / "wrong.yaml"), "standard", None)
+
+
+def test_a_perturbed_player_keeps_the_signs_and_is_made_again_from_its_seed(tmp_path):
+    pp = load_benchmark("perturbed_player")
+    out = tmp_path / "p.yaml"
+    assert pp.main(["--evaluator", "bcts", "--sigma", "0.5", "--seed", "7", "--out", str(out)]) == 0
+    player = load_evaluator(out)
+    z = np.random.default_rng(7).standard_normal(len(BCTS))
+    for (name, w), dz in zip(BCTS.items(), z):
+        assert player.weights[name].weight == pytest.approx(w * np.exp(0.5 * dz), rel=1e-6)
+    assert player.name == "p" and player.tie_break == "state_then_column"
+    assert f"--seed 7 --out {out.as_posix()}" in player.description  # the command that makes it again
+    again = tmp_path / "q.yaml"
+    pp.main(["--evaluator", "bcts", "--sigma", "0.5", "--seed", "7", "--out", str(again)])
+    assert {n: t.weight for n, t in load_evaluator(again).weights.items()} == {
+        n: t.weight for n, t in player.weights.items()}
+    with pytest.raises(SystemExit):
+        pp.main(["--evaluator", "bcts", "--sigma", "0", "--seed", "7", "--out", str(out)])
