@@ -301,7 +301,9 @@ def hashes_of(boards, which, out):
 @inner
 def keep_best(values, boards, n, nodes, slot):
     """Indices (best first) of the best ``nodes`` of children 0..n-1 after merging equal boards (the
-    first generated stays): the higher value, then the smaller hash. ``slot``: a scratch table."""
+    first generated stays): the higher value, then the smaller hash, then the first generated.
+    ``slot``: a scratch table. Only the children whose value reaches the ``nodes``-th best value
+    are hashed and sorted: every one of the best ``nodes`` is among them."""
     size = 1
     while size < 2 * n + 2:
         size *= 2
@@ -309,12 +311,21 @@ def keep_best(values, boards, n, nodes, slot):
         slot = np.empty(size, np.int64)
     unique = np.empty(n, np.int64)
     unique = unique[:first_of_each(boards, n, slot[:size], unique)]
+    keys = descending(values[unique])  # ascending: best first
+    if unique.shape[0] > nodes:
+        cut = np.partition(keys, nodes - 1)[nodes - 1]
+        m = 0
+        for i in range(unique.shape[0]):  # in generation order
+            if keys[i] <= cut:
+                unique[m] = unique[i]
+                keys[m] = keys[i]
+                m += 1
+        unique, keys = unique[:m], keys[:m]
     h = np.empty(unique.shape[0], np.int64)
     hashes_of(boards, unique, h)
     by_hash = radix_argsort(h)
-    keys = descending(values[unique[by_hash]])
-    order = unique[by_hash[radix_argsort(keys)]]
-    return order[:min(nodes, unique.shape[0])], slot
+    order = by_hash[radix_argsort(keys[by_hash])]
+    return unique[order[:min(nodes, unique.shape[0])]], slot
 
 
 class Kids(NamedTuple):
