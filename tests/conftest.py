@@ -2,6 +2,7 @@
 benchmarks/ loads as a module with `load_benchmark`."""
 
 import importlib.util
+import os
 import signal
 import sys
 from pathlib import Path
@@ -18,6 +19,15 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SHARED = TESTS.parents[1] / "shared"
 BENCHMARKS = TESTS.parent / "benchmarks"
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto`` (the default, in pyproject.toml): one worker per core this process may use, or
+    none when the command names single tests (``file::test``), where starting the workers, each
+    importing every test module, costs more than it saves."""
+    if config.args and all("::" in arg for arg in config.args):
+        return 0
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def load_benchmark(name: str):

@@ -62,7 +62,6 @@ def choose_ranked(bundle, board, shape, preview, t, rules, spec, ws):
     return order[min(max(i, 0), alive - 1)]
 
 
-@register
 class Ranked(OnlinePolicy):
     name = "ranked"
     Settings = RankedConfig
@@ -74,8 +73,11 @@ class Ranked(OnlinePolicy):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _unregister_at_the_end():
-    """The policy leaves with this module: later tests see the project's registry."""
+def _registered_while_this_module_runs():
+    """The policy is registered (as ``@register`` above its class would) while this module's tests
+    run, and only then: collecting this file registers nothing, so the tests of other files see the
+    project's registry, in whatever order or process (``pytest -n``) they run."""
+    register(Ranked)
     yield
     registry.unregister("ranked")
 
