@@ -13,11 +13,13 @@ see it: an edit to the segment search leaves the beam, the replayer and the 1-pl
 and a docstring or comment edit recompiles nothing but the functions of the edited file that
 moved (numba names a cached function by its first line).
 
-One cache serves every process of the machine (joblib and dask workers included): the folder
-``NUMBA_CACHE_DIR`` when set, else ``.numba_cache/`` in the project when writable, else
-``~/.cache/tetris-workbench/numba``; kernels sit in it by module path (``solver/beam.py``'s in
-``solver/``). A kernel whose dependencies changed is compiled afresh and replaces its stale
-entry; the folder is pruned to `MAX_BYTES`, least recently written first, once a day.
+One cache serves every process and every checkout of the machine (joblib and dask workers, a
+fresh clone, a worktree of an older commit): the folder ``NUMBA_CACHE_DIR`` when set, else
+``$XDG_CACHE_HOME/tetris-workbench/numba`` (``~/.cache/...``) when writable, else
+``.numba_cache/`` in the project. Kernels sit in it by module path and stamp (``solver/beam.py``'s
+in ``solver/<stamp>/``), so the versions of a module that two checkouts hold are cached side by
+side, and a kernel whose dependencies changed is compiled afresh into a folder of its own; the
+folder is pruned to `MAX_BYTES`, least recently written first, once an hour.
 
 This must run before any ``@njit(cache=True)`` function is defined: numba picks a function's cache
 when it is decorated. `engine/__init__.py` imports it first, and every package imports the engine
@@ -49,7 +51,9 @@ REGISTRANTS = {
 #: the cache folder's size limit, in bytes; beyond it the least recently written files go
 MAX_BYTES = 1 << 30
 #: seconds between two size checks of the cache folder
-PRUNE_EVERY = 86400.0
+PRUNE_EVERY = 3600.0
+#: hex digits of a module's stamp in its cache folder's name (not 16: the older layout's folders)
+STAMP_DIGITS = 12
 #: the memo of each source's digest and imports, in the cache folder (keyed by size and mtime)
 MEMO_FILE = "sources.json"
 
@@ -248,7 +252,8 @@ class Sources:
 def _cache_base() -> Path | None:
     """The cache folder (module docstring), created; None when none is writable."""
     user = os.environ.get("NUMBA_CACHE_DIR")
-    bases = [Path(user)] if user else [ROOT / ".numba_cache", Path.home() / ".cache" / "tetris-workbench" / "numba"]
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    bases = [Path(user)] if user else [home / "tetris-workbench" / "numba", ROOT / ".numba_cache"]
     for base in bases:
         try:
             base.mkdir(parents=True, exist_ok=True)
@@ -267,19 +272,21 @@ _Impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
 
 class ProjectLocator(_Base):
     """numba's cache locator for functions defined in the project's sources: stamped with the
-    digest of their module's dependencies, cached under the module's path in `CACHE_DIR`."""
+    digest of their module's dependencies, cached in `CACHE_DIR` under the module's path and that
+    stamp (one folder per version of what the module's kernels inline)."""
 
     def __init__(self, py_func, py_file):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
-        rel = Path(py_file).resolve().relative_to(ROOT)
-        self._cache_path = os.path.join(CACHE_DIR, *rel.parent.parts) if rel.parent.parts else CACHE_DIR
+        self._source = Path(py_file).resolve()
+        rel = self._source.relative_to(ROOT)
+        self._cache_path = os.path.join(CACHE_DIR, *rel.parent.parts, self.get_source_stamp()[:STAMP_DIGITS])
 
     def get_cache_path(self):
         return self._cache_path
 
     def get_source_stamp(self):
-        return SOURCES.stamp(Path(self._py_file).resolve())
+        return SOURCES.stamp(self._source)
 
     @classmethod
     def from_function(cls, py_func, py_file):
@@ -325,6 +332,13 @@ def prune(base: Path, limit: int = MAX_BYTES, every: float = PRUNE_EVERY) -> Non
             break
         p.unlink(missing_ok=True)
         total -= size
+    # the stamp folders left empty a while (a version no kernel was compiled for, or all pruned)
+    for folder in sorted((p for p in base.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        try:
+            if time.time() - folder.stat().st_mtime > every:
+                folder.rmdir()
+        except OSError:
+            continue
 
 
 def configure() -> str | None:

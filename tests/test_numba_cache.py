@@ -99,8 +99,47 @@ def test_numba_caches_the_project_kernels_with_this_locator():
 
     locator = replay_kernel._cache._impl.locator
     assert isinstance(locator, ProjectLocator)
-    assert Path(locator.get_cache_path()) == Path(_numba_cache.CACHE_DIR) / "engine"
-    assert locator.get_source_stamp() == _numba_cache.SOURCES.stamp((ROOT / "engine/replay.py").resolve())
+    stamp = _numba_cache.SOURCES.stamp((ROOT / "engine/replay.py").resolve())
+    assert locator.get_source_stamp() == stamp
+    assert Path(locator.get_cache_path()) == Path(_numba_cache.CACHE_DIR) / "engine" / stamp[:12]
+
+
+FOLDER = "from engine import _numba_cache; print(_numba_cache.CACHE_DIR)"
+
+
+def test_the_cache_is_the_machines_outside_the_checkout_unless_numba_cache_dir_says(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+
+    def folder(**extra) -> Path:
+        out = subprocess.run([sys.executable, "-c", FOLDER], env={**env, **extra}, cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout
+        return Path(out.strip())
+
+    assert folder(XDG_CACHE_HOME=str(tmp_path / "xdg")) == tmp_path / "xdg" / "tetris-workbench" / "numba"
+    assert folder(XDG_CACHE_HOME=str(tmp_path / "xdg"), NUMBA_CACHE_DIR=str(tmp_path / "mine")) == tmp_path / "mine"
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")  # no cache folder can be made under it: the checkout's
+    assert folder(XDG_CACHE_HOME=str(blocked)) == ROOT / ".numba_cache"
+
+
+def test_pruning_keeps_the_newest_files_under_the_limit_and_drops_stale_empty_folders(tmp_path):
+    base = tmp_path / "cache"
+    for i, name in enumerate(["engine/aaaaaaaaaaaa/old.nbc", "engine/bbbbbbbbbbbb/new.nbc", "solver/cccccccccccc/newer.nbc"]):
+        path = base / name
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (1000 + i, 1000 + i))
+    (base / "solver" / "dddddddddddd").mkdir()  # a version nothing was compiled for, long ago
+    os.utime(base / "solver" / "dddddddddddd", (0, 0))
+    (base / "solver" / "eeeeeeeeeeee").mkdir()  # made just now: a process may be about to write into it
+    _numba_cache.prune(base, limit=250, every=3600)
+    left = sorted(p.relative_to(base).as_posix() for p in base.rglob("*") if p.name != ".pruned")
+    # the oldest file went; its folder, emptied just now, goes at a later pruning
+    assert left == ["engine", "engine/aaaaaaaaaaaa", "engine/bbbbbbbbbbbb", "engine/bbbbbbbbbbbb/new.nbc", "solver",
+                    "solver/cccccccccccc", "solver/cccccccccccc/newer.nbc", "solver/eeeeeeeeeeee"]
+    (base / "engine" / "bbbbbbbbbbbb" / "new.nbc").unlink()
+    _numba_cache.prune(base, limit=0, every=3600)  # checked an hour ago at most: nothing is done
+    assert (base / "solver" / "cccccccccccc" / "newer.nbc").exists()
 
 
 def test_the_digest_of_all_kernel_sources_follows_every_one_of_them(tmp_path):
@@ -146,5 +185,8 @@ def test_a_kernel_compiled_in_one_process_loads_in_the_next_until_what_it_inline
     lock.write_text('"""A new docstring."""\n# and a comment\n' + lock.read_text().split('"""', 2)[2])
     assert "replay_kernel" not in compiled()  # what moved in lock.py compiles again, replay does not
     board = project / "engine/board.py"
-    board.write_text(board.read_text() + "\n\nEXTRA = 1\n")  # code that replay's kernels inline
+    original = board.read_text()
+    board.write_text(original + "\n\nEXTRA = 1\n")  # code that replay's kernels inline
     assert "replay_kernel" in compiled()
+    board.write_text(original)  # back to the first version (a checkout of an older commit):
+    assert compiled() == set()  # cached beside the other, not replaced by it
