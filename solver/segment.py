@@ -459,8 +459,8 @@ def expand(r, roots, sequence, rules, spec, cfg, leaves):
     # the kept nodes of every layer: the parent's index in the layer above and the placement
     parent = np.zeros((depth + 1, cfg.nodes), np.int32)
     code = np.zeros((depth + 1, cfg.nodes), np.int16)
-    kids = Kids(np.empty((cfg.nodes * CHILDREN_PER_NODE, height), np.uint16), np.empty(cfg.nodes * CHILDREN_PER_NODE),
-                np.empty(cfg.nodes * CHILDREN_PER_NODE, np.int32), np.empty(cfg.nodes * CHILDREN_PER_NODE, np.int16))
+    room = cfg.nodes * CHILDREN_PER_NODE
+    kids = Kids(np.empty((room, height), np.uint16), np.empty(room), np.empty(room, np.int32), np.empty(room, np.int16))
     valued = 0
     for d in range(depth):
         if i0 + d >= cfg.pieces or n_cur == 0:

@@ -158,6 +158,9 @@ def test_a_policy_the_cache_cannot_stamp_plays_through_a_loop_compiled_afresh(mo
     monkeypatch.undo()
     monkeypatch.setattr(_numba_cache, "CACHE_DIR", None)  # no cache folder
     assert game_loop(policy) is play_chunk_fresh
+    monkeypatch.undo()
+    monkeypatch.setattr(Ranked, "choose_kernel", len)  # a kernel without code of its own: no file to stamp
+    assert outside_stamp(policy) is None
 
 
 def test_the_reference_documents_the_projects_policies_only():

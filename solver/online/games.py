@@ -144,13 +144,14 @@ def outside_stamp(policy: OnlinePolicy) -> str | None:
     kernel = type(policy).choose_kernel
     files = {getattr(sys.modules.get(c.__module__), "__file__", None) for c in (type(policy), type(policy.bundle))}
     files.add(getattr(getattr(getattr(kernel, "py_func", kernel), "__code__", None), "co_filename", None))
+    if None in files:  # a class without a module file, a kernel without code (not a numba kernel)
+        return None
     stamps = []
     for f in sorted(str(f) for f in files):
         try:
             path = Path(f).resolve()
-            path.relative_to(_numba_cache.ROOT)
             stamps.append(f"{path.relative_to(_numba_cache.ROOT).as_posix()} {_numba_cache.SOURCES.stamp(path)}")
-        except (TypeError, ValueError, OSError, SyntaxError):
+        except (ValueError, OSError, SyntaxError):  # not a project source, or not one that parses
             return None
     return hashlib.sha1("\n".join(stamps).encode()).hexdigest()
 
