@@ -11,8 +11,9 @@ time: how many signatures each compiled, their own seconds and the share of all 
 with ``--csv`` writes one row per compile: the kernel, its argument types (the first 300
 characters), the evaluator layout among them when there is one (so compiles can be summed by
 layout), own and total seconds, and the test running when there is one. Other processes (a
-test's subprocess, loky or dask workers) are not followed: what they compile is missing, so give a
-tuning run ``parallel.n_jobs=1``. Use an empty cache (``NUMBA_CACHE_DIR`` set to a new folder) to
+test's subprocess, loky or dask workers, pytest's workers) are not followed: what they compile is
+missing, so give a tuning run ``parallel.n_jobs=1``; pytest is run in one process (``-n 0`` is
+added unless the command says ``-n``). Use an empty cache (``NUMBA_CACHE_DIR`` set to a new folder) to
 see a cold start.
 """
 
@@ -64,6 +65,9 @@ def run(argv: list[str]) -> int:
     """``python argv...`` in this process; its exit status."""
     if not argv:
         raise SystemExit("compile_profile.py: give the command after --, e.g. -- -m pytest -m 'not slow'")
+    if argv[:2] == ["-m", "pytest"] and not any(a in ("-n", "--numprocesses") or a.startswith(("-n", "--numprocesses="))
+                                              for a in argv[2:]):
+        argv = [*argv, "-n", "0"]  # the suite's own default spreads it over worker processes, not followed
     status = 0
     try:
         if argv[0] == "-m":
