@@ -54,7 +54,8 @@ MAX_BYTES = 1 << 30
 PRUNE_EVERY = 3600.0
 #: hex digits of a module's stamp in its cache folder's name (not 16: the older layout's folders)
 STAMP_DIGITS = 12
-#: the memo of each source's digest and imports, in the cache folder (keyed by size and mtime)
+#: the memo of each source's digest and imports, in the cache folder (keyed by the source's absolute
+#: path, valid for its size and mtime)
 MEMO_FILE = "sources.json"
 
 
@@ -128,7 +129,7 @@ class Sources:
                 self.memo = {}
 
     def info(self, path: Path) -> dict:
-        key = path.relative_to(self.root).as_posix()
+        key = path.as_posix()  # absolute: the checkouts sharing the machine's cache keep one entry each
         st = path.stat()
         mark = [st.st_size, st.st_mtime_ns]
         entry = self.memo.get(key)
@@ -139,9 +140,11 @@ class Sources:
         return entry
 
     def save(self) -> None:
-        """Write the memo back (atomically; another process's copy may win, which is harmless)."""
+        """Write the memo back (atomically; another process's copy may win, which is harmless),
+        without the entries of files that are gone (a deleted clone's)."""
         if self.memo_path is None or not self.dirty:
             return
+        self.memo = {k: v for k, v in self.memo.items() if os.path.isabs(k) and os.path.isfile(k)}
         tmp = self.memo_path.with_name(f".{self.memo_path.name}.{os.getpid()}.tmp")
         try:
             tmp.write_text(json.dumps(self.memo, sort_keys=True))

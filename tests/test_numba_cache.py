@@ -2,6 +2,7 @@
 and the registrants of the tables it dispatches on; docstrings, comments and positions do not
 count (`engine._numba_cache`)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -82,6 +83,21 @@ def test_the_memo_is_reused_and_follows_an_edit(tmp_path):
     assert Sources(tmp_path, memo).stamp((tmp_path / "top/kernel.py").resolve()) == first
     write(tmp_path, {"lib/base.py": "def helper(x):\n    return x + 0\n"})
     assert Sources(tmp_path, memo).stamp((tmp_path / "top/kernel.py").resolve()) != first
+
+
+def test_two_checkouts_share_the_memo_without_parsing_each_others_files_again(tmp_path):
+    memo = tmp_path / "memo.json"
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, TOY)
+    write(b, TOY)
+    stamps = [Sources(root, memo).stamp((root / "top/kernel.py").resolve()) for root in (a, b)]
+    assert stamps[0] == stamps[1]  # the same sources: the same stamp, wherever the checkout is
+    again = Sources(a, memo)
+    assert again.stamp((a / "top/kernel.py").resolve()) == stamps[0] and not again.dirty  # nothing parsed
+    shutil.rmtree(b)  # a clone deleted: its entries leave the memo at the next write
+    write(a, {"lib/base.py": "def helper(x):\n    return x + 0\n"})
+    Sources(a, memo).stamp((a / "top/kernel.py").resolve())
+    assert not any(key.startswith(b.as_posix()) for key in json.loads(memo.read_text()))
 
 
 def test_the_project_kernels_depend_on_what_they_inline_and_not_on_their_neighbours():
