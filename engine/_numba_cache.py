@@ -48,6 +48,9 @@ REGISTRANTS = {
     "evaluators/registry.py": ("evaluators/features.py",),
     "solver/online/_base.py": ("solver/online/*.py",),
 }
+#: modules no kernel can inline (this one: the cache's own machinery, which the modules that stamp
+#: kernels at run time import): an edit to them recompiles nothing
+NOT_INLINED = ("engine/_numba_cache.py",)
 #: the cache folder's size limit, in bytes; beyond it the least recently written files go
 MAX_BYTES = 1 << 30
 #: seconds between two size checks of the cache folder
@@ -110,9 +113,11 @@ class Sources:
     ``memo`` by size and mtime, so a process parses only what changed), and each module's
     dependencies and stamp."""
 
-    def __init__(self, root: Path = ROOT, memo: Path | None = None, registrants: dict = REGISTRANTS):
+    def __init__(self, root: Path = ROOT, memo: Path | None = None, registrants: dict = REGISTRANTS,
+                 not_inlined: tuple = NOT_INLINED):
         self.root = root.resolve()
         self.registrant_globs = registrants
+        self.not_inlined = {(self.root / name).resolve() for name in not_inlined}
         self.memo_path = memo
         self.memo: dict = {}
         self.dirty = False
@@ -234,7 +239,7 @@ class Sources:
             if p in done:
                 continue
             done.add(p)
-            todo += [q for q in self.imports(p) | self.registrants(p) if q not in done]
+            todo += [q for q in self.imports(p) | self.registrants(p) if q not in done and q not in self.not_inlined]
         return done
 
     @functools.lru_cache(maxsize=None)
