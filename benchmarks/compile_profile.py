@@ -65,7 +65,7 @@ def run(argv: list[str]) -> int:
     """``python argv...`` in this process; its exit status."""
     if not argv:
         raise SystemExit("compile_profile.py: give the command after --, e.g. -- -m pytest -m 'not slow'")
-    if argv[:2] == ["-m", "pytest"] and not any(a in ("-n", "--numprocesses") or a.startswith(("-n", "--numprocesses="))
+    if argv[:2] == ["-m", "pytest"] and not any(a == "--numprocesses" or a.startswith(("-n", "--numprocesses="))
                                               for a in argv[2:]):
         argv = [*argv, "-n", "0"]  # the suite's own default spreads it over worker processes, not followed
     status = 0

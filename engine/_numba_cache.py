@@ -326,12 +326,14 @@ def prune(base: Path, limit: int = MAX_BYTES, every: float = PRUNE_EVERY) -> Non
         marker.touch()
     except OSError:
         return
-    files = []
-    for p in base.rglob("*"):
+    files, folders = [], []
+    for p in base.rglob("*"):  # one walk: the files to weigh, the folders that may be left empty
         try:
             if p.is_file():
                 st = p.stat()
                 files.append((st.st_mtime, st.st_size, p))
+            elif p.is_dir():
+                folders.append(p)
         except OSError:
             continue
     total = sum(size for _, size, _ in files)
@@ -341,9 +343,10 @@ def prune(base: Path, limit: int = MAX_BYTES, every: float = PRUNE_EVERY) -> Non
         p.unlink(missing_ok=True)
         total -= size
     # the stamp folders left empty a while (a version no kernel was compiled for, or all pruned)
-    for folder in sorted((p for p in base.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+    now = time.time()
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):  # the deepest first
         try:
-            if time.time() - folder.stat().st_mtime > every:
+            if now - folder.stat().st_mtime > every:
                 folder.rmdir()
         except OSError:
             continue
