@@ -157,7 +157,7 @@ def test_a_row_feature_is_summed_over_the_rows_and_fused(registry_restored):
     ev = load_evaluator({"features": weights})
     want = sum(w * (registry.measure(n, BOARD, 10) if n != "lines_cleared" else 1) for n, w in weights.items())
     assert ev.value(BOARD, BOARD, BOARD, GEEK.cells[0, 1], 4, 13, 1, 0, 10) == want
-    text = registry.source("evaluate", ev.spec.kind.layout)
+    text = registry.source("evaluate", ev.spec_for("layout").kind.layout)
     assert text.count("for y in range") == 1  # wall_gaps, holes and occupied_rows: one pass
     assert text.count("(board, width, top)") == 1  # bumpiness: its own board kernel, called once
 
