@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Mapping, NamedTuple, Optional
 
@@ -58,13 +59,11 @@ class EvaluatorSpec(NamedTuple):
     tables' K thresholds and K values from row ``TABLE``); ``reads_parent``: some delta feature reads
     the parent's values (`board_values`; without one they are all zero, and a caller may skip
     computing them). One array rather than six: a kernel call passes a spec by value, field by
-    field. ``tie``: the tie-break's index among the kind's (`registry.tie_breaks`), read at run time
-    by a shared kind's kernels (`registry.Kind`). The properties below read it from Python."""
+    field. The properties below read it from Python."""
 
     kind: Kind
     terms: np.ndarray
     reads_parent: bool
-    tie: int
 
     @property
     def weights(self) -> np.ndarray:
@@ -255,22 +254,9 @@ class Evaluator:
         except ValidationError as e:
             raise EvaluatorError(format_validation_error(e, self.name, EvaluatorFile)) from None
 
-    @property
+    @cached_property
     def spec(self) -> EvaluatorSpec:
-        """The kernels' `EvaluatorSpec` under the feature registry as it is now, for the process's
-        evaluator kernels (`registry.kernel_mode`)."""
-        return self.spec_for(registry.kernel_mode())
-
-    def spec_for(self, mode: str) -> EvaluatorSpec:
-        """`spec` for the evaluator kernels ``mode`` (`registry.KERNEL_MODES`), built once per mode."""
-        specs = self.__dict__.setdefault("_specs", {})
-        if mode not in specs:
-            specs[mode] = self._build_spec(mode)
-        return specs[mode]
-
-    def _build_spec(self, mode: str) -> EvaluatorSpec:
-        if mode not in registry.KERNEL_MODES:
-            raise EvaluatorError(f"{self.name}: evaluator kernels {mode!r}: must be one of {', '.join(registry.KERNEL_MODES)}")
+        """The kernels' `EvaluatorSpec` under the feature registry as it is now."""
         names = registry.names()
         k = max([1] + [len(t.table) for t in self.weights.values() if t.table is not None])
         terms = np.zeros((registry.TABLE + 2 * k, len(names)), np.float64)
@@ -287,9 +273,7 @@ class Evaluator:
         terms.setflags(write=False)
         layout = [registry.Term(int(i), bool(terms[registry.DELTA, i]), bool(terms[registry.TABLE_LEN, i]))
                   for i in np.flatnonzero(terms[registry.ACTIVE])]
-        tie = self.tie_break or "none"
-        kind = registry.kind(tie, layout, shared=mode == "shared")
-        return EvaluatorSpec(kind, terms, bool(terms[registry.DELTA].any()), registry.tie_breaks().index(tie))
+        return EvaluatorSpec(registry.kind(self.tie_break, layout), terms, bool(terms[registry.DELTA].any()))
 
     def value(self, parent, locked, cleared, cells, x, y, lines, points, width) -> float:
         """The value of one placement (see `registry.evaluate`); computes the parent's values too."""
@@ -332,9 +316,9 @@ class Evaluator:
     def __hash__(self):
         return hash((self.name, self.description, tuple(self.weights.items()), self.tie_break))
 
-    def __getstate__(self):  # the cached specs are rebuilt (under the receiving process's registry)
+    def __getstate__(self):  # the cached spec is rebuilt (under the receiving process's registry)
         state = dict(self.__dict__)
-        state.pop("_specs", None)
+        state.pop("spec", None)
         return state
 
     def __setstate__(self, state):

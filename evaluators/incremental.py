@@ -219,10 +219,7 @@ def incremental(kind: registry.Kind) -> bool:
 
 def _plan(kind: registry.Kind):
     """The weighed features of ``kind`` in `evaluate`'s order of terms, each (slot, feature, its form
-    or None for a placement feature), or None when some board feature has no form or the kind is
-    shared (its layout known at run time only)."""
-    if kind.shared:
-        return None
+    or None for a placement feature), or None when some board feature has no form."""
     features = registry._SNAPSHOTS.get(kind.digest)
     if features is None:
         raise FeatureError(f"no feature registry with digest {kind.digest} in this process")

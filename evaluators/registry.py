@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import inspect
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -186,7 +184,8 @@ def _row_sum(row):
     calling it, which are cached). Named after ``row``: numba names a compiled function by its
     qualified name, its argument types and a counter of the process, and a cached kernel carries
     its callees' names from the process that compiled it, so two features' closures of one name
-    could meet under one symbol in a process that loads one and compiles the other."""
+    could meet under one symbol in a process that loads one and compiles the other, and a call to
+    one run the other's code."""
 
     def row_sum(board, width, top):
         zero = np.int64(0)
@@ -349,22 +348,14 @@ class Kind(Static):
     the `Term` of each feature it weighs, in slot order. The kernels are compiled for a kind (a
     `Static`): an evaluator's structure (which features, delta or not, table or not) is code, its
     weights and tables are data, so tuning weights never recompiles and a kernel computes only the
-    features its evaluator weighs.
+    features its evaluator weighs."""
 
-    A ``shared`` kind (`kernel_mode` ``shared``) has no layout: its kernels read which features are
-    weighed, delta or through a table, and the tie-break (``tie`` then names every registered one,
-    the spec's ``tie`` picks one), from the spec at run time. One compile then serves every
-    evaluator of the registry: slower per placement (a test per feature), the same values bit for
-    bit (the terms are added in the same order)."""
+    __slots__ = ("digest", "tie", "layout")
 
-    __slots__ = ("digest", "tie", "layout", "shared")
-
-    def __init__(self, digest: str, tie: str | tuple[str, ...], layout: tuple[Term, ...] = (), shared: bool = False):
-        super().__init__(digest, tie, tuple(Term(*t) for t in layout), bool(shared))
+    def __init__(self, digest: str, tie: str, layout: tuple[Term, ...] = ()):
+        super().__init__(digest, tie, tuple(Term(*t) for t in layout))
 
     def label(self) -> str:
-        if self.shared:
-            return f"{self.digest}, shared, {'/'.join(self.tie)}"
         return f"{self.digest}, {self.tie}, {' '.join(map(str, self.layout))}"
 
 
@@ -408,35 +399,15 @@ def digest() -> str:
     return _digest
 
 
-#: the environment variable that picks the evaluator kernels of a process (`KERNEL_MODES`)
-KERNELS_ENV = "TETRIS_EVALUATOR_KERNELS"
-#: ``layout`` (the default): every evaluator layout compiles its own kernels, the fastest to run;
-#: ``shared``: one compile per registry serves every evaluator (`Kind`), for work that meets many
-#: layouts and plays little with each (the test suite; a search over feature sets)
-KERNEL_MODES = ("layout", "shared")
-
-
-def kernel_mode() -> str:
-    """The process's evaluator kernels (`KERNELS_ENV`, default ``layout``)."""
-    mode = os.environ.get(KERNELS_ENV) or "layout"
-    if mode not in KERNEL_MODES:
-        raise FeatureError(f"{KERNELS_ENV}={mode!r}: must be one of {', '.join(KERNEL_MODES)}")
-    return mode
-
-
-def kind(tie: str | None, layout: tuple[Term, ...] = (), shared: bool = False) -> Kind:
+def kind(tie: str | None, layout: tuple[Term, ...] = ()) -> Kind:
     """The `Kind` of an evaluator with tie-break ``tie`` (None: ``none``) weighing the features of
-    ``layout`` (`Term`s, in slot order), under the current registry; or with ``shared``, the one
-    kind of every evaluator of the registry (``tie`` and ``layout`` checked, then read from the spec
-    at run time)."""
+    ``layout`` (`Term`s, in slot order), under the current registry."""
     tie = tie or "none"
     TIE_BREAKS.get(tie)  # FeatureError naming the known ones
     layout = tuple(sorted(Term(*t) for t in layout))
     slots = [t.slot for t in layout]
     if len(set(slots)) != len(slots) or any(not 0 <= i < len(FEATURES) for i in slots):
         raise FeatureError(f"a layout names each registered feature's slot at most once, got {slots}")
-    if shared:
-        return Kind(digest(), TIE_BREAKS.names(), (), True)
     return Kind(digest(), tie, layout)
 
 
@@ -516,13 +487,10 @@ def _value(f: Feature) -> str:
     return "v" if f.output is None else f"v[{f.output}]"
 
 
-def _source(features: tuple[Feature, ...], what: str, layout: tuple[Term, ...] = (), shared: bool = False
-            ) -> tuple[str, dict]:
+def _source(features: tuple[Feature, ...], what: str, layout: tuple[Term, ...] = ()) -> tuple[str, dict]:
     """Python source of one generated kernel (``evaluate``, ``board_values`` or ``feature_vector``)
     for ``features`` and an evaluator's ``layout`` (the features ``evaluate`` weighs and
-    ``board_values`` computes for a parent), or for a shared kind (`Kind`), and its globals."""
-    if shared and what != "feature_vector":
-        return _shared_source(features, what)
+    ``board_values`` computes for a parent), and its globals."""
     env = {"term": term, "top_row": top_row, "np": np, "WEIGHT": WEIGHT}
     kernels: dict[int, str] = {}
     for f in features:
@@ -586,74 +554,6 @@ def _source(features: tuple[Feature, ...], what: str, layout: tuple[Term, ...] =
     return "\n".join([head, *body]) + "\n", env
 
 
-def _shared_source(features: tuple[Feature, ...], what: str) -> tuple[str, dict]:
-    """`_source` for a shared kind: every registered feature, each weighed (and computed) when its
-    ``ACTIVE`` row says so, through `term` (delta and table read from the spec). The terms are added
-    in slot order, as a layout's kernel adds its own (a multi-feature kernel's slots are
-    consecutive), so both give the same sum bit for bit."""
-    env = {"term": term, "top_row": top_row, "np": np, "ACTIVE": ACTIVE, "DELTA": DELTA}
-    kernels: dict[int, str] = {}
-    for f in features:
-        kernels.setdefault(id(f.kernel), f"k{len(kernels)}")
-        env[kernels[id(f.kernel)]] = f.kernel
-    groups = _groups(features)
-    body = ["    on = spec.terms[ACTIVE]"]
-    if what == "evaluate":
-        body.append("    total = 0.0")
-        if any(first.kind == BOARD for first, _ in groups):
-            body += ["    board = p.board", "    width = p.width", "    top = top_row(board)"]
-        rows = [(slot, f) for first, members in groups for slot, f in members if f.row is not None]
-        if rows:
-            zero = "np.int64(0)"
-            for slot, f in rows:
-                env[f"row{slot}"] = f.row
-                body.append(f"    a{slot} = top * row{slot}({zero}, {zero}, width)")
-            body += [f"    above = {zero}", "    for y in range(top, board.shape[0]):",
-                     "        r = np.int64(board[y])"]
-            body += [f"        a{slot} += row{slot}(r, above, width)" for slot, _ in rows]
-            body.append("        above |= r")
-        for first, members in groups:
-            k = kernels[id(first.kernel)]
-            lead = members[0][0]
-            if first.kind == BOARD and first.row is None:
-                wanted = " or ".join(f"on[{slot}] != 0.0" for slot, _ in members)
-                body.append(f"    if {wanted}:")
-                body.append(f"        v{lead} = {k}(board, width, top)")
-                indent = "        "
-            else:
-                indent = "    "
-            if len(members) > 1 and first.kind == BOARD and first.row is None and \
-                    [f.output for _, f in members] == list(range(len(members))):
-                # a kernel of many features (slots lead, lead + 1, ...): a loop, not a term each
-                body += [f"{indent}for j in range({len(members)}):",
-                         f"{indent}    if on[{lead} + j] != 0.0:",
-                         f"{indent}        total += term({lead} + j, v{lead}[j], parent_values, spec)"]
-                continue
-            for slot, f in members:
-                if first.kind == PLACEMENT:
-                    value = f"{k}(p)"
-                elif f.row is not None:
-                    value = f"a{slot}"
-                else:
-                    value = f"v{lead}" if f.output is None else f"v{lead}[{f.output}]"
-                body += [f"{indent}if on[{slot}] != 0.0:", f"{indent}    total += term({slot}, {value}, parent_values, spec)"]
-        body.append("    return total")
-        head = "def generated(p, parent_values, spec):"
-    else:  # board_values
-        body += ["    delta = spec.terms[DELTA]", "    out[:] = 0.0", "    top = top_row(board)"]
-        for first, members in groups:
-            if first.kind != BOARD:
-                continue
-            lead = members[0][0]
-            wanted = " or ".join(f"(on[{slot}] != 0.0 and delta[{slot}] != 0.0)" for slot, _ in members)
-            body += [f"    if {wanted}:", f"        v{lead} = {kernels[id(first.kernel)]}(board, width, top)"]
-            for slot, f in members:
-                value = f"v{lead}" if f.output is None else f"v{lead}[{f.output}]"
-                body.append(f"        out[{slot}] = {value}")
-        head = "def generated(board, width, spec, out):"
-    return "\n".join([head, *body]) + "\n", env
-
-
 def source(what: str = "evaluate", layout: tuple[Term, ...] | None = None) -> str:
     """The generated source of a kernel for the current registry and ``layout`` (default: every
     feature weighed plainly), for reading and debugging."""
@@ -666,95 +566,20 @@ def _generated(what: str, kind: Kind):
     features = _SNAPSHOTS.get(kind.digest)
     if features is None:
         raise FeatureError(f"no feature registry with digest {kind.digest} in this process")
-    text, env = _source(features, what, kind.layout, kind.shared)
+    text, env = _source(features, what, kind.layout)
     name = f"<evaluators.registry: {what} for {kind.label()}>"
     exec(compile(text, name, "exec"), env)
     return env["generated"]
 
 
-#: a shared kind's `evaluate` and `board_values` (`_shared_kernel`), one function per kind in a
-#: process, and the globals of each generated module, by its key
-_SHARED: dict = {}
-_SHARED_ENVS: dict[str, dict] = {}
-#: the folder, in numba's cache folder, of the shared kinds' generated modules
-GENERATED = "generated"
-
-
-def _shared_env(key: str) -> dict:
-    """The globals a generated module of `_shared_kernel` asks for by its key."""
-    return _SHARED_ENVS[key]
-
-
-def _shared_kernel(kind: Kind, what: str) -> Dispatcher:
-    """A shared kind's ``what`` (`evaluate` or `board_values`) as a kernel of its own, cached on
-    disk like the project's: its generated source is written to a module of the numba cache's
-    folder (``generated/``), named by a digest of that source, of the kind (its registry's digest
-    covers the features' code) and of this module (`term`), so that numba's ``cache=True`` applies
-    and the kernel compiles once per machine. Without a writable cache folder it is compiled in
-    each process."""
-    if (kind, what) in _SHARED:
-        return _SHARED[kind, what]
-    features = _SNAPSHOTS.get(kind.digest)
-    if features is None:
-        raise FeatureError(f"no feature registry with digest {kind.digest} in this process")
-    text, env = _source(features, what, (), True)
-    key = hashlib.sha1(f"{what}\n{kind.label()}\n{_file_digest(__file__)}\n{text}".encode()).hexdigest()[:16]
-    _SHARED_ENVS[key] = env
-    options = {"_nrt": what != "evaluate", "no_cpython_wrapper": True}
-    kernel = None
-    if _numba_cache.CACHE_DIR is not None:
-        path = Path(_numba_cache.CACHE_DIR) / GENERATED / f"shared_{what}_{key}.py"
-        module_text = (f'"""`evaluators.registry.{what}` for the shared kind {kind.label()} (generated)."""\n\n'
-                       f"from evaluators.registry import _shared_env\n\nglobals().update(_shared_env({key!r}))\n\n\n{text}")
-        try:
-            if not path.is_file() or path.read_text() != module_text:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                part = path.with_name(f"{path.name}.{os.getpid()}.part")
-                part.write_text(module_text)
-                os.replace(part, path)
-            spec = importlib.util.spec_from_file_location(f"_tetris_shared_{what}_{key}", path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            # numba rebuilds a cached caller's environment by importing its callees' module: this
-            # one, which a process has imported before it loads a kernel
-            module.generated.__module__ = __name__
-            module.generated.__qualname__ = f"shared_{what}_{key}"  # one name per kernel (`_row_sum`)
-            kernel = njit(cache=True, **options)(module.generated)
-        except OSError:
-            kernel = None
-    if kernel is None:
-        exec(compile(text, f"<evaluators.registry: {what} for {kind.label()}>", "exec"), env)
-        kernel = njit(**options)(env["generated"])
-    _SHARED[kind, what] = kernel
-    return kernel
-
-
 @overload(evaluate, jit_options={"_nrt": False}, inline="always")
 def _evaluate_overload(p, parent_values, spec):
-    kind = _spec_kind(spec)
-    if not kind.shared:
-        return _generated("evaluate", kind)
-    # a shared kind's is long (every feature): called, not inlined, and cached on disk on its own,
-    # so that it compiles once per machine and each kernel calling it compiles only a call
-    shared = _shared_kernel(kind, "evaluate")
-
-    def impl(p, parent_values, spec):
-        return shared(p, parent_values, spec)
-
-    return impl
+    return _generated("evaluate", _spec_kind(spec))
 
 
 @overload(board_values)
 def _board_values_overload(board, width, spec, out):
-    kind = _spec_kind(spec)
-    if not kind.shared:
-        return _generated("board_values", kind)
-    shared = _shared_kernel(kind, "board_values")
-
-    def impl(board, width, spec, out):
-        shared(board, width, spec, out)
-
-    return impl
+    return _generated("board_values", _spec_kind(spec))
 
 
 @overload(feature_vector)
@@ -764,16 +589,7 @@ def _feature_vector_overload(p, spec, out):
 
 @overload(priority)
 def _priority_overload(spec, x, state, spawn_x, spawn_state):
-    kind = _spec_kind(spec)
-    if kind.shared:  # the spec's ``tie`` picks one of the kind's tie-breaks
-        env = {f"r{i}": TIE_BREAKS[name] for i, name in enumerate(kind.tie)}
-        lines = ["def impl(spec, x, state, spawn_x, spawn_state):"]
-        for i in range(len(kind.tie) - 1):
-            lines += [f"    if spec.tie == {i}:", f"        return r{i}(x, state, spawn_x, spawn_state)"]
-        lines.append(f"    return r{len(kind.tie) - 1}(x, state, spawn_x, spawn_state)")
-        exec(compile("\n".join(lines) + "\n", f"<evaluators.registry: priority for {kind.label()}>", "exec"), env)
-        return env["impl"]
-    rank = TIE_BREAKS[kind.tie]
+    rank = TIE_BREAKS[_spec_kind(spec).tie]
 
     def impl(spec, x, state, spawn_x, spawn_state):
         return rank(x, state, spawn_x, spawn_state)

@@ -17,13 +17,6 @@ sys.path.insert(0, str(TESTS))
 # tests that interrupt a search with SIGINT would then see nothing arrive
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
-#: the suite's evaluator kernels (`evaluators.registry.KERNELS_ENV`): one compile serves every
-#: evaluator, where each layout would compile its own (several minutes of a cold run); the tests
-#: that need a layout's kernels ask for them (`Evaluator.spec_for`). Set the variable to ``layout``
-#: to run the suite on the layouts' kernels
-KERNELS_DEFAULT = ("TETRIS_EVALUATOR_KERNELS", "shared")
-os.environ.setdefault(*KERNELS_DEFAULT)
-
 SHARED = TESTS.parents[1] / "shared"
 BENCHMARKS = TESTS.parent / "benchmarks"
 

@@ -406,7 +406,7 @@ def test_with_weights():
 
 def test_spec_arrays():
     ev = E.load_evaluator("lecture_v2")
-    spec = ev.spec_for("layout")  # a layout's kind (the shared one: tests/test_shared_kernels.py)
+    spec = ev.spec
     kind, w, active, delta, tx, ty, tlen = (spec.kind, spec.weights, spec.active, spec.delta, spec.table_x,
                                             spec.table_y, spec.table_len)
     assert kind.digest == registry.digest() and kind.tie == "none"
@@ -416,10 +416,9 @@ def test_spec_arrays():
     assert kind == registry.kind(None, [registry.Term(*t) for t in reversed(list(terms.values()))])
     assert kind != registry.kind(None)
     pd = E.load_evaluator("pierre_dellacherie")
-    kind_of = lambda ev: ev.spec_for("layout").kind  # noqa: E731
-    assert kind_of(pd) == registry.kind("pd_priority", kind_of(pd).layout)
-    assert kind_of(pd.with_weights({"holes": -1})) == kind_of(pd)        # new weights: the same kernels
-    assert kind_of(pd.with_weights({"bumpiness": -1})) != kind_of(pd)    # another feature: its own
+    assert pd.spec.kind == registry.kind("pd_priority", pd.spec.kind.layout)
+    assert pd.with_weights({"holes": -1}).spec.kind == pd.spec.kind        # new weights: the same kernels
+    assert pd.with_weights({"bumpiness": -1}).spec.kind != pd.spec.kind    # another feature: its own
     assert pickle.loads(pickle.dumps(kind)) == kind
     with pytest.raises(FeatureError, match="at most once"):
         registry.kind(None, [registry.Term(1, False, False), registry.Term(1, True, False)])

@@ -138,6 +138,17 @@ def test_a_policy_plays_with_a_feature_declared_in_a_test_file(top_rows_cells, t
     assert other.record != r.record
 
 
+def test_each_row_feature_kernel_has_a_name_of_its_own():
+    # numba names a compiled function by its qualified name, argument types and a per-process
+    # counter; the row features' board kernels all take (board, width, top), so one name for all
+    # would let a kernel cached by one process call another feature's code in the next
+    rows = [f for f in registry.FEATURES.values() if f.row is not None]
+    assert len(rows) >= 6
+    names = {f.kernel.py_func.__qualname__ for f in rows}
+    assert len(names) == len(rows)
+    assert all(f.row.py_func.__qualname__ in f.kernel.py_func.__qualname__ for f in rows)
+
+
 def test_a_row_feature_is_summed_over_the_rows_and_fused(registry_restored):
     """A row feature is one function of a row and the rows above it; the evaluator computes every
     row feature it weighs in one pass (one loop in the generated kernel), with the same value as
@@ -157,7 +168,7 @@ def test_a_row_feature_is_summed_over_the_rows_and_fused(registry_restored):
     ev = load_evaluator({"features": weights})
     want = sum(w * (registry.measure(n, BOARD, 10) if n != "lines_cleared" else 1) for n, w in weights.items())
     assert ev.value(BOARD, BOARD, BOARD, GEEK.cells[0, 1], 4, 13, 1, 0, 10) == want
-    text = registry.source("evaluate", ev.spec_for("layout").kind.layout)
+    text = registry.source("evaluate", ev.spec.kind.layout)
     assert text.count("for y in range") == 1  # wall_gaps, holes and occupied_rows: one pass
     assert text.count("(board, width, top)") == 1  # bumpiness: its own board kernel, called once
 

@@ -160,8 +160,7 @@ def everyday(names):
 
 
 def test_which_evaluators_are_incremental():
-    assert {name for name, e in EVALUATORS.items() if incremental(e.spec_for("layout").kind)} == set(EVALUATORS) - {"bdu"}
-    assert not any(incremental(e.spec_for("shared").kind) for e in EVALUATORS.values())
+    assert {name for name, e in EVALUATORS.items() if incremental(e.spec.kind)} == set(EVALUATORS) - {"bdu"}
 
 
 def test_the_everyday_layout_weighs_every_form():
@@ -177,7 +176,7 @@ def test_the_everyday_layout_weighs_every_form():
 def test_evaluate_child_is_evaluate(name, case, shape, game, pick):
     board, _ = case
     rules = STANDARD if game == "standard" else GEEK
-    spec = EVALUATORS[name].spec_for("layout")  # the layout's kernels: a shared kind has no forms
+    spec = EVALUATORS[name].spec
     n = spec.terms.shape[1]
     pv = np.zeros(n)
     view = column_scratch(n)
@@ -256,7 +255,7 @@ def choice_cases():
 def test_the_choice_is_that_of_valuing_every_child_afresh(rules, name, case, shape, t):
     board, _ = case
     evaluator = EVALUATORS[name]
-    spec = evaluator.spec_for("layout")  # the layout's kernels: a shared kind has no forms
+    spec = evaluator.spec
     found = np.zeros((4000, 3), np.int64)
     k, v = best_placement(board, shape, t, rules.kernel, spec, scratch(rules), found,
                           value_scratch(spec.terms.shape[1], rules.height))
