@@ -94,7 +94,7 @@ from evaluators import EvaluatorError, load_evaluator  # noqa: E402
 from evaluators.registry import canonical  # noqa: E402
 from solver import SolverConfig, load_solver_config  # noqa: E402
 from solver.online import play_games  # noqa: E402
-from solver.online.intervals import CI_METHOD, mean_ci95  # noqa: E402
+from solver.online.intervals import CI_METHOD, SURVIVAL_METHOD, mean_ci95, survival_mean  # noqa: E402
 from solver.registry import get as get_policy  # noqa: E402
 
 #: seconds between two rewrites of the series file at least
@@ -188,6 +188,14 @@ def summarize(out: dict) -> None:
                else None, ci95=None if ci is None else [round(ci[0], 1), round(ci[1], 1)],
                capped=sum(x["end"] == "capped" for x in out["games"]),
                cpu_seconds=round(sum(x["cpu_seconds"] for x in out["games"]), 1))
+    if out["capped"]:  # the mean of uncapped games, the capped ones censored (a survival model)
+        mean, (low, high) = survival_mean(rows, [x["pieces"] for x in out["games"]],
+                                          [x["end"] != "capped" for x in out["games"]])
+        out["survival"] = {"mean": None if math.isinf(mean) else round(mean, 1),
+                           "ci95": [round(low, 1), None if math.isinf(high) else round(high, 1)],
+                           "method": SURVIVAL_METHOD}
+    else:
+        out.pop("survival", None)
 
 
 _players: dict = {}
@@ -451,6 +459,11 @@ def games(args) -> int:
     ci = f", 95% CI {out['ci95'][0]:,.0f} .. {out['ci95'][1]:,.0f}" if out["ci95"] else ""
     print(f"{args.evaluator} on {rules.name} ({rules.width} x {rules.height}), {out['n']} games, cap {args.cap:,}: "
           f"mean {out['mean']:,.0f} rows{ci}, {out['capped']} capped, {out['cpu_seconds']:,.0f} s CPU")
+    if "survival" in out:
+        s = out["survival"]
+        shown = lambda v: "inf" if v is None else f"{v:,.0f}"  # noqa: E731
+        print(f"  uncapped, by a survival model (capped games censored): mean {shown(s['mean'])} rows, "
+              f"95% CI {shown(s['ci95'][0])} .. {shown(s['ci95'][1])}")
     return 0
 
 

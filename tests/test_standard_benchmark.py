@@ -3,6 +3,7 @@ the shipped configurations, and the mean rows per game with its 95% confidence i
 series' summary (`solver.online.intervals.mean_ci95`)."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -13,7 +14,8 @@ from evaluators import load_evaluator
 from experiments import solve as solve_cli
 from solver import solve
 from solver.files import load_solver_config
-from solver.online.intervals import CI_METHOD, mean_ci95, t975
+from solver.online.games import GamesResult
+from solver.online.intervals import CI_METHOD, SURVIVAL_METHOD, chi2_quantile, mean_ci95, survival_mean, t975
 from conftest import load_benchmark
 
 #: MdpTetris's feature files (the notes, section 7), in our feature names
@@ -54,6 +56,68 @@ def test_t_quantiles_against_scipy():
     stats = pytest.importorskip("scipy.stats")
     for df in (1, 2, 5, 10, 29, 30, 31, 40, 60, 120, 1000):
         assert t975(df) == pytest.approx(stats.t.ppf(0.975, df), abs=1e-3 if df <= 30 else 1e-4)
+
+
+def test_chi_square_quantiles_against_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    for k in (2, 4, 10, 50, 200, 202, 1000, 10_000):
+        for p in (0.025, 0.5, 0.975):
+            assert chi2_quantile(p, k) == pytest.approx(stats.chi2.ppf(p, k), rel=1e-4), (p, k)
+    for bad in ((0.5, 3), (0.5, 0), (1.0, 4), (0.0, 4)):
+        with pytest.raises(ValueError):
+            chi2_quantile(*bad)
+
+
+def test_survival_mean_by_hand():
+    # 600 pieces, 2 games ended, 0.4 rows a piece: 300 pieces a game, 120 rows
+    mean, (lo, hi) = survival_mean([40, 80, 120], [100, 200, 300], [True, True, False])
+    assert mean == pytest.approx(120.0)
+    assert lo == pytest.approx(2 * 600 / chi2_quantile(0.975, 6) * 0.4)
+    assert hi == pytest.approx(2 * 600 / chi2_quantile(0.025, 4) * 0.4)
+    assert lo < mean < hi
+    # nothing capped: the plain mean
+    assert survival_mean([10, 30, 50], [25, 80, 120], [True] * 3)[0] == pytest.approx(30.0)
+    # nothing ended: no estimate, a lower bound only
+    mean, (lo, hi) = survival_mean([40, 40], [100, 100], [False, False])
+    assert mean == hi == math.inf and lo == pytest.approx(2 * 200 / chi2_quantile(0.975, 2) * 0.4)
+    with pytest.raises(ValueError):
+        survival_mean([], [], [])
+
+
+def test_survival_mean_recovers_a_censored_exponential():
+    # games of 1,000 pieces on average (0.4 rows a piece: 400 rows), about half capped at 700
+    rng = np.random.default_rng(5)
+    means, hits = [], 0
+    for trial in range(300):
+        lengths = rng.exponential(1000.0, 400)
+        played = np.minimum(lengths, 700.0)
+        mean, (lo, hi) = survival_mean(played * 0.4, played, lengths < 700.0)
+        means.append(mean)
+        hits += lo <= 400.0 <= hi
+    assert np.mean(means) == pytest.approx(400.0, rel=0.01)
+    assert 0.92 <= hits / 300 <= 0.98  # a 95% interval (0.94 here)
+
+
+def test_a_capped_series_reports_the_survival_estimate(bench):
+    def series(ends):
+        n = len(ends)
+        return GamesResult(list(range(n)), 1000, np.array([400] * n), np.array([1000 if e == "capped" else 500
+                                                                                for e in ends]), ends, (0,) * 5)
+
+    plain = series(["spawn_blocked"] * 3)
+    assert plain.survival is None and "survival" not in plain.summary()
+    mixed = series(["spawn_blocked", "capped", "capped", "spawn_blocked"])
+    mean, ci = mixed.survival
+    assert mean == pytest.approx(800.0)  # 3,000 pieces / 2 games ended x 1,600 / 3,000 rows a piece
+    assert mixed.summary()["survival"] == {"mean": round(mean, 1), "ci95": [round(ci[0], 1), round(ci[1], 1)],
+                                           "method": SURVIVAL_METHOD}
+    capped = series(["capped"] * 2).summary()["survival"]
+    assert capped["mean"] is None and capped["ci95"][1] is None and capped["ci95"][0] > 0
+    # the benchmark's series file says the same
+    out = {"games": [{"seed": i, "rows": 400, "pieces": 1000 if i else 500, "end": "capped" if i else "stuck",
+                      "cpu_seconds": 0.1} for i in range(3)]}
+    bench.summarize(out)
+    assert out["capped"] == 2 and out["survival"]["mean"] == 1200.0  # 2,500 pieces / 1 ended x 0.48 rows a piece
 
 
 def test_a_short_series_of_the_shipped_config_reports_the_interval(tmp_path, capsys):

@@ -7,13 +7,16 @@ millions of pieces never holds them all); the policy sees the current piece and,
 it, the next one (the preview) only. A game ends when a piece's spawn is blocked, when no placement
 survives (``stuck``: under drop-only rules, no placement fits), when a lock ends it under the rules,
 or at the cap (``capped``). The configuration's ``online`` section says how many games a series
-plays. A series' summary gives the mean score with a 95% confidence interval (`mean_ci95`).
+plays. A series' summary gives the mean score with a 95% confidence interval (`mean_ci95`), and
+when some game reached the cap, the mean of uncapped games estimated by a survival model
+(`GamesResult.survival`).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import sys
 import time
 import types
@@ -37,7 +40,7 @@ from ..result import Outcome
 from ..threshold import Threshold
 from ._base import OnlinePolicy, choose
 from ._kernels import CURRENT
-from .intervals import CI_METHOD, mean_ci95
+from .intervals import CI_METHOD, SURVIVAL_METHOD, mean_ci95, survival_mean
 from .splitting import SplittingSeries, solve_splitting
 
 #: why a game ended (the end codes of `play_chunk`, but `PLAYING`)
@@ -214,6 +217,15 @@ class GamesResult:
         """The mean score's 95% confidence interval (`mean_ci95`); None for fewer than 2 games."""
         return mean_ci95(self.scores)
 
+    @property
+    def survival(self) -> tuple[float, tuple[float, float]] | None:
+        """The mean score a game uncapped and its 95% interval, estimated with the capped games
+        censored (`survival_mean`): the plain mean understates a series where some games reached
+        the cap. None when no game was capped."""
+        if not self.capped:
+            return None
+        return survival_mean(self.scores, self.pieces, [e != "capped" for e in self.ends])
+
     def summary(self) -> dict:
         ci = self.ci95
         return {
@@ -225,7 +237,14 @@ class GamesResult:
             "max": int(np.max(self.scores)) if len(self.scores) else 0,
             "capped": self.capped, "clears": {str(k): int(self.clear_kinds[k]) for k in range(1, 5)},
             "seconds": [round(float(s), 3) for s in self.seconds],
+            **({} if self.survival is None else {"survival": _survival_summary(self.survival)}),
         }
+
+
+def _survival_summary(found) -> dict:
+    mean, (low, high) = found
+    rounded = lambda v: None if math.isinf(v) else round(v, 1)  # noqa: E731 (JSON has no inf)
+    return {"mean": rounded(mean), "ci95": [rounded(low), rounded(high)], "method": SURVIVAL_METHOD}
 
 
 @dataclass(kw_only=True)

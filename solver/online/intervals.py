@@ -1,9 +1,11 @@
 """The 95% confidence interval of a series' mean (played games' scores, or estimates' rates of game
-ends), which a series' summary reports beside its method (`CI_METHOD`)."""
+ends), which a series' summary reports beside its method (`CI_METHOD`); and the mean of a series
+whose games were capped, by a survival model (`survival_mean`)."""
 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -39,3 +41,61 @@ def mean_ci95(scores) -> tuple[float, float] | None:
     half = t975(n - 1) * float(np.std(v, ddof=1)) / math.sqrt(n)
     m = float(np.mean(v))
     return m - half, m + half
+
+
+#: how `survival_mean` computes its estimate and interval (written beside them in a summary)
+SURVIVAL_METHOD = ("censored exponential: mean pieces a game = all pieces played / games that ended, times the "
+                   "score per piece; 95% interval 2T / chi2(0.975, 2d + 2) .. 2T / chi2(0.025, 2d) (T pieces, "
+                   "d games ended)")
+
+
+def chi2_quantile(p: float, k: int) -> float:
+    """The ``p`` quantile of the chi-square distribution with an even number ``k`` of degrees of
+    freedom: exact up to k = 200 (its distribution function is then a Poisson sum,
+    ``P(X <= x) = 1 - sum_{i < k/2} exp(-x/2) (x/2)^i / i!``, solved by bisection), beyond by the
+    Wilson-Hilferty cube (relative error under 1e-4 there)."""
+    if k <= 0 or k % 2:
+        raise ValueError("chi2_quantile: k must be a positive even number")
+    if not 0.0 < p < 1.0:
+        raise ValueError("chi2_quantile: p must be in (0, 1)")
+    if k > 200:
+        z = NormalDist().inv_cdf(p)
+        c = 2.0 / (9.0 * k)
+        return k * (1.0 - c + z * math.sqrt(c)) ** 3
+
+    def cdf(x: float) -> float:
+        term = total = math.exp(-x / 2.0)
+        for i in range(1, k // 2):
+            term *= (x / 2.0) / i
+            total += term
+        return 1.0 - total
+
+    lo, hi = 0.0, k + 40.0 * math.sqrt(k) + 100.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2.0
+
+
+def survival_mean(scores, pieces, ended) -> tuple[float, tuple[float, float]]:
+    """The mean score a game of a series whose games may have been stopped at a cap (``ended[i]``
+    False: game i was capped after ``pieces[i]`` pieces), under the model that a game's length in
+    pieces is exponential (a good player's is: once its stack has settled, it tops out at a steady
+    rate) and its score grows by a steady amount a piece: the length's maximum-likelihood mean with
+    the capped games censored, all pieces played over the games that ended, times the series' score
+    per piece; and its 95% interval, the exact one of an exponential mean under such censoring
+    (chi-square on the games that ended, `SURVIVAL_METHOD`). With no game capped the mean is the
+    plain mean of the scores. With none ended it is inf (the interval's lower end is still a bound)."""
+    scores = np.asarray(scores, np.float64)
+    pieces = np.asarray(pieces, np.float64)
+    ended = np.asarray(ended, bool)
+    if len(scores) == 0:
+        raise ValueError("survival_mean: no games")
+    total = float(pieces.sum())
+    per_piece = float(scores.sum()) / total if total else 0.0
+    d = int(ended.sum())
+    low = 2.0 * total / chi2_quantile(0.975, 2 * d + 2) * per_piece
+    if d == 0:
+        return math.inf, (low, math.inf)
+    high = 2.0 * total / chi2_quantile(0.025, 2 * d) * per_piece
+    return total / d * per_piece, (low, high)
