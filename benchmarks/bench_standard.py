@@ -94,7 +94,7 @@ from evaluators import EvaluatorError, load_evaluator  # noqa: E402
 from evaluators.registry import canonical  # noqa: E402
 from solver import SolverConfig, load_solver_config  # noqa: E402
 from solver.online import play_games  # noqa: E402
-from solver.online.intervals import CI_METHOD, SURVIVAL_METHOD, mean_ci95, survival_mean  # noqa: E402
+from solver.online.intervals import CI_METHOD, mean_ci95, survival_summary  # noqa: E402
 from solver.registry import get as get_policy  # noqa: E402
 
 #: seconds between two rewrites of the series file at least
@@ -189,11 +189,8 @@ def summarize(out: dict) -> None:
                capped=sum(x["end"] == "capped" for x in out["games"]),
                cpu_seconds=round(sum(x["cpu_seconds"] for x in out["games"]), 1))
     if out["capped"]:  # the mean of uncapped games, the capped ones censored (a survival model)
-        mean, (low, high) = survival_mean(rows, [x["pieces"] for x in out["games"]],
-                                          [x["end"] != "capped" for x in out["games"]])
-        out["survival"] = {"mean": None if math.isinf(mean) else round(mean, 1),
-                           "ci95": [round(low, 1), None if math.isinf(high) else round(high, 1)],
-                           "method": SURVIVAL_METHOD}
+        out["survival"] = survival_summary(rows, [x["pieces"] for x in out["games"]],
+                                           [x["end"] != "capped" for x in out["games"]])
     else:
         out.pop("survival", None)
 

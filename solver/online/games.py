@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import sys
 import time
 import types
@@ -40,7 +39,7 @@ from ..result import Outcome
 from ..threshold import Threshold
 from ._base import OnlinePolicy, choose
 from ._kernels import CURRENT
-from .intervals import CI_METHOD, SURVIVAL_METHOD, mean_ci95, survival_mean
+from .intervals import CI_METHOD, mean_ci95, survival_mean, survival_summary
 from .splitting import SplittingSeries, solve_splitting
 
 #: why a game ended (the end codes of `play_chunk`, but `PLAYING`)
@@ -224,7 +223,11 @@ class GamesResult:
         the cap. None when no game was capped."""
         if not self.capped:
             return None
-        return survival_mean(self.scores, self.pieces, [e != "capped" for e in self.ends])
+        return survival_mean(self.scores, self.pieces, self._ended)
+
+    @property
+    def _ended(self) -> list[bool]:
+        return [e != "capped" for e in self.ends]
 
     def summary(self) -> dict:
         ci = self.ci95
@@ -237,14 +240,8 @@ class GamesResult:
             "max": int(np.max(self.scores)) if len(self.scores) else 0,
             "capped": self.capped, "clears": {str(k): int(self.clear_kinds[k]) for k in range(1, 5)},
             "seconds": [round(float(s), 3) for s in self.seconds],
-            **({} if self.survival is None else {"survival": _survival_summary(self.survival)}),
+            **({"survival": survival_summary(self.scores, self.pieces, self._ended)} if self.capped else {}),
         }
-
-
-def _survival_summary(found) -> dict:
-    mean, (low, high) = found
-    rounded = lambda v: None if math.isinf(v) else round(v, 1)  # noqa: E731 (JSON has no inf)
-    return {"mean": rounded(mean), "ci95": [rounded(low), rounded(high)], "method": SURVIVAL_METHOD}
 
 
 @dataclass(kw_only=True)

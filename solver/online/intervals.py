@@ -99,3 +99,11 @@ def survival_mean(scores, pieces, ended) -> tuple[float, tuple[float, float]]:
         return math.inf, (low, math.inf)
     high = 2.0 * total / chi2_quantile(0.025, 2 * d) * per_piece
     return total / d * per_piece, (low, high)
+
+
+def survival_summary(scores, pieces, ended) -> dict:
+    """`survival_mean` as a series' summary writes it: mean and interval rounded, None for an
+    unbounded end (JSON has no infinity), and the method."""
+    mean, (low, high) = survival_mean(scores, pieces, ended)
+    rounded = lambda v: None if math.isinf(v) else round(v, 1)  # noqa: E731
+    return {"mean": rounded(mean), "ci95": [rounded(low), rounded(high)], "method": SURVIVAL_METHOD}
