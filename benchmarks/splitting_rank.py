@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +41,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_standard import UserError, load_series  # noqa: E402
 from engine.files import MAX_JSON_BYTES, ReadError, read_json, write_json  # noqa: E402
-from solver.online.intervals import mean_ci95  # noqa: E402
+from solver.online.intervals import chi2_sf, mean_ci95  # noqa: E402
 from solver.online.splitting import combine  # noqa: E402
 
 
@@ -80,7 +81,8 @@ def proxies(series: dict, height: int | None, proxy_height: int, min_games: int,
             left_out.append(f"{player_name(evaluator)} on 10 x {h}: {len(games)} played games (fewer than {min_games})")
             continue
         rows = [g["rows"] for g in games]
-        proxy[evaluator, clear_first] = (name, sum(rows) / len(rows), list(mean_ci95(rows) or (math.nan, math.nan)))
+        proxy[evaluator, clear_first] = (name, sum(rows) / len(rows), list(mean_ci95(rows) or (math.nan, math.nan)),
+                                         log_se(rows))
     found = {}
     for evaluator, h, clear_first in series:
         if h == proxy_height:
@@ -105,7 +107,8 @@ def table(folder: Path, height: int | None, min_games: int, proxy_height: int | 
             found = data["estimates"] + [e for v in variants if game_of(v) == game_of(data)
                                          and v["settings"] == data["settings"] for e in v["estimates"]]
             mean, ci = combine([SimpleNamespace(**e) for e in found])
-            estimates[game_of(data)] = (f"{path.name} ({len(found)} estimates)", mean, list(ci or (math.nan, math.nan)))
+            estimates[game_of(data)] = (f"{path.name} ({len(found)} estimates)", mean, list(ci or (math.nan, math.nan)),
+                                        log_se([1.0 / float(e["pieces_per_game"]) for e in found]))
         else:
             data = load_series(path)
             key = game_of(data)
@@ -114,7 +117,7 @@ def table(folder: Path, height: int | None, min_games: int, proxy_height: int | 
     if proxy_height is not None:
         estimates = proxies(series, height, proxy_height, min_proxy_games, left_out)
     rows = []
-    for key, (name, mean, ci) in estimates.items():
+    for key, (name, mean, ci, se) in estimates.items():
         evaluator, h, clear_first = key
         if height is not None and h != height:
             continue
@@ -129,10 +132,43 @@ def table(folder: Path, height: int | None, min_games: int, proxy_height: int | 
         rows_played = [g["rows"] for g in games]
         played = sum(rows_played) / len(rows_played)
         low, high = mean_ci95(rows_played) or (float("nan"), float("nan"))
+        ratio_se = math.hypot(se, log_se(rows_played))
         rows.append({"player": label, "height": h, "estimate": mean, "estimate_ci95": list(ci), "played": played,
                      "played_ci95": [low, high], "games": len(games), "ratio": mean / played,
+                     "log_ratio_se": ratio_se, "z": math.log(mean / played) / ratio_se,
                      "estimate_file": name, "series_file": series[key][0]})
     return pd.DataFrame(rows), left_out
+
+
+def log_se(values) -> float:
+    """The standard error of the log of the mean of ``values`` (the delta method: their coefficient
+    of variation over the square root of their number); nan for fewer than 2."""
+    v = np.asarray(values, np.float64)
+    if len(v) < 2 or not v.mean() > 0:
+        return math.nan
+    return float(v.std(ddof=1) / v.mean() / math.sqrt(len(v)))
+
+
+def agreement(board: pd.DataFrame) -> dict:
+    """Do the estimates agree with the played means on one board, beyond their errors? Each player's
+    log ratio (estimate / played) has the standard error ``log_ratio_se`` (both means' by the delta
+    method, the estimate's from its rates of game ends). Returns: ``chi2`` (the sum of the squared
+    z-scores: every ratio is 1) with its p-value on as many degrees of freedom as players; the
+    common ratio (their inverse-variance weighted geometric mean) with its 95% interval; and
+    Cochran's ``q`` with its p-value on one degree fewer (the ratios are one ratio: an error that
+    depends on the player is what a small p-value here says). Players without a standard error
+    (a single estimate or game) are left out; None for fewer than 2 left."""
+    board = board[np.isfinite(board["log_ratio_se"]) & (board["log_ratio_se"] > 0)]
+    if len(board) < 2:
+        return None
+    z, se, log_r = board["z"].to_numpy(), board["log_ratio_se"].to_numpy(), np.log(board["ratio"].to_numpy())
+    w = 1.0 / se ** 2
+    common = float((w * log_r).sum() / w.sum())
+    half = 1.959963984540054 / math.sqrt(w.sum())
+    chi2, q, k = float((z ** 2).sum()), float((w * (log_r - common) ** 2).sum()), len(board)
+    return {"players_with_errors": k, "chi2": chi2, "chi2_p": chi2_sf(chi2, k), "common_ratio": math.exp(common),
+            "common_ratio_ci95": [math.exp(common - half), math.exp(common + half)],
+            "q": q, "q_p": chi2_sf(q, k - 1)}
 
 
 def main(argv=None) -> int:
@@ -157,7 +193,7 @@ def main(argv=None) -> int:
         for r in df.sort_values("played", ascending=False).itertuples():
             print(f"{r.player:28s} 10 x {r.height}: {what} {r.estimate:>13,.0f}   played {r.played:>13,.0f} "
                   f"({r.played_ci95[0]:,.0f} - {r.played_ci95[1]:,.0f}, {r.games} games)   "
-                  + (f"growth x{1 / r.ratio:,.0f}" if args.proxy_height else f"ratio {r.ratio:.2f}"))
+                  + (f"growth x{1 / r.ratio:,.0f}" if args.proxy_height else f"ratio {r.ratio:.2f} (z {r.z:+.2f})"))
     correlations = {}
     for h, board in (df.groupby("height") if not df.empty else []):
         if len(board) >= 2:
@@ -165,6 +201,11 @@ def main(argv=None) -> int:
                 "players": len(board), "spearman": float(board["estimate"].corr(board["played"], method="spearman")),
                 "kendall": float(board["estimate"].corr(board["played"], method="kendall"))}
             print(f"10 x {h}, {c['players']} players: Spearman {c['spearman']:.3f}, Kendall {c['kendall']:.3f}")
+            if not args.proxy_height and (a := agreement(board)) is not None:
+                c.update(a)
+                print(f"  every ratio 1: chi-square {c['chi2']:.2f} on {c['players_with_errors']} df, p = {c['chi2_p']:.3f}; common ratio "
+                      f"{c['common_ratio']:.3f} ({c['common_ratio_ci95'][0]:.3f} - {c['common_ratio_ci95'][1]:.3f}); "
+                      f"one ratio for all: Cochran's Q {c['q']:.2f} on {c['players_with_errors'] - 1} df, p = {c['q_p']:.3f}")
     for line in left_out:
         print(f"left out: {line}")
     if args.json:

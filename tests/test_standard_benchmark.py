@@ -15,7 +15,7 @@ from experiments import solve as solve_cli
 from solver import solve
 from solver.files import load_solver_config
 from solver.online.games import GamesResult
-from solver.online.intervals import CI_METHOD, SURVIVAL_METHOD, chi2_quantile, mean_ci95, survival_mean, t975
+from solver.online.intervals import CI_METHOD, SURVIVAL_METHOD, chi2_quantile, chi2_sf, mean_ci95, survival_mean, t975
 from conftest import load_benchmark
 
 #: MdpTetris's feature files (the notes, section 7), in our feature names
@@ -60,12 +60,22 @@ def test_t_quantiles_against_scipy():
 
 def test_chi_square_quantiles_against_scipy():
     stats = pytest.importorskip("scipy.stats")
-    for k in (2, 4, 10, 50, 200, 202, 1000, 10_000):
+    for k in (1, 2, 3, 4, 7, 10, 50, 51, 199, 200, 202, 1000, 10_000):
         for p in (0.025, 0.5, 0.975):
             assert chi2_quantile(p, k) == pytest.approx(stats.chi2.ppf(p, k), rel=1e-4), (p, k)
-    for bad in ((0.5, 3), (0.5, 0), (1.0, 4), (0.0, 4)):
+    for bad in ((0.5, -1), (0.5, 0), (1.0, 4), (0.0, 4)):
         with pytest.raises(ValueError):
             chi2_quantile(*bad)
+
+
+def test_chi_square_tail_against_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    for k in (1, 2, 3, 5, 8, 9, 30, 101, 200):
+        for x in (0.01, 0.5, 1.0, k * 0.7, float(k), k + 3.0 * k ** 0.5, 4.0 * k + 20):
+            assert chi2_sf(x, k) == pytest.approx(stats.chi2.sf(x, k), rel=1e-9, abs=1e-15), (x, k)
+    assert chi2_sf(0.0, 3) == 1.0
+    with pytest.raises(ValueError):
+        chi2_sf(1.0, 0)
 
 
 def test_survival_mean_by_hand():
@@ -311,6 +321,7 @@ def test_splitting_rank_pairs_estimates_with_played_series_board_by_board(tmp_pa
     assert "10 x 10" not in out.split("10 x 20, 3")[1]  # one player on 10 x 10: no correlation printed
     written = json.loads((tmp_path / "rank.out").read_text())
     assert set(written["correlations"]) == {"10x20"} and written["correlations"]["10x20"]["spearman"] == 0.5
+    assert "chi2" not in written["correlations"]["10x20"]  # one estimate each: no error, no agreement test
 
     # more estimates of b with the same settings are pooled (rates 1/100 and 1/300: 150 rows a game),
     # which puts b above c; one made with other settings is not
@@ -329,6 +340,23 @@ def test_splitting_rank_pairs_estimates_with_played_series_board_by_board(tmp_pa
     df, left_out = rank.table(tmp_path, 20, 2, proxy_height=14, min_proxy_games=2)
     assert df.set_index("player")["estimate"].to_dict() == {"a": 32.0, "b": 42.0, "c": 11.0}
     assert left_out == ["d on 10 x 20: no played series on 10 x 14"]
+
+
+def test_splitting_rank_agreement_by_hand():
+    rank = load_benchmark("splitting_rank")
+    pd = pytest.importorskip("pandas")
+    # log ratios +0.1 and -0.1, each with a standard error of 0.1: z = +1 and -1
+    board = pd.DataFrame({"ratio": [math.exp(0.1), math.exp(-0.1), 2.0], "log_ratio_se": [0.1, 0.1, math.nan],
+                          "z": [1.0, -1.0, math.nan]})
+    a = rank.agreement(board)
+    assert a["players_with_errors"] == 2
+    assert a["chi2"] == pytest.approx(2.0) and a["chi2_p"] == pytest.approx(math.exp(-1.0))  # chi-square 2 df
+    assert a["common_ratio"] == pytest.approx(1.0)
+    assert a["common_ratio_ci95"] == pytest.approx([math.exp(-1.959964 * 0.1 / math.sqrt(2)),
+                                                    math.exp(1.959964 * 0.1 / math.sqrt(2))])
+    assert a["q"] == pytest.approx(2.0) and a["q_p"] == pytest.approx(math.erfc(1.0))  # chi-square 1 df at 2
+    assert rank.agreement(board.iloc[:1]) is None
+    assert rank.log_se([1.0, 3.0]) == pytest.approx(math.sqrt(2.0) / 2.0 / math.sqrt(2.0))
 
 
 def test_the_benchmarks_play_the_evaluator_of_a_solver_configuration(tmp_path):

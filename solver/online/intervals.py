@@ -49,31 +49,45 @@ SURVIVAL_METHOD = ("censored exponential: mean pieces a game = all pieces played
                    "d games ended)")
 
 
+def chi2_sf(x: float, k: int) -> float:
+    """P(X > ``x``) for X chi-square with ``k`` degrees of freedom (a positive integer), in closed
+    form: for even k the Poisson sum ``exp(-x/2) sum_{i < k/2} (x/2)^i / i!``; for odd k
+    ``erfc(sqrt(x/2)) + exp(-x/2) sqrt(2x/pi) sum_{i=1}^{(k-1)/2} x^(i-1) / (1 x 3 x ... x (2i - 1))``.
+    Its terms are summed as they are, so beyond k = 200 use `chi2_quantile`'s approximation."""
+    if k <= 0:
+        raise ValueError("chi2_sf: k must be a positive integer")
+    if x <= 0.0:
+        return 1.0
+    if k % 2 == 0:
+        term = total = math.exp(-x / 2.0)
+        for i in range(1, k // 2):
+            term *= (x / 2.0) / i
+            total += term
+        return min(total, 1.0)
+    total = math.erfc(math.sqrt(x / 2.0))
+    term = math.exp(-x / 2.0) * math.sqrt(2.0 * x / math.pi)
+    for i in range(1, (k + 1) // 2):
+        total += term
+        term *= x / (2 * i + 1)
+    return min(total, 1.0)
+
+
 def chi2_quantile(p: float, k: int) -> float:
-    """The ``p`` quantile of the chi-square distribution with an even number ``k`` of degrees of
-    freedom: exact up to k = 200 (its distribution function is then a Poisson sum,
-    ``P(X <= x) = 1 - sum_{i < k/2} exp(-x/2) (x/2)^i / i!``, solved by bisection), beyond by the
-    Wilson-Hilferty cube (relative error under 1e-4 there)."""
-    if k <= 0 or k % 2:
-        raise ValueError("chi2_quantile: k must be a positive even number")
+    """The ``p`` quantile of the chi-square distribution with ``k`` degrees of freedom (a positive
+    integer): exact up to k = 200 (`chi2_sf` solved by bisection), beyond by the Wilson-Hilferty
+    cube (relative error under 1e-4 there)."""
+    if k <= 0:
+        raise ValueError("chi2_quantile: k must be a positive integer")
     if not 0.0 < p < 1.0:
         raise ValueError("chi2_quantile: p must be in (0, 1)")
     if k > 200:
         z = NormalDist().inv_cdf(p)
         c = 2.0 / (9.0 * k)
         return k * (1.0 - c + z * math.sqrt(c)) ** 3
-
-    def cdf(x: float) -> float:
-        term = total = math.exp(-x / 2.0)
-        for i in range(1, k // 2):
-            term *= (x / 2.0) / i
-            total += term
-        return 1.0 - total
-
     lo, hi = 0.0, k + 40.0 * math.sqrt(k) + 100.0
     for _ in range(200):
         mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+        lo, hi = (mid, hi) if 1.0 - chi2_sf(mid, k) < p else (lo, mid)
     return (lo + hi) / 2.0
 
 
