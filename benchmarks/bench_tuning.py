@@ -24,7 +24,9 @@ and the re-scored best (the 4 best re-estimated on 4 estimates no candidate's se
 figure to compare; ours also re-scores its centroid, `rescore.recommendation`: 4 estimates more
 than Optuna's 400, 1%), evaluations and wall time; then each tuner's mean, min and max. About 20
 minutes a run with 2 workers, so the default 3 tuners x 3 seeds take about 3 hours (resumable per
-run only by hand: each run directory is a normal run, ``experiments.run --resume``).
+run: each run has a directory of its own, ``OUT/standard-<tuner>-seed<seed>``, and the same
+command with the same ``--out`` continues every unfinished run from its checkpoint and reads back
+the finished ones; a run directory made by other settings is refused).
 ``--generations`` and ``--population`` shrink every run alike (a smoke test); ``--set`` passes
 further overrides to every run (e.g. ``solver.splitting.trials=20``).
 """
@@ -49,12 +51,18 @@ from optimizers.tuner import make_space  # noqa: E402
 from optimizers.tuners import TUNERS  # noqa: E402
 
 
-def run(config_name: str, out: Path, overrides: list[str]) -> dict:
+def run(config_name: str, out: Path, overrides: list[str], run_dir: Path | None = None) -> dict:
+    """One tuning run of a shipped config with ``overrides`` in a new directory under ``out``, or,
+    with ``run_dir``, in that directory: started there, or continued from its checkpoint
+    (`start_or_resume`), so that a benchmark of hours is resumed run by run. ``wall`` is the
+    run's own time over every sitting (its generations' wall seconds) for a continued run."""
     config = load_run_config(ROOT / "configs" / config_name, [f"runs_dir={out}", *overrides])
     t0 = time.perf_counter()
-    result = tune(config, quiet=True)
+    result = tune(config, quiet=True) if run_dir is None else start_or_resume(config, run_dir)
     wall = time.perf_counter() - t0
     ev, gens = result.evaluations(), result.generations()
+    if run_dir is not None:
+        wall = float(gens.wall_seconds.sum())
     sim = ev[~ev.cached]
     rescored = result.state.get("rescored")
     return {"config": config, "dir": result.dir, "best": result.state["best"]["fitness"], "evaluations": len(ev),
@@ -62,6 +70,29 @@ def run(config_name: str, out: Path, overrides: list[str]) -> dict:
             "simulated": len(sim), "aborted": int(ev.aborted.sum()), "pieces": int(sim.pieces.sum()),
             "eval_seconds": float(sim.seconds.sum()), "gen_wall": float(gens.wall_seconds.sum()), "wall": wall,
             "n_jobs": config.parallel.n_jobs, "ev": ev, "gens": gens}
+
+
+class BenchError(Exception):
+    """A benchmark that cannot go on as asked (one line, naming the file and what is wrong)."""
+
+
+def start_or_resume(config, run_dir: Path):
+    """The run of ``config`` in ``run_dir``: started there when it holds no checkpoint yet,
+    otherwise continued from it (`optimizers.run.resume`; a finished run is read back and nothing
+    is played again). `BenchError` when the run there was made by another config (the
+    ``parallel`` settings and ``runs_dir`` aside)."""
+    from optimizers.run import load_resume, resume
+    from optimizers.store import RunStore
+
+    if RunStore(run_dir, []).checkpoint.is_file():
+        written = load_resume(run_dir)
+        ignore = {"parallel", "runs_dir"}
+        if written.model_dump(mode="json", exclude=ignore) != config.model_dump(mode="json", exclude=ignore):
+            raise BenchError(f"{run_dir / 'config.yaml'}: made by other settings than this benchmark's; "
+                             f"give another --out or remove {run_dir}")
+        return resume(run_dir, config=written.model_copy(update={"parallel": config.parallel}))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return tune(config, quiet=True, run_dir=run_dir)
 
 
 def false_aborts(r: dict) -> tuple[int, int, list]:
@@ -133,7 +164,7 @@ def standard(args, out: Path) -> int:
     for label in args.standard_tuners:
         name, over = STANDARD[label]
         for seed in args.seeds:
-            r = run(name, out, [f"seed={seed}", *over, *size, *args.set])
+            r = run(name, out, [f"seed={seed}", *over, *size, *args.set], run_dir=out / f"standard-{label}-seed{seed}")
             results.setdefault(label, []).append(r)
             rescored = "" if r["rescored"] is None else f"{r['rescored']:,.0f}"
             print(f"{label:<14}{seed:>5}{r['evaluations']:>13}{r['best']:>14,.0f}{rescored:>14}{r['wall']:>9.0f}  "
@@ -164,7 +195,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-tuning-"))
     if args.standard:
-        return standard(args, out)
+        try:
+            return standard(args, out)
+        except BenchError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     extra = lambda label: [f"{shipped[label][2]}={args.generations}"] if args.generations else []
 
     print(f"runs in {out}/\n")

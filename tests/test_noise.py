@@ -335,3 +335,39 @@ def test_without_the_recommendation_the_rescoring_plays_the_best_draws_only(tmp_
     run = tuning.tune(config(tmp_path, seed=1, algorithm="cmaes", cmaes={"population": 8, "generations": 3},
                              rescore={"top": 2, "recommendation": False, "overrides": {"online.games": 4}}))
     assert [int(r["index"]) >= 0 for r in rows(run.dir, "rescore.csv")] == [True, True]
+
+
+def test_bench_tuning_continues_each_standard_run_in_its_own_directory(tmp_path, monkeypatch):
+    # bench_tuning.py --standard keeps each run in OUT/standard-<tuner>-seed<seed>: the same
+    # command continues an interrupted run from its checkpoint and reads a finished one back
+    from conftest import load_benchmark
+
+    bench = load_benchmark("bench_tuning")
+    toy_fitness.install(monkeypatch, noise=500.0)
+    whole = bench.start_or_resume(config(tmp_path / "a"), tmp_path / "a" / "run")
+
+    class Interrupt(Exception):
+        pass
+
+    seen = []
+
+    def crash(row):  # dies in the third generation, after its second evaluation
+        seen.append(row)
+        if row["generation"] == 2 and sum(r["generation"] == 2 for r in seen) == 2:
+            raise Interrupt()
+
+    cfg, run_dir = config(tmp_path / "b"), tmp_path / "b" / "run"
+    run_dir.mkdir(parents=True)
+    with pytest.raises(Interrupt):
+        tuning.tune(cfg, run_dir=run_dir, on_evaluation=crash)
+    assert RunStore(run_dir, []).load_checkpoint()["generation"] == 2
+    resumed = bench.start_or_resume(cfg, run_dir)
+    assert rows(run_dir) == rows(tmp_path / "a" / "run") and resumed.state["best"] == whole.state["best"]
+    evaluations = len(rows(run_dir))
+    again = bench.start_or_resume(cfg, run_dir)  # finished: read back, nothing evaluated again
+    assert len(rows(run_dir)) == evaluations and again.state["best"] == whole.state["best"]
+    # a run directory another setting made is refused, naming its config file
+    with pytest.raises(bench.BenchError, match=r"run[/\\]config\.yaml: made by other settings"):
+        bench.start_or_resume(config(tmp_path / "c", seed=6), run_dir)
+    # the parallel settings may differ (a resumed run may use more workers)
+    bench.start_or_resume(config(tmp_path / "d", parallel={"n_jobs": 1, "threads": 2}), run_dir)
