@@ -38,7 +38,7 @@ RUNS["segment-full"] = ("configs/segment-full.yaml", [])  # hours: resumable (ex
 RUNS["segment-tuned"] = ("configs/segment-tuned.yaml", ["threads=1"])  # the knobs configs/segment-tune.yaml found
 RUNS["segment-tuned-full"] = ("configs/segment-tuned.yaml", ["segment.states=24"])  # about an hour: resumable
 # a floor that keeps singles for the endgame (201 cells, more than a single can leave): the
-# record's run at 24, 22 and 16 states, each in under 20 minutes of search on 2 threads
+# record's run at 24, 22 and 16 states, in 20, 18 and 13 minutes of search on 2 threads
 RUNS["segment-floors"] = ("configs/segment-full.yaml", ["segment.min_cells=[201,120,100,100]"])
 RUNS["segment-s16-floors"] = ("configs/segment-full.yaml", ["segment.min_cells=[201,120,100,100]", "segment.states=16"])
 RUNS["segment-s22-floors"] = ("configs/segment-full.yaml", ["segment.min_cells=[201,120,100,100]", "segment.states=22"])
