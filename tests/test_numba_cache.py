@@ -207,3 +207,68 @@ def test_a_kernel_compiled_in_one_process_loads_in_the_next_until_what_it_inline
     assert "replay_kernel" in compiled()
     board.write_text(original)  # back to the first version (a checkout of an older commit):
     assert compiled() == set()  # cached beside the other, not replaced by it
+
+
+RACE = """
+import os, sys, time
+from pathlib import Path
+from numba.core import event
+
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Listener())
+from engine import replay
+gate = Path(sys.argv[1])
+(gate / f"ready-{os.getpid()}").touch()
+while len(list(gate.glob("ready-*"))) < 2:  # both processes imported: they miss the cache together
+    time.sleep(0.005)
+assert replay("N,D19,N").valid
+print(",".join(sorted(compiled)))
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_missing_the_same_kernels_at_once_compile_them_once(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(gate)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+    lists = [list(filter(None, out.strip().split(","))) for out, _ in outs]
+    # each of the replay's kernels compiled by one of the two, the other loading it from the cache
+    assert sum(names.count("replay_kernel") for names in lists) == 1, lists
+    assert not set(lists[0]) & set(lists[1]), lists
+    assert list((tmp_path / "cache" / "locks").glob("*.lock"))
+
+
+def test_a_compile_that_fails_releases_its_lock(tmp_path, monkeypatch):
+    import numba
+    from numba.core import caching
+
+    locks = _numba_cache.CompileLocks(tmp_path / "locks")
+    names = []
+    acquire = locks.acquire
+    monkeypatch.setattr(locks, "acquire", lambda name: names.append(name) or acquire(name))
+    saved = caching.Cache.load_overload, caching.Cache.save_overload, numba.core.dispatcher.Dispatcher.compile
+    try:
+        monkeypatch.setattr(caching.Cache.load_overload, "_compile_locks", False, raising=False)
+        locks.install()
+        module = tmp_path / "failing_kernel.py"
+        module.write_text("from numba import njit\n\n@njit(cache=True)\ndef bad(x):\n    return x.no_such_attribute\n")
+        sys.path.insert(0, str(tmp_path))
+        try:
+            import failing_kernel
+            with pytest.raises(numba.core.errors.TypingError):
+                failing_kernel.bad(1)
+        finally:
+            sys.path.remove(str(tmp_path))
+            sys.modules.pop("failing_kernel", None)
+        assert names and locks.held == {}  # taken on the miss, released when the compile raised
+    finally:
+        caching.Cache.load_overload, caching.Cache.save_overload, numba.core.dispatcher.Dispatcher.compile = saved
