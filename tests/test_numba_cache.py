@@ -149,10 +149,16 @@ def test_pruning_keeps_the_newest_files_under_the_limit_and_drops_stale_empty_fo
     (base / "solver" / "dddddddddddd").mkdir()  # a version nothing was compiled for, long ago
     os.utime(base / "solver" / "dddddddddddd", (0, 0))
     (base / "solver" / "eeeeeeeeeeee").mkdir()  # made just now: a process may be about to write into it
+    (base / "locks").mkdir()
+    for name, when in (("old.lock", 0), ("held.lock", None)):  # a compile's lock: long untouched, in use
+        (base / "locks" / name).touch()
+        if when is not None:
+            os.utime(base / "locks" / name, (when, when))
     _numba_cache.prune(base, limit=250, every=3600)
     left = sorted(p.relative_to(base).as_posix() for p in base.rglob("*") if p.name != ".pruned")
     # the oldest file went; its folder, emptied just now, goes at a later pruning
-    assert left == ["engine", "engine/aaaaaaaaaaaa", "engine/bbbbbbbbbbbb", "engine/bbbbbbbbbbbb/new.nbc", "solver",
+    assert left == ["engine", "engine/aaaaaaaaaaaa", "engine/bbbbbbbbbbbb", "engine/bbbbbbbbbbbb/new.nbc",
+                    "locks", "locks/held.lock", "solver",
                     "solver/cccccccccccc", "solver/cccccccccccc/newer.nbc", "solver/eeeeeeeeeeee"]
     (base / "engine" / "bbbbbbbbbbbb" / "new.nbc").unlink()
     _numba_cache.prune(base, limit=0, every=3600)  # checked an hour ago at most: nothing is done
@@ -168,7 +174,8 @@ def test_the_digest_of_all_kernel_sources_follows_every_one_of_them(tmp_path):
 
 
 PROBE = """
-import time
+import os, sys, time
+from pathlib import Path
 from numba.core import event
 
 compiled = []
@@ -180,13 +187,18 @@ class Listener(event.Listener):
         pass
 event.register("numba:compile", Listener())
 from engine import replay
-replay("N,D19,N")
-print(",".join(sorted(set(compiled))))
+if len(sys.argv) > 1:  # a gate: wait for the other process, so that both miss the cache together
+    gate = Path(sys.argv[1])
+    (gate / f"ready-{os.getpid()}").touch()
+    while len(list(gate.glob("ready-*"))) < 2:
+        time.sleep(0.005)
+assert replay("N,D19,N").valid
+print(",".join(sorted(compiled)))
 """
 
 
 @pytest.mark.slow
-def test_a_kernel_compiled_in_one_process_loads_in_the_next_until_what_it_inlines_changes(tmp_path):
+def test_a_kernel_compiled_once_by_two_processes_loads_in_the_next_until_what_it_inlines_changes(tmp_path):
     project = tmp_path / "project"
     shutil.copytree(ROOT / "engine", project / "engine", ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(project)}
@@ -196,7 +208,18 @@ def test_a_kernel_compiled_in_one_process_loads_in_the_next_until_what_it_inline
                              check=True).stdout
         return set(filter(None, out.strip().split(",")))
 
-    assert "replay_kernel" in compiled()  # cold
+    # cold, two processes at once (`CompileLocks`): each kernel compiled by one of them, the other
+    # waiting for it and loading it from the cache
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", PROBE, str(gate)], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+    lists = [list(filter(None, out.strip().split(","))) for out, _ in outs]
+    assert sum(names.count("replay_kernel") for names in lists) == 1, lists
+    assert not set(lists[0]) & set(lists[1]), lists
+    assert list((tmp_path / "cache" / "locks").glob("*.lock"))
     assert compiled() == set()  # every kernel from the cache
     lock = project / "engine/lock.py"
     lock.write_text('"""A new docstring."""\n# and a comment\n' + lock.read_text().split('"""', 2)[2])
@@ -207,44 +230,6 @@ def test_a_kernel_compiled_in_one_process_loads_in_the_next_until_what_it_inline
     assert "replay_kernel" in compiled()
     board.write_text(original)  # back to the first version (a checkout of an older commit):
     assert compiled() == set()  # cached beside the other, not replaced by it
-
-
-RACE = """
-import os, sys, time
-from pathlib import Path
-from numba.core import event
-
-compiled = []
-class Listener(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev):
-        pass
-event.register("numba:compile", Listener())
-from engine import replay
-gate = Path(sys.argv[1])
-(gate / f"ready-{os.getpid()}").touch()
-while len(list(gate.glob("ready-*"))) < 2:  # both processes imported: they miss the cache together
-    time.sleep(0.005)
-assert replay("N,D19,N").valid
-print(",".join(sorted(compiled)))
-"""
-
-
-@pytest.mark.slow
-def test_two_processes_missing_the_same_kernels_at_once_compile_them_once(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(gate)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
-    lists = [list(filter(None, out.strip().split(","))) for out, _ in outs]
-    # each of the replay's kernels compiled by one of the two, the other loading it from the cache
-    assert sum(names.count("replay_kernel") for names in lists) == 1, lists
-    assert not set(lists[0]) & set(lists[1]), lists
-    assert list((tmp_path / "cache" / "locks").glob("*.lock"))
 
 
 def test_a_compile_that_fails_releases_its_lock(tmp_path, monkeypatch):
