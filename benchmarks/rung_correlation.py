@@ -29,21 +29,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from engine.files import write_json  # noqa: E402
+from engine.provenance import project_path  # noqa: E402
 from optimizers.fitness import canonical, evaluate  # noqa: E402
 from engine.parallel import Pool  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402
 from optimizers.space import with_settings  # noqa: E402
 from optimizers.tuner import make_optimizer, make_space  # noqa: E402
-
-
-def as_typed(path) -> str:
-    """``path`` as a user types it from the checkout: relative to it when inside (the default
-    config is an absolute path), else as given."""
-    p = Path(path)
-    try:
-        return p.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def main(argv=None) -> int:
@@ -107,7 +98,7 @@ def main(argv=None) -> int:
     seconds = {f"rung {r}": float(np.mean([done[(r2, k)]["seconds"] for (r2, k) in done if r2 == r])) for r in rungs}
     print("mean seconds per evaluation: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     write_json(out / "summary.json", {
-        "config": as_typed(args.config), "overrides": args.overrides, "samples": args.samples,
+        "config": project_path(args.config), "overrides": args.overrides, "samples": args.samples,
         "rungs": {str(r): tuner.settings_at(r) for r in rungs}, "parameters": space.names,
         "values": values, "fitness": table.to_dict(orient="list"), "spearman": corr.round(4).to_dict(),
         "mean_seconds": seconds})

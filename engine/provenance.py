@@ -52,6 +52,15 @@ def _static() -> dict:
     }
 
 
+def project_path(path: str | Path) -> str:
+    """A file of the project by its path from the checkout (``configs/ga.yaml``), whichever
+    folder names it; a file elsewhere as given. What a result records of a config it read."""
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except (ValueError, OSError):
+        return str(path)
+
+
 def _as_typed(arg: str, cwd: Path) -> str:
     """``arg`` with an absolute path under the project made relative to ``cwd`` (also after
     ``key=`` or ``--option=``); anything else as it was typed."""

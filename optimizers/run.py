@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from engine.config import ConfigError, apply_overrides, holder, load_mapping, locate, resolve_relative, validate
 from engine.files import OutputError, cannot_write, make_room, not_a_folder, write_yaml
 from engine.paths import PathError
+from engine.provenance import project_path
 from engine.validation import problem, show
 from evaluators import EvaluatorError, load_evaluator
 from solver import SolverConfig, load_solver_config
@@ -81,7 +82,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
     """The validated, self-contained run config: the solver as an inline mapping (its evaluator
     too), the initial point folded into ``space[].init``; every problem is a one-line ConfigError."""
     config = validate(RunConfig, data, origin)
-    sources: dict[str, Any] = {}
+    sources: dict[str, Any] = {"run_config": project_path(origin)}  # named by best.yaml and its solves
     def solver_file(key: str, value) -> tuple[Path, dict]:
         """The solver config file named by ``key`` as an inline mapping (errors name the key)."""
         path = _path(value, base_dir)

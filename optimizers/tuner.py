@@ -572,7 +572,7 @@ class Tuner:
         if rescored is not None:
             data = with_settings(data, self.config.rescore.overrides)
         data = SolverConfig.model_validate(data).model_dump(mode="json")
-        meta = {"source": "tuning run", "run": self.dir.name, "algorithm": self.config.algorithm,
+        meta = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
                 "generation": source.generation, "index": source.index,
                 "fitness": source.fitness, "score": source.score,
                 "parameters": {p.path: v for p, v in zip(self.space.params, source.values)}}
@@ -606,10 +606,16 @@ class Tuner:
             return None
         data = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
         data = SolverConfig.model_validate(data).model_dump(mode="json")
-        data["meta"] = {"source": "tuning run", "run": self.dir.name, "algorithm": self.config.algorithm,
+        data["meta"] = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
                         "generation": g, "recommendation": recommendation_note(g),
                         "parameters": {p.path: v for p, v in zip(self.space.params, values)}}
         return data
+
+    def run_config(self) -> dict:
+        """``{"config": the run's YAML}`` as the run recorded it (`optimizers.run.resolve`), or
+        nothing for a run that did not."""
+        name = ((self.config.meta or {}).get("resolved_from") or {}).get("run_config")
+        return {"config": name} if name else {}
 
     def write_artifacts(self, final: bool = False) -> None:
         """generations.csv, best.yaml and recommendation.yaml; fitness.png at the end, and meanwhile

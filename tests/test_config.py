@@ -123,7 +123,10 @@ def test_every_shipped_configuration_loads():
     runs = 0
     for path in files:
         if "algorithm" in load_yaml(path):
-            assert make_space(load_run_config(path)).init_values, path.name
+            config = load_run_config(path)
+            assert make_space(config).init_values, path.name
+            # named as the project names it, whatever the folder it was read from (best.yaml says it)
+            assert config.meta["resolved_from"]["run_config"] == f"configs/{path.name}"
             runs += 1
         else:
             load_solver_config(path)

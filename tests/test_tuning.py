@@ -314,8 +314,9 @@ def test_same_results_with_one_and_two_workers(tmp_path):
     assert results(one) == results(two)
     assert [r["fitness"] for r in rows(one)] == [r["fitness"] for r in rows(two)]
     best = [yaml.safe_load((d / "best.yaml").read_text()) for d in (one, two)]
-    for b in best:
+    for b, folder in zip(best, ("a", "b")):
         del b["meta"]["run"]
+        assert b["meta"].pop("config") == str(tmp_path / folder / "run.yaml")  # the run's YAML, outside the project
     assert best[0] == best[1]
 
 
