@@ -1,6 +1,7 @@
 """Rank correlation between the rungs of a multi-fidelity ladder (run by hand; prints, asserts nothing):
 
     python benchmarks/rung_correlation.py [CONFIG] [--samples 16] [--rungs 0 1 2] [--out DIR] [key=value ...]
+    python benchmarks/rung_correlation.py configs/sha-segment.yaml --rungs 0 1 --from-run runs/segment-tune-record-<time>
 
 CONFIG (default configs/sha-geek.yaml) is a run config whose tuner has rungs (``algorithm: sha``).
 ``--samples`` settings are drawn as its first rung draws them (the initial point, then Gaussian
@@ -9,14 +10,21 @@ perturbations of it, ``init_sigma`` of each range), each is scored at every rung
 rungs is printed: how well a cheap rung's order predicts a costly one's decides the ladder
 (which rungs, how many candidates each keeps).
 
+With ``--from-run RUN_DIR`` the samples are instead the finished (not aborted) candidates of a
+tuning run over the same space, and the run's own fitness is one more column ("run"): a run held
+at the costly fidelity (``configs/segment-tune-record.yaml`` plays the record's size) then needs
+only its cheap rungs scored to say how they would have ranked its candidates.
+
 Every score is appended to DIR/scores.jsonl as it finishes (default DIR: results/rung-correlation/
-<config name>); a later call with the same samples and rungs reads them back and scores only the
-missing ones, so a long measurement survives being stopped. DIR/summary.json holds the table.
+<config name>, or <config name>-<run name> with ``--from-run``); a later call with the same samples
+and rungs reads them back and scores only the missing ones, so a long measurement survives being
+stopped. DIR/summary.json holds the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import time
@@ -27,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
 
 from engine.files import write_json  # noqa: E402
 from engine.provenance import project_path  # noqa: E402
@@ -37,22 +46,54 @@ from optimizers.space import with_settings  # noqa: E402
 from optimizers.tuner import make_optimizer, make_space  # noqa: E402
 
 
+def run_candidates(run_dir: Path, space) -> tuple[list[list], list[float]]:
+    """The settings and fitness of the finished candidates of the tuning run in ``run_dir``
+    (its evaluations.csv), each distinct setting once; SystemExit when the run's parameters are
+    not the space's."""
+    with open(run_dir / "evaluations.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    missing = [name for name in space.names if rows and name not in rows[0]]
+    if not rows or missing:
+        raise SystemExit(f"{run_dir}: {'no evaluations yet' if not rows else 'not this space: no ' + ', '.join(missing)}")
+    values, fitness, seen = [], [], set()
+    for row in rows:
+        if row["aborted"] != "False" or row["key"] in seen:
+            continue
+        seen.add(row["key"])
+        v = []
+        for param in space.params:
+            text = row[param.path]
+            v.append(int(float(text)) if param.type == "int" else float(text) if param.type == "float"
+                     else param.choices[int(param.encode(yaml.safe_load(text)))])
+        values.append(v)
+        fitness.append(float(row["fitness"]))
+    return values, fitness
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", default=str(ROOT / "configs" / "sha-geek.yaml"))
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--rungs", type=int, nargs="+", help="rung indices to score (default: all)")
+    parser.add_argument("--from-run", type=Path, metavar="RUN_DIR",
+                        help="the samples: this tuning run's finished candidates, its fitness one more column")
     parser.add_argument("--out", type=Path)
     args = parser.parse_intermixed_args(argv)
     config = load_run_config(args.config, args.overrides)
     space = make_space(config)
     tuner = make_optimizer(config, space)
     rungs = args.rungs if args.rungs is not None else list(range(tuner.generations))
-    out = args.out or ROOT / "results" / "rung-correlation" / config.name
+    label = config.name + (f"-{args.from_run.resolve().name}" if args.from_run else "")
+    out = args.out or ROOT / "results" / "rung-correlation" / label
     out.mkdir(parents=True, exist_ok=True)
-    vectors = space.around(np.random.default_rng(config.seed), args.samples, space.point(), config.init_sigma)
-    values = [space.decode(v) for v in vectors]
+    if args.from_run:
+        values, run_fitness = run_candidates(args.from_run, space)
+        args.samples = len(values)
+    else:
+        vectors = space.around(np.random.default_rng(config.seed), args.samples, space.point(), config.init_sigma)
+        values = [space.decode(v) for v in vectors]
+        run_fitness = None
 
     log = out / "scores.jsonl"
     done: dict[tuple[int, str], dict] = {}
@@ -91,6 +132,8 @@ def main(argv=None) -> int:
 
     table = pd.DataFrame({f"rung {r}": [done[(r, canonical(with_settings(space.config(v), tuner.settings_at(r)))[0])]["fitness"]
                                         for v in values] for r in rungs})
+    if run_fitness is not None:
+        table["run"] = run_fitness
     corr = table.corr(method="spearman")
     print("\nSpearman rank correlation between rungs (settings of each: "
           + "; ".join(f"{r}: {tuner.settings_at(r)}" for r in rungs) + ")")
@@ -99,6 +142,7 @@ def main(argv=None) -> int:
     print("mean seconds per evaluation: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     write_json(out / "summary.json", {
         "config": project_path(args.config), "overrides": args.overrides, "samples": args.samples,
+        "from_run": args.from_run.resolve().name if args.from_run else None,
         "rungs": {str(r): tuner.settings_at(r) for r in rungs}, "parameters": space.names,
         "values": values, "fitness": table.to_dict(orient="list"), "spearman": corr.round(4).to_dict(),
         "mean_seconds": seconds})

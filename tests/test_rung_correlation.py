@@ -1,0 +1,60 @@
+"""`benchmarks/rung_correlation.py` with ``--from-run``: a tuning run's finished candidates as the
+samples and its fitness as one more column, the cheap rungs scored by a stand-in fitness (no game
+played)."""
+
+import csv
+import json
+
+import yaml
+
+from conftest import load_benchmark
+from optimizers.fitness import Evaluated, TuningRecord
+from optimizers.space import get_path
+
+PARAMS = ["evaluator.features.holes", "evaluator.features.landing_height"]
+RUN = {
+    "name": "ladder", "seed": 1, "algorithm": "sha",
+    "sha": {"candidates": 4, "eta": 2, "rungs": [{"settings": {"pieces": 10}}, {"settings": {"pieces": 30}}]},
+    "solver": {"policy": "one_ply", "rules": "course", "evaluator": "el_tetris", "seed": 100, "pieces": 50,
+               "online": {"games": 1}},
+    "space": [{"path": PARAMS[0], "low": -10, "high": 0, "init": -8},
+              {"path": PARAMS[1], "type": "int", "low": -10, "high": 0, "init": -1}],
+    "early_abort": {"enabled": False}, "parallel": {"n_jobs": 1, "threads": 1},
+}
+
+
+def stand_in(task) -> Evaluated:
+    """A fitness from the settings alone: the holes weight, scaled by the pieces (the rung)."""
+    config = task["config"]
+    value = -get_path(config, PARAMS[0]) * config["pieces"]
+    record = TuningRecord(fitness=value, score=int(value), pieces=config["pieces"], stop="done", aborted=False,
+                          abort_piece=None, threshold=None, seconds=0.0)
+    return Evaluated(record, [int(value)])
+
+
+def test_a_runs_finished_candidates_are_the_samples_and_its_fitness_a_column(tmp_path, monkeypatch):
+    bench = load_benchmark("rung_correlation")
+    monkeypatch.setattr(bench, "evaluate", stand_in)
+    config = tmp_path / "ladder.yaml"
+    config.write_text(yaml.safe_dump(RUN))
+    run = tmp_path / "runs" / "tune-1"
+    run.mkdir(parents=True)
+    header = ["generation", "index", *PARAMS, "fitness", "score", "pieces", "stop", "aborted", "key"]
+    rows = [[0, 0, -8.0, -1, 900.0, 900, 99, "done", "False", "a"],
+            [0, 1, -2.5, -4, 100.0, 100, 99, "done", "False", "b"],
+            [0, 2, -9.0, -3, 40.0, 40, 12, "aborted", "True", "c"],  # stopped early: not a sample
+            [1, 0, -8.0, -1, 900.0, 900, 99, "done", "False", "a"],  # the same setting again: once
+            [1, 1, -5.0, -7, 500.0, 500, 99, "done", "False", "d"]]
+    with open(run / "evaluations.csv", "w", newline="") as f:
+        csv.writer(f).writerows([header, *rows])
+    out = tmp_path / "out"
+    assert bench.main([str(config), "--rungs", "0", "1", "--from-run", str(run), "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["from_run"] == "tune-1" and summary["samples"] == 3
+    assert summary["values"] == [[-8.0, -1], [-2.5, -4], [-5.0, -7]]
+    assert summary["fitness"] == {"rung 0": [80.0, 25.0, 50.0], "rung 1": [240.0, 75.0, 150.0], "run": [900.0, 100.0, 500.0]}
+    assert summary["spearman"]["run"]["rung 0"] == 1.0
+    assert len((out / "scores.jsonl").read_text().splitlines()) == 6
+    # a second call reads every score back and scores nothing
+    monkeypatch.setattr(bench, "evaluate", lambda task: (_ for _ in ()).throw(AssertionError("scored again")))
+    assert bench.main([str(config), "--rungs", "0", "1", "--from-run", str(run), "--out", str(out)]) == 0
