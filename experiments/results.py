@@ -42,6 +42,8 @@ RUNS["segment-tuned-full"] = ("configs/segment-tuned.yaml", ["segment.states=24"
 RUNS["segment-floors"] = ("configs/segment-full.yaml", ["segment.min_cells=[201,120,100,100]"])
 RUNS["segment-s16-floors"] = ("configs/segment-full.yaml", ["segment.min_cells=[201,120,100,100]", "segment.states=16"])
 RUNS["segment-s22-floors"] = ("configs/segment-full.yaml", ["segment.min_cells=[201,120,100,100]", "segment.states=22"])
+# the knobs of a tuning run at the record's size (configs/segment-tune-record.yaml), 18-23 minutes on 2 threads
+RUNS["segment-tuned-record"] = ("configs/segment-tuned-record.yaml", [])
 #: runs of more than half an hour, made only when named
 LONG = ("beam-w9041", "beam-full", "profile-dp-k100000", "segment-full", "segment-tuned-full")
 
