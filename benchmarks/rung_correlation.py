@@ -24,7 +24,6 @@ stopped. DIR/summary.json holds the table.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import time
@@ -35,7 +34,6 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
 
 from engine.files import write_json  # noqa: E402
 from engine.provenance import project_path  # noqa: E402
@@ -43,30 +41,26 @@ from optimizers.fitness import canonical, evaluate  # noqa: E402
 from engine.parallel import Pool  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402
 from optimizers.space import with_settings  # noqa: E402
+from optimizers.store import RunStore  # noqa: E402
 from optimizers.tuner import make_optimizer, make_space  # noqa: E402
 
 
 def run_candidates(run_dir: Path, space) -> tuple[list[list], list[float]]:
     """The settings and fitness of the finished candidates of the tuning run in ``run_dir``
-    (its evaluations.csv), each distinct setting once; SystemExit when the run's parameters are
-    not the space's."""
-    with open(run_dir / "evaluations.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    missing = [name for name in space.names if rows and name not in rows[0]]
-    if not rows or missing:
-        raise SystemExit(f"{run_dir}: {'no evaluations yet' if not rows else 'not this space: no ' + ', '.join(missing)}")
+    (its evaluations.csv, read by `RunStore`), each distinct setting once; SystemExit when the
+    run has none or its parameters are not the space's."""
+    store = RunStore(run_dir, space.params)
+    evaluations = store.read_evaluations()
+    if not evaluations:
+        why = "not this space's parameters" if store.damaged.get("evaluations.csv") == [1] else "no evaluations yet"
+        raise SystemExit(f"{store.evaluations}: {why}")
     values, fitness, seen = [], [], set()
-    for row in rows:
-        if row["aborted"] != "False" or row["key"] in seen:
+    for e in evaluations:
+        if e.record.aborted or e.key in seen:
             continue
-        seen.add(row["key"])
-        v = []
-        for param in space.params:
-            text = row[param.path]
-            v.append(int(float(text)) if param.type == "int" else float(text) if param.type == "float"
-                     else param.choices[int(param.encode(yaml.safe_load(text)))])
-        values.append(v)
-        fitness.append(float(row["fitness"]))
+        seen.add(e.key)
+        values.append(e.values)
+        fitness.append(e.record.fitness)
     return values, fitness
 
 

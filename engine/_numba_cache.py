@@ -341,10 +341,13 @@ def prune(base: Path, limit: int = MAX_BYTES, every: float = PRUNE_EVERY) -> Non
             continue
     locks = base / "locks"  # a compile's lock file (`CompileLocks`), untouched a while: none in use
     now = time.time()
-    for mtime, _, p in files:
-        if p.parent == locks and now - mtime > every:
-            p.unlink(missing_ok=True)
-    files = [f for f in files if f[2].exists()]
+    kept = []
+    for entry in files:
+        if entry[2].parent == locks and now - entry[0] > every:
+            entry[2].unlink(missing_ok=True)
+        else:
+            kept.append(entry)
+    files = kept
     total = sum(size for _, size, _ in files)
     for _, size, p in sorted(files):
         if total <= limit:

@@ -2,14 +2,14 @@
 samples and its fitness as one more column, the cheap rungs scored by a stand-in fitness (no game
 played)."""
 
-import csv
 import json
 
 import yaml
 
 from conftest import load_benchmark
 from optimizers.fitness import Evaluated, TuningRecord
-from optimizers.space import get_path
+from optimizers.space import Param, get_path
+from optimizers.store import Evaluation, RunStore
 
 PARAMS = ["evaluator.features.holes", "evaluator.features.landing_height"]
 RUN = {
@@ -39,14 +39,19 @@ def test_a_runs_finished_candidates_are_the_samples_and_its_fitness_a_column(tmp
     config.write_text(yaml.safe_dump(RUN))
     run = tmp_path / "runs" / "tune-1"
     run.mkdir(parents=True)
-    header = ["generation", "index", *PARAMS, "fitness", "score", "pieces", "stop", "aborted", "key"]
-    rows = [[0, 0, -8.0, -1, 900.0, 900, 99, "done", "False", "a"],
-            [0, 1, -2.5, -4, 100.0, 100, 99, "done", "False", "b"],
-            [0, 2, -9.0, -3, 40.0, 40, 12, "aborted", "True", "c"],  # stopped early: not a sample
-            [1, 0, -8.0, -1, 900.0, 900, 99, "done", "False", "a"],  # the same setting again: once
-            [1, 1, -5.0, -7, 500.0, 500, 99, "done", "False", "d"]]
-    with open(run / "evaluations.csv", "w", newline="") as f:
-        csv.writer(f).writerows([header, *rows])
+    store = RunStore(run, [Param(PARAMS[0]), Param(PARAMS[1], "int")])
+
+    def row(generation, index, values, fitness, key, aborted=False):
+        record = TuningRecord(fitness=fitness, score=int(fitness), pieces=12 if aborted else 99,
+                              stop="aborted" if aborted else "done", aborted=aborted, abort_piece=12 if aborted else None,
+                              threshold=50.0 if aborted else None, seconds=1.0)
+        store.append_evaluation(Evaluation(generation, index, values, record, False, key))
+
+    row(0, 0, [-8.0, -1], 900.0, "a")
+    row(0, 1, [-2.5, -4], 100.0, "b")
+    row(0, 2, [-9.0, -3], 40.0, "c", aborted=True)  # stopped early: not a sample
+    row(1, 0, [-8.0, -1], 900.0, "a")  # the same setting again: once
+    row(1, 1, [-5.0, -7], 500.0, "d")
     out = tmp_path / "out"
     assert bench.main([str(config), "--rungs", "0", "1", "--from-run", str(run), "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
