@@ -153,9 +153,10 @@ def test_resume_asks_the_same_trials_and_ends_as_an_uninterrupted_run(tmp_path, 
         monkeypatch.setattr(RunStore, "save_checkpoint", saved)
     (cut,) = list((tmp_path / "b" / "runs").iterdir())
     at = RunStore(cut, []).load_checkpoint()["generation"]
-    # the study is ahead of the checkpoint: generation 2 asked (6 trials, some running) after 12
-    # told, or generation 1 told (12 trials) where the checkpoint counts 6
-    assert (at, len(study_of(cut).trials)) == ((2, 18) if where == "during a generation" else (1, 12))
+    # study.db holds the told trials only: generation 2's, asked and some played, are lost with the
+    # session (the sampler asks them again from the checkpoint's state); or study.db is ahead of the
+    # checkpoint: generation 1 told (12 trials) where the checkpoint counts 6, cut back on resume
+    assert (at, len(study_of(cut).trials)) == ((2, 12) if where == "during a generation" else (1, 12))
 
     resumed = tuning.resume(cut)
     assert evaluations(cut) == evaluations(whole.dir)

@@ -18,15 +18,19 @@ sampler starts its own first generation there, its mean at the initial point (``
 step ``sigma`` (``sigma0`` in Optuna's space scaled to [0, 1], a share of each range as ours).
 Optuna deprecates ``x0`` and ``sigma0`` for its version 6 (hence the dependency's bound).
 
-The study: in a run, ``study.db`` in the run directory (SQLite through Optuna's RDB storage),
-named after the run directory (``-restart-<k>`` for a restart's tuner), so that
-``optuna-dashboard sqlite:///runs/<run>/study.db`` shows it while the run goes on; outside a run (a
-loop of one's own), in memory. The sampler, its random state included, is pickled with the tuner
-in the run's checkpoint; the study is not. A session (a resume) reopens study.db and first cuts it
-back to the trials the checkpoint had told: a session stopped during a generation leaves trials
-the checkpoint does not know (asked, perhaps told). The file is then rewritten through Optuna's
-storage API (every study copied, the cut one up to that trial, then renamed over study.db), so
-the resumed run asks the same trials under the same numbers and ends as an uninterrupted one.
+The study: the sampler reads it in memory (Optuna's in-memory storage), and in a run
+``study.db`` in the run directory (SQLite through Optuna's RDB storage) holds a copy of its told
+trials, each generation's written when they are told, so that ``optuna-dashboard
+sqlite:///runs/<run>/study.db`` shows it while the run goes on. Its study is named after the run
+directory (``-restart-<k>`` for a restart's tuner). The sampler's queries never touch the file:
+through the RDB storage every ask read the study back from SQLite, which cost more than a cheap
+fitness. The sampler, its random state included, is pickled with the tuner in the run's
+checkpoint; the study is not, outside a run it is (in memory). A session (a resume) reopens
+study.db, first cuts it back to the trials the checkpoint had told (a session stopped while a
+generation was being told leaves trials the checkpoint does not know), and reads them into
+memory. The file is then rewritten through Optuna's storage API (every study copied, the cut one
+up to that trial, then renamed over study.db), so the resumed run asks the same trials under the
+same numbers and ends as an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -98,14 +102,18 @@ class OptunaTuner(Optimizer):
         self.study_name: str | None = None  # fixed by the first `attach`
         self.path: Path | None = None  # study.db; None: in memory
         self.told = 0  # trials of the study told so far (at a checkpoint: every trial asked)
-        self._memory = None  # the in-memory storage, outside a run
+        self._memory = None  # the in-memory storage the sampler reads
+        self._file = None  # study.db's storage (in a run), and this tuner's study id there
+        self._file_study: int | None = None
         self._study = None
         self._trials: list = []
 
     # ------------------------------------------------------------------ pickling (the checkpoint)
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_study"], state["_trials"] = None, []
+        state["_study"], state["_trials"], state["_file"], state["_file_study"] = None, [], None, None
+        if self.path is not None:  # in a run the study is read back from study.db
+            state["_memory"] = None
         return state
 
     def __setstate__(self, state):
@@ -172,16 +180,22 @@ class OptunaTuner(Optimizer):
         self.study()
 
     def study(self):
-        """The open study (opened, and cut back to the checkpoint's trials, on first use)."""
+        """The open study (opened, and in a run cut back to the checkpoint's trials and read from
+        study.db, on first use)."""
         if self._study is None:
             optuna = _optuna()
-            if self.path is None:
-                self._memory = self._memory or optuna.storages.InMemoryStorage()
-                storage = self._memory
-            else:
-                storage = self._storage()
-            self._study = optuna.create_study(storage=storage, sampler=self.sampler, direction="maximize",
-                                              study_name=self.study_name or MEMORY_STUDY, load_if_exists=True)
+            name = self.study_name or MEMORY_STUDY
+            if self.path is not None or self._memory is None:  # in a run: filled from study.db below
+                self._memory = optuna.storages.InMemoryStorage()
+            study = optuna.create_study(storage=self._memory, sampler=self.sampler, direction="maximize",
+                                        study_name=name, load_if_exists=True)
+            if self.path is not None:
+                self._file = self._storage()
+                self._file_study = optuna.create_study(storage=self._file, direction="maximize", study_name=name,
+                                                       load_if_exists=True)._study_id
+                for t in sorted(self._file.get_all_trials(self._file_study, deepcopy=False), key=lambda t: t.number):
+                    self._memory.create_new_trial(study._study_id, template_trial=t)
+            self._study = study
         return self._study
 
     def _open(self, path: Path):
@@ -259,6 +273,10 @@ class OptunaTuner(Optimizer):
             else:
                 trial.report(float(f), step=int(piece))
                 study.tell(trial, state=TrialState.PRUNED)
+        if self._file is not None:  # the generation's told trials, copied to study.db
+            for trial in self._trials:
+                frozen = self._memory.get_trial(trial._trial_id)
+                self._file.create_new_trial(self._file_study, template_trial=frozen)
         self.told += len(self._trials)
         self._trials = []
         self.generation += 1
