@@ -1,0 +1,159 @@
+"""The segment search's score against compute (run by hand; prints, asserts nothing):
+
+    python benchmarks/segment_compute.py [--pieces 2000] [--rows NAME ...] [--json FILE] [--threads 1]
+
+Each row is ``python -m experiments.solve configs/segment.yaml pieces=N threads=T`` plus the row's
+overrides, run as a whole process (its own interpreter, imports and numba cache loads), one row
+after another. From the run's summary.json: the best state's score after piece 1,000 and after the
+last piece (``best_by_step``), the states expanded and boards valued, the search's wall seconds, the
+search's CPU seconds (the solve process's threads, compiling excluded) and its peak memory; and the
+whole process's user + system CPU (``os.wait4``, compiling included when the kernels were not
+cached). Rows (``--rows``, default all, in this order): {rows}.
+
+``--json FILE`` keeps every finished row in FILE as it finishes; run the same command again and the
+rows already there are read back, not run again, so a measurement of an hour survives being
+stopped. A row whose solve fails is reported and left out of FILE. The table is printed at the end
+in the Markdown of docs/policies.md's "Measured: score against compute".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.files import ReadError, read_json, write_json  # noqa: E402
+from engine.provenance import provenance  # noqa: E402
+
+#: row name -> overrides of configs/segment.yaml (nodes 200, states 2 per key)
+ROWS = {
+    "base": [],
+    "chys_quality": ["evaluator=chys_quality"],
+    "floating": ["floating=true"],
+    "floors-140": ["segment.min_cells=[140,100,100,100]"],
+    "floors-201": ["segment.min_cells=[201,120,100,100]"],
+    "nodes-1000": ["segment.nodes=1000"],
+    "states-6": ["segment.states=6"],
+    "states-6-floating": ["segment.states=6", "floating=true"],
+    "states-12": ["segment.states=12"],
+}
+__doc__ = __doc__.format(rows=", ".join(f"``{k}``" for k in ROWS))
+
+#: the summary's figures a row keeps
+COLUMNS = ("best_1000", "best_end", "score", "states", "boards", "search_s", "search_cpu_s", "peak_mib",
+           "process_cpu_s")
+
+
+def command(overrides: list[str], pieces: int, threads: int, out: Path) -> list[str]:
+    """The solve of one row, as a user types it (``out`` the folder it writes)."""
+    return [sys.executable, "-m", "experiments.solve", "configs/segment.yaml", f"pieces={pieces}",
+            f"threads={threads}", *overrides, "--out", str(out)]
+
+
+def figures(summary: dict) -> dict:
+    """A row's figures from a segment solve's summary.json."""
+    best = summary["best_by_step"]
+    seg = summary["segment"]
+    return {"best_1000": best[999] if len(best) > 1000 else None, "best_end": best[-1], "score": summary["score"],
+            "states": seg["states"], "boards": summary["nodes"], "search_s": seg["seconds_total"],
+            "search_cpu_s": seg["cpu_seconds_total"], "peak_mib": seg["peak_mib"]}
+
+
+def run_row(name: str, pieces: int, threads: int) -> dict:
+    """Solve one row in a scratch folder: its figures; RuntimeError naming the command when the solve fails."""
+    with tempfile.TemporaryDirectory(prefix="segment-compute-") as tmp:
+        out = Path(tmp) / name
+        cmd = command(ROWS[name], pieces, threads, out)
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        err = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+        if status != 0:
+            raise RuntimeError(f"{shlex.join(cmd[1:])} failed (status {status}): {err.strip().splitlines()[-1:]}")
+        row = figures(read_json(out / "summary.json"))
+        row["process_cpu_s"] = round(usage.ru_utime + usage.ru_stime, 2)
+        return row
+
+
+def load(path: Path | None, pieces: int, threads: int) -> dict:
+    """The rows FILE holds for these settings ({} for none); SystemExit when it holds others."""
+    if path is None or not path.exists():
+        return {}
+    try:
+        data = read_json(path)
+    except ReadError as e:
+        raise SystemExit(f"segment_compute.py: {e}") from None
+    if (data.get("pieces"), data.get("threads")) != (pieces, threads):
+        raise SystemExit(f"segment_compute.py: {path} holds pieces={data.get('pieces')} threads={data.get('threads')}, "
+                         f"not pieces={pieces} threads={threads}: give another --json")
+    return data.get("rows", {})
+
+
+def save(path: Path | None, pieces: int, threads: int, rows: dict) -> None:
+    if path is not None:
+        write_json(path, {"pieces": pieces, "threads": threads, "command": "configs/segment.yaml + the row's overrides",
+                          "provenance": provenance(), "rows": rows})
+
+
+def table(rows: dict, pieces: int) -> str:
+    """The Markdown table, one line per row in `ROWS` order."""
+    def n(v):
+        return "" if v is None else f"{v:,}"
+
+    lines = [f"| `configs/segment.yaml` + | best at 1,000 | best at {pieces:,} | states expanded | boards valued | "
+             "search | search CPU | process CPU | peak |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, over in ROWS.items():
+        if name not in rows:
+            continue
+        r = rows[name]
+        label = " ".join(f"`{o}`" for o in over) or "(nodes 200, states 2)"
+        lines.append(f"| {label} | {n(r['best_1000'])} | {n(r['best_end'])} | {n(r['states'])} | "
+                     f"{r['boards'] / 1e6:,.0f} M | {r['search_s']:,.0f} s | {r['search_cpu_s']:,.0f} s | "
+                     f"{r['process_cpu_s']:,.0f} s | {r['peak_mib']:,.0f} MiB |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pieces", type=int, default=2000, help="pieces per solve (default 2,000; more than 1,000)")
+    parser.add_argument("--threads", type=int, default=1, help="numba threads per solve (default 1: per-core figures)")
+    parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS), metavar="NAME",
+                        help=f"rows to run: {', '.join(ROWS)}")
+    parser.add_argument("--json", type=Path, help="keep the finished rows here and skip them on the next call")
+    args = parser.parse_args(argv)
+    if args.pieces <= 1000:
+        parser.error("--pieces must be more than 1,000 (the table's first column is the best at 1,000)")
+    rows = load(args.json, args.pieces, args.threads)
+    failed = []
+    for name in args.rows:
+        if name in rows:
+            print(f"{name}: read back from {args.json}", flush=True)
+            continue
+        started = time.perf_counter()
+        print(f"{name}: {shlex.join(command(ROWS[name], args.pieces, args.threads, Path('...'))[1:-2])} ...",
+              end=" ", flush=True)
+        try:
+            rows[name] = run_row(name, args.pieces, args.threads)
+        except RuntimeError as e:
+            print(f"failed: {e}", flush=True)
+            failed.append(name)
+            continue
+        print(f"{rows[name]['best_end']:,} in {time.perf_counter() - started:,.0f} s", flush=True)
+        save(args.json, args.pieces, args.threads, rows)
+    print()
+    print(table(rows, args.pieces))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
