@@ -51,14 +51,15 @@ from optimizers.tuner import make_space  # noqa: E402
 from optimizers.tuners import TUNERS  # noqa: E402
 
 
-def run(config_name: str, out: Path, overrides: list[str], run_dir: Path | None = None) -> dict:
+def run(config_name: str, out: Path, overrides: list[str], run_dir: Path | None = None, quiet: bool = True) -> dict:
     """One tuning run of a shipped config with ``overrides`` in a new directory under ``out``, or,
     with ``run_dir``, in that directory: started there, or continued from its checkpoint
     (`start_or_resume`), so that a benchmark of hours is resumed run by run. ``wall`` is the
-    run's own time over every sitting (its generations' wall seconds) for a continued run."""
+    run's own time over every sitting (its generations' wall seconds) for a continued run.
+    ``quiet=False`` shows the run's progress (a bar per generation and its summary line)."""
     config = load_run_config(ROOT / "configs" / config_name, [f"runs_dir={out}", *overrides])
     t0 = time.perf_counter()
-    result = tune(config, quiet=True) if run_dir is None else start_or_resume(config, run_dir)
+    result = tune(config, quiet=quiet) if run_dir is None else start_or_resume(config, run_dir, quiet)
     wall = time.perf_counter() - t0
     ev, gens = result.evaluations(), result.generations()
     if run_dir is not None:
@@ -76,7 +77,7 @@ class BenchError(Exception):
     """A benchmark that cannot go on as asked (one line, naming the file and what is wrong)."""
 
 
-def start_or_resume(config, run_dir: Path):
+def start_or_resume(config, run_dir: Path, quiet: bool = True):
     """The run of ``config`` in ``run_dir``: started there when it holds no checkpoint yet,
     otherwise continued from it (`optimizers.run.resume`; a finished run is read back and nothing
     is played again). `BenchError` when the run there was made by another config (the
@@ -90,9 +91,9 @@ def start_or_resume(config, run_dir: Path):
         if written.model_dump(mode="json", exclude=ignore) != config.model_dump(mode="json", exclude=ignore):
             raise BenchError(f"{run_dir / 'config.yaml'}: made by other settings than this benchmark's; "
                              f"give another --out or remove {run_dir}")
-        return resume(run_dir, config=written.model_copy(update={"parallel": config.parallel}))
+        return resume(run_dir, config=written.model_copy(update={"parallel": config.parallel}), quiet=quiet)
     run_dir.mkdir(parents=True, exist_ok=True)
-    return tune(config, quiet=True, run_dir=run_dir)
+    return tune(config, quiet=quiet, run_dir=run_dir)
 
 
 def false_aborts(r: dict) -> tuple[int, int, list]:
@@ -164,7 +165,8 @@ def standard(args, out: Path) -> int:
     for label in args.standard_tuners:
         name, over = STANDARD[label]
         for seed in args.seeds:
-            r = run(name, out, [f"seed={seed}", *over, *size, *args.set], run_dir=out / f"standard-{label}-seed{seed}")
+            r = run(name, out, [f"seed={seed}", *over, *size, *args.set], run_dir=out / f"standard-{label}-seed{seed}",
+                    quiet=False)
             results.setdefault(label, []).append(r)
             rescored = "" if r["rescored"] is None else f"{r['rescored']:,.0f}"
             print(f"{label:<14}{seed:>5}{r['evaluations']:>13}{r['best']:>14,.0f}{rescored:>14}{r['wall']:>9.0f}  "
