@@ -22,8 +22,9 @@ estimates' seeds for every tuner), each tuner on every ``--seeds`` (the run's se
 random state). Per run: the tuned best (the highest single estimate, which favours a lucky draw)
 and the re-scored best (the 4 best re-estimated on 4 estimates no candidate's seed made: the
 figure to compare; ours also re-scores its centroid, `rescore.recommendation`: 4 estimates more
-than Optuna's 400, 1%), evaluations and wall time; then each tuner's mean, min and max. About 20
-minutes a run with 2 workers, so the default 3 tuners x 3 seeds take about 3 hours (resumable per
+than Optuna's 400, 1%), evaluations and wall time; then each tuner's mean, min and max. About
+half an hour a run with 2 workers (our CMA-ES, seed 1: 21 of its generations took 1,516 s), so the
+default 3 tuners x 3 seeds take about 4 to 5 hours (resumable per
 run: each run has a directory of its own, ``OUT/standard-<tuner>-seed<seed>``, and the same
 command with the same ``--out`` continues every unfinished run from its checkpoint and reads back
 the finished ones; a run directory made by other settings is refused).
