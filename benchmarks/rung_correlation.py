@@ -1,7 +1,7 @@
 """Rank correlation between the rungs of a multi-fidelity ladder (run by hand; prints, asserts nothing):
 
     python benchmarks/rung_correlation.py [CONFIG] [--samples 16] [--rungs 0 1 2] [--out DIR] [key=value ...]
-    python benchmarks/rung_correlation.py configs/sha-segment.yaml --rungs 0 1 --from-run runs/segment-tune-record-<time>
+    python benchmarks/rung_correlation.py configs/sha-segment.yaml --rungs 0 1 --from-run results/segment-tune-record-run
 
 CONFIG (default configs/sha-geek.yaml) is a run config whose tuner has rungs (``algorithm: sha``).
 ``--samples`` settings are drawn as its first rung draws them (the initial point, then Gaussian

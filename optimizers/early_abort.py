@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.provenance import ROOT
 from solver import Threshold
 
 from .config import EarlyAbortConfig, RunConfig
@@ -40,10 +41,12 @@ REPLAYS_KEPT = 8
 
 def reference_curve(path: str | Path, rules: str) -> np.ndarray:
     """The score after each piece (piece 1 first) of the contest record in ``path``, replayed by the
-    engine under the named rules. Raises ValueError for a record the engine rejects. A record is
+    engine under the named rules; a relative ``path`` is the project's, from the checkout (as a
+    resolved run config records it). Raises ValueError for a record the engine rejects. A record is
     replayed once per process while its file is unchanged (a run's config check, its pruner and
     its figures all ask for it)."""
-    p = Path(path).resolve()
+    p = Path(path)
+    p = (p if p.is_absolute() else ROOT / p).resolve()
     stat = p.stat()
     return _replayed(p, stat.st_mtime_ns, stat.st_size, rules).copy()
 

@@ -64,18 +64,21 @@ def _solver_dict(config: SolverConfig, origin: str, key: str, base_dir: Path) ->
     return data
 
 
-def _reference(value: str, solver: dict, origin: str, base_dir: Path) -> Path:
-    """``early_abort.reference`` as an absolute path, once the engine has accepted the record."""
+def _reference(value: str, solver: dict, origin: str, base_dir: Path) -> str:
+    """``early_abort.reference`` as the resolved config records it, once the engine has accepted the
+    record: by its path from the checkout for a file of the project (``results/<name>/record.txt``,
+    whichever folder the run starts in, so that the run directory names no path of the machine
+    and resumes in another checkout), else absolute."""
     from .early_abort import reference_curve
 
     path = _path(value, base_dir)
     if not path.is_file():
         raise ConfigError(f"{origin}: early_abort.reference: no such file: {value}")
     try:
-        reference_curve(path, solver["rules"])
+        reference_curve(path.resolve(), solver["rules"])
     except ValueError as e:
         raise ConfigError(f"{origin}: early_abort.reference: {e}") from None
-    return path.resolve()
+    return project_path(path)
 
 
 def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
@@ -117,7 +120,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
     resolved = config.model_dump(mode="json")
     resolved.update(solver=base, solver_config=None, init_from=None, space=space_data)
     if config.early_abort.reference is not None:
-        resolved["early_abort"]["reference"] = str(_reference(config.early_abort.reference, base, origin, base_dir))
+        resolved["early_abort"]["reference"] = _reference(config.early_abort.reference, base, origin, base_dir)
     if sources:
         resolved["meta"] = {**(resolved.get("meta") or {}), "resolved_from": sources}
     config = validate(RunConfig, resolved, origin)

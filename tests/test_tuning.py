@@ -253,7 +253,7 @@ def test_a_run_keeps_pace_with_its_reference_record(tmp_path):
             assert below[0] == p - 1 and float(r["threshold"]) == floor[p - 1] and len(curve) == p
         else:
             assert len(below) == 0 and len(curve) == 120
-    assert yaml.safe_load((run_dir / "config.yaml").read_text())["early_abort"]["reference"] == str(RECORD)
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["early_abort"]["reference"] == "configs/records/geek-1395326.txt"
 
 
 def test_memo_reuses_a_record_only_as_the_current_threshold_would_give_it():
@@ -402,6 +402,18 @@ def test_a_bad_reference_record_is_a_config_error(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith(f"error: {path}: ") and message in err, err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_reference_in_the_project_is_recorded_from_the_checkout_and_found_from_any_folder(tmp_path, monkeypatch):
+    root = Path(tuning.__file__).resolve().parents[1]
+    monkeypatch.chdir(tmp_path)  # a run started, or resumed, from another folder
+    config = tuning.load_run_config(root / "configs" / "ga-record.yaml")
+    assert config.early_abort.reference == "configs/records/geek-1395326.txt"  # no path of the machine
+    assert EarlyAbort.for_run(config).reference[-1] == 1_395_326
+    outside = tmp_path / "mine.txt"  # a record outside the checkout stays where it is
+    outside.write_bytes((root / "configs" / "records" / "geek-1395326.txt").read_bytes())
+    config = tuning.load_run_config(root / "configs" / "ga-record.yaml", [f"early_abort.reference={outside}"])
+    assert config.early_abort.reference == str(outside) and EarlyAbort.for_run(config).reference[-1] == 1_395_326
 
 
 @pytest.mark.parametrize("change, message", BAD)
