@@ -163,9 +163,9 @@ def standard(args, out: Path) -> int:
         print("   warning: the budgets differ")
     print(f"{'tuner':<14}{'seed':>5}{'evaluations':>13}{'tuned best':>14}{'re-scored':>14}{'wall s':>9}")
     results: dict[str, list[dict]] = {}
-    for label in args.standard_tuners:
-        name, over = STANDARD[label]
-        for seed in args.seeds:
+    for seed in args.seeds:  # seed by seed, so that a benchmark stopped part way compares every tuner on its first seeds
+        for label in args.standard_tuners:
+            name, over = STANDARD[label]
             r = run(name, out, [f"seed={seed}", *over, *size, *args.set], run_dir=out / f"standard-{label}-seed{seed}",
                     quiet=False)
             results.setdefault(label, []).append(r)
