@@ -25,7 +25,7 @@ sqlite:///runs/<run>/study.db`` shows it while the run goes on. Its study is nam
 directory (``-restart-<k>`` for a restart's tuner). The sampler's queries never touch the file:
 through the RDB storage every ask read the study back from SQLite, which cost more than a cheap
 fitness. The sampler, its random state included, is pickled with the tuner in the run's
-checkpoint; the study is not, outside a run it is (in memory). A session (a resume) reopens
+checkpoint; in a run the study is not (outside a run its in-memory study is). A session (a resume) reopens
 study.db, first cuts it back to the trials the checkpoint had told (a session stopped while a
 generation was being told leaves trials the checkpoint does not know), and reads them into
 memory. The file is then rewritten through Optuna's storage API (every study copied, the cut one
@@ -274,9 +274,9 @@ class OptunaTuner(Optimizer):
                 trial.report(float(f), step=int(piece))
                 study.tell(trial, state=TrialState.PRUNED)
         if self._file is not None:  # the generation's told trials, copied to study.db
+            frozen = study.get_trials(deepcopy=False)  # by trial number
             for trial in self._trials:
-                frozen = self._memory.get_trial(trial._trial_id)
-                self._file.create_new_trial(self._file_study, template_trial=frozen)
+                self._file.create_new_trial(self._file_study, template_trial=frozen[trial.number])
         self.told += len(self._trials)
         self._trials = []
         self.generation += 1
