@@ -19,10 +19,7 @@ in the Markdown of docs/policies.md's "Measured: score against compute".
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_standard import UserError, run_timed  # noqa: E402
 from engine.files import ReadError, read_json, write_json  # noqa: E402
 from engine.provenance import provenance  # noqa: E402
 
@@ -48,11 +47,6 @@ ROWS = {
 }
 __doc__ = __doc__.format(rows=", ".join(f"``{k}``" for k in ROWS))
 
-#: the summary's figures a row keeps
-COLUMNS = ("best_1000", "best_end", "score", "states", "boards", "search_s", "search_cpu_s", "peak_mib",
-           "process_cpu_s")
-
-
 def command(overrides: list[str], pieces: int, threads: int, out: Path) -> list[str]:
     """The solve of one row, as a user types it (``out`` the folder it writes)."""
     return [sys.executable, "-m", "experiments.solve", "configs/segment.yaml", f"pieces={pieces}",
@@ -69,18 +63,13 @@ def figures(summary: dict) -> dict:
 
 
 def run_row(name: str, pieces: int, threads: int) -> dict:
-    """Solve one row in a scratch folder: its figures; RuntimeError naming the command when the solve fails."""
+    """Solve one row in a scratch folder (`bench_standard.run_timed`): its figures; `UserError`
+    naming the row with the solve's last line of errors when it fails."""
     with tempfile.TemporaryDirectory(prefix="segment-compute-") as tmp:
         out = Path(tmp) / name
-        cmd = command(ROWS[name], pieces, threads, out)
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        err = proc.stderr.read().decode(errors="replace")
-        proc.stderr.close()
-        if status != 0:
-            raise RuntimeError(f"{shlex.join(cmd[1:])} failed (status {status}): {err.strip().splitlines()[-1:]}")
+        _, cpu = run_timed(command(ROWS[name], pieces, threads, out), f"row {name}", cwd=ROOT)
         row = figures(read_json(out / "summary.json"))
-        row["process_cpu_s"] = round(usage.ru_utime + usage.ru_stime, 2)
+        row["process_cpu_s"] = round(cpu, 2)
         return row
 
 
@@ -144,7 +133,7 @@ def main(argv=None) -> int:
               end=" ", flush=True)
         try:
             rows[name] = run_row(name, args.pieces, args.threads)
-        except RuntimeError as e:
+        except UserError as e:
             print(f"failed: {e}", flush=True)
             failed.append(name)
             continue

@@ -35,7 +35,7 @@ def test_rows_are_kept_read_back_and_a_failure_is_left_out(tmp_path, monkeypatch
     def fake(name, pieces, threads):
         ran.append(name)
         if name == "floating":
-            raise RuntimeError("configs/segment.yaml failed")
+            raise sc.UserError("configs/segment.yaml failed")
         return {**sc.figures(summary(score=len(ran))), "process_cpu_s": 20.0}
 
     monkeypatch.setattr(sc, "run_row", fake)
