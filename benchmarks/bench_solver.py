@@ -27,7 +27,6 @@ import argparse
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,8 +34,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numba  # noqa: E402
+
+from bench_standard import UserError, run_timed  # noqa: E402
 
 from solver import load_solver_config  # noqa: E402
 from solver import solve  # noqa: E402
@@ -74,17 +76,12 @@ def bench_simple(pieces):
 
 
 def process_cpu(argv, cwd, core):
-    """Run ``argv`` to its end on CPU ``core`` (pinned); the CPU seconds (user + system) of the
-    process and of the children it waited for. Output is discarded; a failure is an error."""
-    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pin)
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        last = (err.decode(errors="replace").strip().splitlines() or ["(no error output)"])[-1]
-        raise SystemExit(f"error: {shlex.join(argv)} exited with {proc.returncode}: {last}")
-    return usage.ru_utime + usage.ru_stime
+    """The CPU seconds of ``argv`` run to its end on CPU ``core`` (`bench_standard.run_timed`);
+    a failure ends the benchmark with its last line of errors."""
+    try:
+        return run_timed(argv, shlex.join(argv), cwd=cwd, core=core)[1]
+    except UserError as e:
+        raise SystemExit(f"error: {e}") from None
 
 
 def bench_versus(other, template, widths, runs, core):

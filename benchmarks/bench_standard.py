@@ -572,15 +572,18 @@ def same_player(name: str, evaluator: str, path: Path, height: int) -> None:
         raise UserError(f"{path}: not {evaluator}'s player: {differences}")
 
 
-def run_timed(command: list[str], who: str, cwd: Path | None = None, keep_output: bool = False) -> tuple[str, float]:
-    """Run ``command`` to its end: (its standard output if ``keep_output``, the CPU seconds, user +
-    system, the system accounts for the finished process and the children it waited for: wait4);
-    `UserError` naming ``who`` with its last line of errors when it cannot run or fails."""
+def run_timed(command: list[str], who: str, cwd: Path | None = None, keep_output: bool = False,
+              core: int | None = None) -> tuple[str, float]:
+    """Run ``command`` to its end, pinned to CPU ``core`` when one is given: (its standard output if
+    ``keep_output``, the CPU seconds, user + system, the system accounts for the finished process and
+    the children it waited for: wait4); `UserError` naming ``who`` with its last line of errors when
+    it cannot run or fails."""
+    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
     with tempfile.TemporaryFile("w+") as err:
         try:
             proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE if keep_output else subprocess.DEVNULL, stderr=err,
-                                    text=True)
+                                    text=True, preexec_fn=pin)
         except OSError as e:
             raise UserError(f"{who}: cannot run {command[0]}: {e.strerror or e}") from None
         out = ""

@@ -408,3 +408,14 @@ def test_a_perturbed_player_keeps_the_signs_and_is_made_again_from_its_seed(tmp_
         n: t.weight for n, t in player.weights.items()}
     with pytest.raises(SystemExit):
         pp.main(["--evaluator", "bcts", "--sigma", "0", "--seed", "7", "--out", str(out)])
+
+
+def test_a_timed_process_runs_pinned_and_a_failure_names_it(bench):
+    """`run_timed` (the side-by-side benchmarks' clock): the child runs on the core it is given, its
+    output comes back when asked for, and a failure raises the caller's name with its last error line."""
+    out, cpu = bench.run_timed([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                               "probe", keep_output=True, core=0)
+    assert out.strip() == "[0]" and cpu > 0
+    with pytest.raises(bench.UserError, match=r"^probe: exit status 3: bad input$"):
+        bench.run_timed([sys.executable, "-c", "import sys; print('x', file=sys.stderr); "
+                         "print('bad input', file=sys.stderr); sys.exit(3)"], "probe")
