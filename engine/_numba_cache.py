@@ -42,6 +42,8 @@ from pathlib import Path
 
 from numba.core import caching
 
+from . import _codegen
+
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_PACKAGES = ("engine", "evaluators", "solver")
 #: a module whose kernels dispatch on a registry -> the modules (globs under the project) that
@@ -57,6 +59,9 @@ NOT_INLINED = ("engine/_numba_cache.py",)
 MAX_BYTES = 1 << 30
 #: seconds between two size checks of the cache folder
 PRUNE_EVERY = 3600.0
+#: the form of the project's cache entries, part of every stamp: a kernel only other kernels call is
+#: saved as its linkable module (`engine._codegen`), which a checkout from before cannot load
+CODE_FORMAT = "deferred-emission-1"
 #: hex digits of a module's stamp in its cache folder's name (not 16: the older layout's folders)
 STAMP_DIGITS = 12
 #: the memo of each source's digest and imports, in the cache folder (keyed by the source's absolute
@@ -247,7 +252,7 @@ class Sources:
     @functools.lru_cache(maxsize=None)
     def stamp(self, path: Path) -> str:
         """The digest of ``path``'s dependencies (what a cached kernel of ``path`` is valid for)."""
-        h = hashlib.sha1()
+        h = hashlib.sha1(CODE_FORMAT.encode())
         for p in sorted(self.dependencies(path)):
             h.update(p.relative_to(self.root).as_posix().encode())
             h.update(self.info(p)["digest"].encode())
@@ -506,3 +511,4 @@ configure()
 skip_blas_probe()
 if CACHE_DIR is not None:
     CompileLocks(Path(CACHE_DIR) / "locks").install()
+_codegen.install(lambda cache: isinstance(cache._impl.locator, ProjectLocator))

@@ -11,7 +11,9 @@ kernel called only from other kernels never uses it. `inner` compiles a kernel w
 A call from Python (a test, a benchmark) still works: it goes to a twin of the kernel compiled
 with the wrapper on first use and cached apart (its own entries, named ``<name>_from_python``),
 so only the code paths Python actually calls pay for a wrapper. Everything else is numba's
-``njit(cache=True)``: ``@inner(parallel=True)`` passes options on.
+``njit(cache=True)``: ``@inner(parallel=True)`` passes options on. Without the wrapper, an inner
+kernel's machine code is never emitted on its own either: only inside the kernels Python calls
+(`engine._codegen`).
 
 An integer constant in a calling kernel reaches numba typed as its value (``Literal[int](0)``), and
 numba compiles the callee afresh for each such value: ``place_nodes(0, n, ...)`` and
