@@ -13,7 +13,7 @@ CPython wrapper as it compiles it, so a kernel Python calls is emitted then), it
 object code for the cache. A kernel without the wrapper is never emitted on its own: the kernels
 Python calls link its (function-optimised) module and optimise it once, with theirs. Measured on
 the Quickstart's compile from an empty cache (`docs/performance.md`): LLVM's module passes and
-code emission took 2.8 s instead of 13.8 s, the same records.
+code emission took 2.9 s instead of 13.7 s, the same records.
 
 Caching: a library never emitted is saved in numba's cache as its linkable module (kind
 ``deferred``), which only a process that installed this class can load. So it is written only to

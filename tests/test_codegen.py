@@ -3,6 +3,7 @@ kernels call is linked into its callers and never emitted on its own; cached, it
 linkable module and a later process links it into a new caller; outside the project numba's cache
 entries stay numba's own. Each check runs in fresh processes on a toy project with an empty cache."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -55,7 +56,7 @@ FOREIGN = textwrap.dedent('''
 ''')
 
 PROBE = textwrap.dedent('''
-    import sys
+    import json, sys
     from numba.core import event
 
     compiled = []
@@ -71,7 +72,7 @@ PROBE = textwrap.dedent('''
     result = getattr(module, sys.argv[3])(2)
     emitted = {name: [not getattr(cres.library, "_deferred", False) for cres in getattr(module, name).overloads.values()]
                for name in ("leaf", "top_a", "top_b")}
-    print(result, ",".join(sorted(set(compiled))), emitted, sep="|")
+    print(result, ",".join(sorted(set(compiled))), json.dumps(emitted), sep="|")
 ''')
 
 
@@ -81,7 +82,7 @@ def probe(tmp_path: Path, project: Path, which: str, module: str, kernel: str):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     result, compiled, emitted = done.stdout.strip().split("|")
-    return float(result), set(filter(None, compiled.split(","))), eval(emitted)
+    return float(result), set(filter(None, compiled.split(","))), json.loads(emitted)
 
 
 @pytest.fixture
