@@ -140,6 +140,7 @@ STANDARD = {
     "cmaes": ("cmaes_standard_split.yaml", []),
     "optuna-tpe": ("optuna_standard_split.yaml", ["optuna.sampler=tpe"]),
     "optuna-cmaes": ("optuna_standard_split.yaml", ["optuna.sampler=cmaes"]),
+    "cmaes-resample": ("cmaes_standard_split.yaml", ["cmaes.bounds=resample"]),
 }
 
 

@@ -79,7 +79,7 @@ def test_cmaes_finds_the_top_of_a_tilted_bowl():
     assert np.abs(best - target).max() < 0.02
 
 
-@pytest.mark.parametrize("bounds", ["clip", "penalty"])
+@pytest.mark.parametrize("bounds", ["clip", "penalty", "resample"])
 def test_cmaes_keeps_candidates_in_the_box_and_reaches_a_bound(bounds):
     tuner = CMAES(box(), CMAESConfig(population=8, sigma=0.3, bounds=bounds), np.random.default_rng(3))
     for _ in range(30):
@@ -90,6 +90,32 @@ def test_cmaes_keeps_candidates_in_the_box_and_reaches_a_bound(bounds):
     assert (centroid > 0.9).all()
     if bounds == "clip":
         assert (centroid <= 1 + 1e-12).all()  # told only points inside the box
+
+
+def test_cmaes_resampling_keeps_its_draws_off_a_bound_the_penalty_piles_them_on():
+    """A fitness in millions whose best point is inside the box, next to a bound where the search
+    starts (as hole depth's weight, started at 0 on the standard game): the default penalty is too
+    weak against such a fitness, and most draws are evaluated clipped to the bound; resampling
+    draws them inside and finds the top."""
+    space = box()  # [-1, 1]^3, the start at its centre (0, 0, 0)
+
+    def fitness(v):
+        return 1e7 - 1e7 * ((v - np.array([0.5, 0.5, 0.9])) ** 2).sum()
+
+    on_bound = {}
+    for bounds in ("penalty", "resample"):
+        tuner = CMAES(space, CMAESConfig(population=8, sigma=0.4, bounds=bounds), np.random.default_rng(5))
+        hits = 0
+        for _ in range(25):
+            x = tuner.ask()
+            raw = np.array([np.asarray(d) for d in tuner.draws])
+            hits += int(((raw < 0) | (raw > 1)).any(axis=1).sum())
+            tuner.tell(np.array([fitness(v) for v in x]))
+        on_bound[bounds] = hits
+        if bounds == "resample":
+            best = space.lower + np.asarray(tuner.strategy.centroid) * 2
+            assert np.abs(best - np.array([0.5, 0.5, 0.9])).max() < 0.1
+    assert on_bound["resample"] == 0 and on_bound["penalty"] > 20
 
 
 def test_cmaes_first_candidate_is_the_initial_point_and_parents_are_checked():

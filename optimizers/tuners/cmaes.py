@@ -10,7 +10,11 @@ The strategy lives in the unit cube (each gene's range scaled to [0, 1], as the 
 Bounds (``bounds``): ``clip`` evaluates each draw clipped to the box and tells the strategy the
 clipped point; ``penalty`` evaluates the clipped point but tells the strategy the draw itself with
 its fitness lowered by ``penalty`` times its squared distance to the box (in range shares), which
-keeps the strategy's own statistics unbiased near a bound.
+keeps the strategy's own statistics unbiased near a bound; ``resample`` draws again, up to
+`RESAMPLE_ROUNDS` times, each candidate that falls outside the box (the draws kept follow the
+distribution cut to the box, as Optuna's CMA-ES samples; one still outside after that is clipped).
+A penalty is in fitness units: where a fitness runs to millions (rows per game) the default penalty
+is too weak to pull the strategy back, and the candidates pile up on a bound.
 
 With ``init: point`` the centroid starts at the initial point and the first candidate of the first
 generation is that point itself (like every tuner here); with ``init: random`` the centroid is a
@@ -32,6 +36,9 @@ from ..space import SpaceError
 from . import register
 from .ga import Individual
 
+#: ``bounds: resample``: rounds of lambda draws taken to fill a generation with draws inside the box
+RESAMPLE_ROUNDS = 100
+
 
 class CMAESConfig(TunerSettings):
     """``cmaes``: the covariance matrix adaptation evolution strategy (DEAP's `cma.Strategy`) in the
@@ -44,9 +51,10 @@ class CMAESConfig(TunerSettings):
     parents: int | None = Field(None, ge=1, description="mu, the best candidates that move the mean (null: half the population)")
     sigma: float = Field(0.2, gt=0, description="initial step size, as a share of each parameter's range")
     weights: Literal["superlinear", "linear", "equal"] = Field("superlinear", description="the parents' recombination weights")
-    bounds: Literal["clip", "penalty"] = Field(
+    bounds: Literal["clip", "penalty", "resample"] = Field(
         "penalty", description="`clip`: the strategy is told the clipped point; `penalty`: the draw itself, its fitness "
-                               "lowered by `penalty` x its squared distance to the box")
+                               "lowered by `penalty` x its squared distance to the box; `resample`: a draw outside the "
+                               "box drawn again (the module docstring)")
     penalty: float = Field(1e6, ge=0, description="penalty: fitness lost per squared range share outside the box")
 
     @model_validator(mode="after")
@@ -83,9 +91,26 @@ class CMAES(Optimizer):
     def ask(self) -> np.ndarray:
         with self.library_random():
             self.draws = self.strategy.generate(Individual)
+            if self.settings.bounds == "resample":
+                self.draws = self._inside(self.draws)
         if self.generation == 0 and self.init != "random":
             self.draws[0][:] = [float(v) for v in self.strategy.centroid]  # the initial point itself
         return np.array([self.space.from_unit(np.asarray(d)) for d in self.draws])
+
+    def _inside(self, draws: list) -> list:
+        """``draws`` with each one outside the unit box replaced by the next draw inside it (in the
+        order drawn), over at most `RESAMPLE_ROUNDS` more rounds of lambda draws; those still outside
+        stay (the run loop clips them)."""
+        inside = lambda d: bool(np.all((np.asarray(d) >= 0.0) & (np.asarray(d) <= 1.0)))
+        out = [k for k, d in enumerate(draws) if not inside(d)]
+        for _ in range(RESAMPLE_ROUNDS):
+            if not out:
+                break
+            fresh = [d for d in self.strategy.generate(Individual) if inside(d)]
+            for k, d in zip(list(out), fresh):
+                draws[k] = d
+                out.remove(k)
+        return draws
 
     def recommendation(self) -> np.ndarray:
         """The strategy's centroid (held to the box): the mean the next generation is drawn about."""
