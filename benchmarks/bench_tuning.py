@@ -15,7 +15,8 @@
 4. parallel efficiency of the n_jobs = 2 runs: summed evaluation seconds / (n_jobs x wall), over
    the generations (the run's start-up excluded) and over the whole run.
 
-``--standard`` runs part 5 alone: our CMA-ES against Optuna's samplers on the standard 10 x 20
+``--standard`` runs part 5 alone: our CMA-ES (as shipped, ``bounds: penalty``, and with
+``cmaes.bounds=resample``: ``cmaes-resample``) against Optuna's samplers on the standard 10 x 20
 fitness (configs/cmaes_standard_split.yaml and configs/optuna_standard_split.yaml: one splitting
 estimate of the mean rows per game per candidate, 16 candidates x 24 generations, the same
 estimates' seeds for every tuner), each tuner on every ``--seeds`` (the run's seed: the tuner's
@@ -23,8 +24,8 @@ random state). Per run: the tuned best (the highest single estimate, which favou
 and the re-scored best (the 4 best re-estimated on 4 estimates no candidate's seed made: the
 figure to compare; ours also re-scores its centroid, `rescore.recommendation`: 4 estimates more
 than Optuna's 400, 1%), evaluations and wall time; then each tuner's mean, min and max. About
-half an hour a run with 2 workers (our CMA-ES, seed 1: 21 of its generations took 1,516 s), so the
-default 3 tuners x 3 seeds take about 4 to 5 hours (resumable per
+10 to 30 minutes a run with 2 workers (a stronger tuner's candidates play longer games), so the
+default 4 tuners x 3 seeds take several hours (resumable per
 run: each run has a directory of its own, ``OUT/standard-<tuner>-seed<seed>``, and the same
 command with the same ``--out`` continues every unfinished run from its checkpoint and reads back
 the finished ones; a run directory made by other settings is refused).

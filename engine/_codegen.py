@@ -127,7 +127,7 @@ class DeferredLibrary(_cg.JITCodeLibrary):
     def _unserialize(cls, codegen, state):
         name, kind, data = state
         if kind != KIND:
-            return super()._unserialize.__func__(cls, codegen, state)
+            return super()._unserialize(codegen, state)
         self = codegen.create_library(name)
         self._final_module = self._shared_module = ll.parse_bitcode(data)
         self._dynamic_globals = _dynamic_globals(self._final_module)

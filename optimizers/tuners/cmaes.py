@@ -101,15 +101,18 @@ class CMAES(Optimizer):
         """``draws`` with each one outside the unit box replaced by the next draw inside it (in the
         order drawn), over at most `RESAMPLE_ROUNDS` more rounds of lambda draws; those still outside
         stay (the run loop clips them)."""
-        inside = lambda d: bool(np.all((np.asarray(d) >= 0.0) & (np.asarray(d) <= 1.0)))
+        def inside(d) -> bool:
+            u = np.asarray(d)
+            return bool(((u >= 0.0) & (u <= 1.0)).all())
+
         out = [k for k, d in enumerate(draws) if not inside(d)]
         for _ in range(RESAMPLE_ROUNDS):
             if not out:
                 break
             fresh = [d for d in self.strategy.generate(Individual) if inside(d)]
-            for k, d in zip(list(out), fresh):
+            for k, d in zip(out, fresh):
                 draws[k] = d
-                out.remove(k)
+            out = out[len(fresh):]
         return draws
 
     def recommendation(self) -> np.ndarray:
