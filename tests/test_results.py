@@ -125,3 +125,41 @@ def test_results_links_lead_somewhere(page):
     for m in ANY_RESULTS_LINK.finditer(page.read_text(encoding="utf-8")):
         target = (page.parent / m.group(1)).resolve()
         assert target.exists(), f"{page.relative_to(ROOT)}: the link {m.group(1)} leads nowhere"
+
+
+def test_the_standard_tuner_comparison_table_holds_the_runs():
+    """docs/tuning.md's table of the standard tuner comparison has one row per tuner that
+    ``bench_tuning.py --standard`` runs (its first cell names the label in backticks) and a column
+    per seed; a cell shows the run's re-scored best and its tuned best in millions, to 0.1 M, as
+    ``results/bench-standard/standard-<label>-seed<seed>/`` holds them (``rescore.csv``'s highest
+    estimate, ``evaluations.csv``'s), and a run not re-scored yet shows no figure."""
+    import pandas as pd
+    from conftest import load_benchmark
+
+    labels = list(load_benchmark("bench_tuning").STANDARD)
+    runs = ROOT / "results" / "bench-standard"
+    page = ROOT / "docs" / "tuning.md"
+    tables = [(h, rows) for h, rows in _tables(page.read_text(encoding="utf-8"))
+              if h[0] == "tuner" and h[1:] and all(re.fullmatch(r"seed \d+", c) for c in h[1:])]
+    assert len(tables) == 1, f"{page.relative_to(ROOT)}: {len(tables)} tables headed 'tuner | seed N | ...', want 1"
+    header, rows = tables[0]
+    shown = {}
+    for lineno, cells in rows:
+        named = re.findall(r"`([\w-]+)`", cells[0])
+        assert named and named[0] in labels, f"docs/tuning.md:{lineno}: the row names no tuner of {labels}"
+        shown[named[0]] = (lineno, cells)
+    assert sorted(shown) == sorted(labels), f"docs/tuning.md: rows for {sorted(shown)}, bench_tuning runs {labels}"
+    wrong = []
+    for label, (lineno, cells) in shown.items():
+        for column, cell in zip(header[1:], cells[1:]):
+            run = runs / f"standard-{label}-seed{column.split()[1]}"
+            figures = re.findall(r"(\d+\.\d) M", cell)
+            if not (run / "rescore.csv").is_file():
+                if figures:
+                    wrong.append(f"docs/tuning.md:{lineno}: {label}, {column} shows {cell!r}; {run.name} is not re-scored")
+                continue
+            want = [f"{pd.read_csv(run / name).fitness.max() / 1e6:.1f}" for name in ("rescore.csv", "evaluations.csv")]
+            if figures != want:
+                wrong.append(f"docs/tuning.md:{lineno}: {label}, {column} shows {cell!r}; "
+                             f"{run.relative_to(ROOT).as_posix()} holds {want[0]} M re-scored ({want[1]} M tuned)")
+    assert not wrong, "\n".join(wrong)
