@@ -403,7 +403,16 @@ def bumpiness(board, width, top):
     steps_down_3plus="Neighbouring columns (x, x + 1) where the left column is higher by 3 or more.",
 )
 def step_counts(board, width, top):
-    """The seven step counts in one pass.
+    """The seven step counts in one pass (`step_masks`)."""
+    m, u1, u2, u3, d1, d2, d3 = step_masks(board, width, top)
+    return (popcount(m & ~(u1 | d1)), popcount(u1 & ~u2), popcount(u2 & ~u3), popcount(u3),
+            popcount(d1 & ~d2), popcount(d2 & ~d3), popcount(d3))
+
+
+@inner
+def step_masks(board, width, top):
+    """``(m, u1, u2, u3, d1, d2, d3)``: bit x of ``m`` for each neighbouring pair (x, x + 1); bit x
+    of ``uk`` set when h[x+1] - h[x] >= k, of ``dk`` when h[x] - h[x+1] >= k.
 
     Row by row the skyline mask says which columns have started; bit x of ``up`` is set in exactly
     h[x+1] - h[x] rows when that is positive (``down`` likewise for h[x] - h[x+1]). Saturating
@@ -431,8 +440,7 @@ def step_counts(board, width, top):
         d3 |= d2 & d
         d2 |= d1 & d
         d1 |= d
-    return (popcount(m & ~(u1 | d1)), popcount(u1 & ~u2), popcount(u2 & ~u3), popcount(u3),
-            popcount(d1 & ~d2), popcount(d2 & ~d3), popcount(d3))
+    return m, u1, u2, u3, d1, d2, d3
 
 
 # --------------------------------------------------------------------------------------------
@@ -569,6 +577,28 @@ def column_heights(board, width, top):
         d[x] = abs(h[x] - h[x + 1]) if x + 1 < width else 0
     return (h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15],
             d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12], d[13], d[14])
+
+
+@board_feature
+def pattern_diversity(board, width, top):
+    """Pattern diversity (MdpTetris's ``diversity``, the ninth of the D-T features of Gabillon,
+    Ghavamzadeh and Scherrer's CBMPI): how many of the height differences -2, -1, 0, 1, 2 occur
+    between neighbouring columns, h[x+1] - h[x] for x = 0..width-2; 0 to 5 (an empty board: 1)."""
+    m, u1, u2, u3, d1, d2, d3 = step_masks(board, width, top)
+    return (int((m & ~(u1 | d1)) != 0) + int((u1 & ~u2) != 0) + int((u2 & ~u3) != 0) + int((d1 & ~d2) != 0)
+            + int((d2 & ~d3) != 0))
+
+
+@column_form("pattern_diversity", combine="or", reach=1, edge="none")
+def pattern_diversity_by_column(left, col, right, height):
+    """The difference h[x+1] - h[x] of the column and its right neighbour as one bit (bit d + 2),
+    when it lies in -2..2 and the column has a right neighbour (``right`` -1: none)."""
+    if right == -1:
+        return np.int64(0)
+    d = bit_length(right) - bit_length(col)
+    if d < -2 or d > 2:
+        return np.int64(0)
+    return np.int64(1) << (d + 2)
 
 
 # --------------------------------------------------------------------------------------------

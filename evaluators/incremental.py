@@ -12,9 +12,13 @@ board's columns or rows:
   only. A child's value is then its parent's, minus g of the columns the piece's cells fall in
   (and, with reach 1, the columns beside them) on the parent, plus g of the same columns on the
   child.
-- `column_form` (``combine="or"``, reach 0): the feature is the number of bits set in the OR of g
-  over the columns (rows holding some column's mark); the parent's ORs of the columns left and
-  right of each column are kept, so a child ORs in its changed columns only.
+- `column_form` (``combine="or"``): the feature is the number of bits set in the OR of g over the
+  columns (rows holding some column's mark, say); the parent's ORs of the columns left and right of
+  each column are kept, so a child ORs in its changed columns only (and, with reach 1, those
+  beside them).
+- A column form's ``edge``: ``"wall"`` (the default) gives the first and last columns a wall as
+  their outer neighbour; ``"none"`` gives them -1 (every bit set, which no column of at most 63
+  rows is), for a feature that reads pairs of columns inside the board only.
 - `local_rows`: a row feature (`registry.row_feature`) whose row function ignores ``above``: a
   child's value is its parent's plus the change of the rows the piece covers.
 
@@ -56,6 +60,8 @@ from . import registry
 from .registry import BOARD, PLACEMENT, WEIGHT, FeatureError, evaluate, term, top_row
 
 SUM, OR, ROWS = "sum", "or", "rows"
+#: a column form's ``edge``: the outer columns' missing neighbour a wall, or -1
+WALL, NONE = "wall", "none"
 
 
 @dataclass(frozen=True)
@@ -63,26 +69,30 @@ class Form:
     """How a feature's value follows from columns or rows (see the module docstring): ``combine``
     `SUM`, `OR` or `ROWS`; ``fn`` g(left, col, right, height) (None for `ROWS`: the feature's row
     function); ``reach`` 1 when g reads the neighbouring columns; ``kernel`` the feature's kernel
-    it was declared for (a feature registered again under the name has none)."""
+    it was declared for (a feature registered again under the name has none); ``edge`` what an
+    outer column's missing neighbour is given as (`WALL` or `NONE`)."""
 
     feature: str
     combine: str
     fn: Dispatcher | None
     reach: int
     kernel: Dispatcher
+    edge: str = "wall"
 
 
 #: feature name -> its form
 _FORMS: dict[str, Form] = {}
 
 
-def column_form(feature: str, *, reach: int = 0, combine: str = SUM):
+def column_form(feature: str, *, reach: int = 0, combine: str = SUM, edge: str = "wall"):
     """Declare ``fn(left, col, right, height)`` the column form of the registered board feature
     ``feature`` (see the module docstring); returns the numba function."""
     if combine not in (SUM, OR):
         raise FeatureError(f"column form of {feature!r}: combine is 'sum' or 'or', not {combine!r}")
-    if reach not in (0, 1) or (combine == OR and reach):
-        raise FeatureError(f"column form of {feature!r}: reach is 0 or 1 (0 under combine 'or'), not {reach}")
+    if reach not in (0, 1):
+        raise FeatureError(f"column form of {feature!r}: reach is 0 or 1, not {reach}")
+    if edge not in (WALL, NONE):
+        raise FeatureError(f"column form of {feature!r}: edge is 'wall' or 'none', not {edge!r}")
     f = registry.get(feature)
     if f.kind != BOARD or f.output is not None:
         raise FeatureError(f"column form of {feature!r}: a board feature of one value only")
@@ -90,7 +100,7 @@ def column_form(feature: str, *, reach: int = 0, combine: str = SUM):
     def wrap(fn):
         registry._check_arity(fn, 4, "a column form (left, col, right, height)")
         kernel = fn if isinstance(fn, Dispatcher) else njit(cache=True)(fn)
-        _FORMS[f.name] = Form(f.name, combine, kernel, reach, f.kernel)
+        _FORMS[f.name] = Form(f.name, combine, kernel, reach, f.kernel, edge)
         return kernel
 
     return wrap
@@ -258,7 +268,7 @@ def _source(kind: registry.Kind, what: str) -> tuple[str, dict]:
                 body.append(f"    view.totals[{slot}] = k{slot}(board, width, top)")
                 continue
             env[f"g{slot}"] = found.fn
-            g = f"g{slot}(view.cols[x - 1], view.cols[x], view.cols[x + 1], height)"
+            g = _call(slot, found, "view.cols[x - 1]", "view.cols[x]", "view.cols[x + 1]")
             if found.combine == SUM:
                 body += ["    t = np.int64(0)", "    for x in range(1, width + 1):", f"        g = {g}",
                          f"        view.values[{slot}, x] = g", "        t += g", f"    view.totals[{slot}] = t"]
@@ -327,13 +337,26 @@ def _values(plan, env) -> list[str]:
         lo, hi = ("a", "b") if reach == 0 else (f"max(a - {reach}, 1)", f"min(b + {reach}, width)")
         body += [f"    for x in range({lo}, {hi} + 1):", "        left = child[x - 1]", "        col = child[x]",
                  "        right = child[x + 1]"]
-        body += [f"        v{slot} += g{slot}(left, col, right, height) - values[{slot}, x]" for slot, _ in sums]
+        body += [f"        v{slot} += {_call(slot, found, 'left', 'col', 'right')} - values[{slot}, x]"
+                 for slot, found in sums]
     for slot, _, found in plan:
         if found is not None and found.combine == OR:
             env[f"g{slot}"] = found.fn
-            body += [f"    m = view.before[{slot}, a] | view.after[{slot}, b + 1]", "    for x in range(a, b + 1):",
-                     f"        m |= g{slot}(child[x - 1], child[x], child[x + 1], height)", f"    v{slot} = popcount(m)"]
+            lo, hi = ("a", "b") if found.reach == 0 else ("max(a - 1, 1)", "min(b + 1, width)")
+            body += [f"    lo = {lo}", f"    hi = {hi}", f"    m = view.before[{slot}, lo] | view.after[{slot}, hi + 1]",
+                     "    for x in range(lo, hi + 1):",
+                     f"        m |= {_call(slot, found, 'child[x - 1]', 'child[x]', 'child[x + 1]')}",
+                     f"    v{slot} = popcount(m)"]
     return body
+
+
+def _call(slot: int, found: Form, left: str, col: str, right: str) -> str:
+    """Source of the call of the form of slot ``slot`` on the column ``col`` (index ``x``) and its
+    neighbours, the outer columns' missing neighbour -1 under ``edge: none``."""
+    if found.edge == NONE:
+        left = f"({left} if x > 1 else np.int64(-1))"
+        right = f"({right} if x < width else np.int64(-1))"
+    return f"g{slot}({left}, {col}, {right}, height)"
 
 
 def source(what: str, kind: registry.Kind) -> str:

@@ -146,6 +146,8 @@ def features(board, height, width=10):
         out[f"column_height_diff_{x}"] = abs(hs[x] - hs[x + 1])
     out["max_height"] = wall
     out["constant"] = 1
+    # -14, pattern diversity: which of the differences -2..2 occur between neighbouring columns
+    out["pattern_diversity"] = len({hs[x + 1] - hs[x] for x in range(width - 1)} & {-2, -1, 0, 1, 2})
     return out
 
 

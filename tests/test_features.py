@@ -45,7 +45,7 @@ BUILTIN = ("row_transitions", "interior_row_transitions", "column_transitions", 
            "occupied_rows", "buried_cells", "wells", "rows_with_holes", "holes", "open_holes", "covered_holes",
            "aggregate_height", "max_height", "bumpiness", "platforms", "steps_up_1", "steps_up_2",
            "steps_up_3plus", "steps_down_1", "steps_down_2", "steps_down_3plus", "wells_empty_below",
-           "hole_depth", "constant") + COLUMN_FEATURES
+           "hole_depth", "constant", "pattern_diversity") + COLUMN_FEATURES
 PLACEMENT = ("landing_height", "eroded_cells", "lines_cleared", "points_gained", "landing_height_zero_based")
 
 
@@ -92,6 +92,7 @@ EXPECTED_B = {
     # (2,6) up3+, (6,4) down2, (4,4) flat, (4,3) down1
     "platforms": 2, "steps_up_1": 0, "steps_up_2": 1, "steps_up_3plus": 2,
     "steps_down_1": 1, "steps_down_2": 2, "steps_down_3plus": 1,
+    "pattern_diversity": 4,               # of -2..2 the differences 0, -2, +2, -1 occur (+1 does not)
     "holes": 6,
     "rows_with_holes": 3,                 # y16 (col 2), y17 (cols 2, 7, 8), y18 (cols 2, 8)
     # col 2's holes reach (3, 16), open to the sky (column 3 starts at y17): open. (7,17),
@@ -139,6 +140,7 @@ def test_empty_board():
     expected.update(row_transitions=40,        # 20 empty rows, 2 each (the two walls)
                     column_transitions=10,     # each empty column meets the floor once
                     platforms=9,               # all 9 neighbouring pairs at height 0
+                    pattern_diversity=1,       # the difference 0 alone
                     constant=1)
     assert {n: measure(n, empty) for n in BUILTIN} == expected
 
@@ -188,6 +190,7 @@ def test_classic_board_12_wide():
     assert measure("max_height", board, w) == 3
     assert measure("bumpiness", board, w) == 8                          # 1+1+1+2+1+0+0+1+0+0+1
     assert measure("platforms", board, w) == 4                          # (5,6) (6,7) (8,9) (9,10)
+    assert measure("pattern_diversity", board, w) == 4                  # -2, -1, 0, +1 occur; +2 does not
     assert measure("holes", board, w) == 0
     assert measure("wells", board, w) == 2                              # (2,24) and (4,25), runs of 1
     assert measure("row_transitions", board, w) == 23 * 2 + 2 + 4 + 2   # 23 empty rows, then y23..y25
@@ -395,6 +398,7 @@ def ref_features(g):
     out["steps_down_1"] = sum(d == -1 for d in diffs)
     out["steps_down_2"] = sum(d == -2 for d in diffs)
     out["steps_down_3plus"] = sum(d <= -3 for d in diffs)
+    out["pattern_diversity"] = len(set(diffs) & {-2, -1, 0, 1, 2})
     out["holes"] = sum(map(sum, holes))
     out["rows_with_holes"] = sum(any(row) for row in holes)
     out["open_holes"] = sum(holes[y][x] and open_[y][x] for y in range(height) for x in range(width))

@@ -16,7 +16,7 @@ from engine.lock import lost, spawn_state
 from engine.movegen import scratch
 from evaluators import Placement, evaluate, from_dict, load_evaluator, registry
 from evaluators import features as F
-from evaluators.incremental import (OR, ROWS, SUM, column_scratch, column_view, evaluate_child, form,
+from evaluators.incremental import (NONE, OR, ROWS, SUM, column_form, column_scratch, column_view, evaluate_child, form,
                                     incremental)
 from solver._base import value_scratch
 from solver.greedy import best_placement
@@ -41,6 +41,8 @@ def by_form(name, board, width):
         assert min(rows) >= 0, f"{name}: a form counts (a search's bound on a value relies on it)"
         return sum(rows)
     cols = columns(board, width)
+    if f.edge == NONE:  # the outer columns have no neighbour beyond them: -1
+        cols[0] = cols[-1] = -1
     g = [int(f.fn(np.int64(cols[x]), np.int64(cols[x + 1]), np.int64(cols[x + 2]), len(board))) for x in range(width)]
     assert min(g) >= 0, f"{name}: a form counts (a search's bound on a value relies on it)"
     if f.combine == SUM:
@@ -74,8 +76,29 @@ def boards(draw, width=None, height=None):
 
 def test_the_forms_are_declared_where_expected():
     assert {"holes", "column_transitions", "row_transitions", "wells_empty_below", "hole_depth", "rows_with_holes",
-            "wells"} <= set(FORMED)
+            "wells", "pattern_diversity"} <= set(FORMED)
     assert form("column_height_0") is None and form("landing_height") is None
+
+
+def test_a_form_of_pairs_inside_the_board_is_given_no_wall():
+    # pattern diversity reads h[x+1] - h[x] for pairs inside the board: columns 8 and 9 both 18 high,
+    # the rest empty, give the differences 0 and +18 (1 of -2..2); read against the right wall
+    # (20 high), column 9 would add +2
+    board = np.zeros(20, np.uint16)
+    board[2:] = 0b11 << 8
+    assert form("pattern_diversity").edge == NONE
+    assert registry.measure("pattern_diversity", board, 10) == by_form("pattern_diversity", board, 10) == 1
+    wall, column = (1 << 20) - 1, (1 << 18) - 1
+    g = form("pattern_diversity").fn
+    assert (g(np.int64(column), np.int64(column), np.int64(-1), 20), g(np.int64(column), np.int64(column),
+                                                                          np.int64(wall), 20)) == (0, 1 << 4)
+
+
+def test_a_column_form_is_declared_with_known_settings():
+    for settings_, message in (({"combine": "max"}, "combine is 'sum' or 'or'"), ({"reach": 2}, "reach is 0 or 1"),
+                               ({"edge": "floor"}, "edge is 'wall' or 'none'")):
+        with pytest.raises(registry.FeatureError, match=f"column form of 'holes': {message}"):
+            column_form("holes", **settings_)
 
 
 @settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -109,7 +132,8 @@ def test_the_standard_forms_against_the_reference(case):
     board = np.array([r for r in board if r] , np.uint16)
     board = np.concatenate([np.zeros(20 - len(board), np.uint16), board])
     expected = ref.features([[bool((int(r) >> x) & 1) for x in range(10)] for r in board[::-1] if r], 20)
-    for name in ("row_transitions", "column_transitions", "holes", "wells_empty_below", "hole_depth", "rows_with_holes"):
+    for name in ("row_transitions", "column_transitions", "holes", "wells_empty_below", "hole_depth", "rows_with_holes",
+                 "pattern_diversity"):
         assert by_form(name, board, 10) == expected[name], name
 
 
@@ -149,7 +173,8 @@ EVALUATORS = {
         "rows_with_holes": -1.125, "hole_depth": {"weight": 0.7, "delta": True}, "occupied_rows": 0.01,
         "aggregate_height": -0.0625, "buried_cells": {"weight": -1.0, "table": [[0, 1], [2, 3], [9, -4]]},
         "interior_row_transitions": 0.5, "occupied_cells": -0.3, "wells_empty_below": -1.75,
-        "column_transitions": -3.0, "landing_height": -1.0, "eroded_cells": 2.0, "row_transitions": -0.75},
+        "column_transitions": -3.0, "landing_height": -1.0, "eroded_cells": 2.0, "row_transitions": -0.75,
+        "pattern_diversity": -0.4},
         "tie_break": "pd_priority"}),
 }
 
