@@ -298,7 +298,8 @@ def test_the_rescoring_plays_the_tuners_mean_beside_its_best_draws(tmp_path, mon
     against 8,650-8,724) and best.yaml is the centroid. (Over run seeds 1-20 the centroid is truly
     better than the best-ranked draw in 11, than all three in 4, and re-scores best in 5.)"""
     toy_fitness.install(monkeypatch, noise=3000.0)
-    run = tuning.tune(config(tmp_path, seed=1, algorithm="cmaes", cmaes={"population": 8, "generations": 12, "sigma": 0.2},
+    run = tuning.tune(config(tmp_path, seed=1, algorithm="cmaes",
+                             cmaes={"population": 8, "generations": 12, "sigma": 0.2, "bounds": "penalty"},
                              rescore={"top": 3, "overrides": {"online.games": 100, "seed": 100000}}))
     table = rows(run.dir, "rescore.csv")
     assert [int(r["index"]) for r in table][3:] == [RECOMMENDATION] and table[3]["tuned_fitness"] == "nan"

@@ -52,7 +52,7 @@ class CMAESConfig(TunerSettings):
     sigma: float = Field(0.2, gt=0, description="initial step size, as a share of each parameter's range")
     weights: Literal["superlinear", "linear", "equal"] = Field("superlinear", description="the parents' recombination weights")
     bounds: Literal["clip", "penalty", "resample"] = Field(
-        "penalty", description="`clip`: the strategy is told the clipped point; `penalty`: the draw itself, its fitness "
+        "resample", description="`clip`: the strategy is told the clipped point; `penalty`: the draw itself, its fitness "
                                "lowered by `penalty` x its squared distance to the box; `resample`: a draw outside the "
                                "box drawn again (the module docstring)")
     penalty: float = Field(1e6, ge=0, description="penalty: fitness lost per squared range share outside the box")
