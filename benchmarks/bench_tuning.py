@@ -84,13 +84,15 @@ def start_or_resume(config, run_dir: Path, quiet: bool = True):
     """The run of ``config`` in ``run_dir``: started there when it holds no checkpoint yet,
     otherwise continued from it (`optimizers.run.resume`; a finished run is read back and nothing
     is played again). `BenchError` when the run there was made by another config (the
-    ``parallel`` settings, ``runs_dir`` and the ``meta`` notes aside)."""
+    ``parallel`` settings, ``runs_dir``, the ``meta`` notes and the sections of the tuners it does
+    not run aside: a default changed in another tuner's settings does not make it another run)."""
     from optimizers.run import load_resume, resume
     from optimizers.store import RunStore
 
     if RunStore(run_dir, []).checkpoint.is_file():
         written = load_resume(run_dir)
-        ignore = {"parallel", "runs_dir", "meta"}  # meta: notes (where the YAML was read), not settings
+        # meta: notes (where the YAML was read), not settings
+        ignore = {"parallel", "runs_dir", "meta"} | (set(TUNERS) - {written.algorithm})
         if written.model_dump(mode="json", exclude=ignore) != config.model_dump(mode="json", exclude=ignore):
             raise BenchError(f"{run_dir / 'config.yaml'}: made by other settings than this benchmark's; "
                              f"give another --out or remove {run_dir}")

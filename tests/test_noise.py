@@ -370,5 +370,9 @@ def test_bench_tuning_continues_each_standard_run_in_its_own_directory(tmp_path,
     # a run directory another setting made is refused, naming its config file
     with pytest.raises(bench.BenchError, match=r"run[/\\]config\.yaml: made by other settings"):
         bench.start_or_resume(config(tmp_path / "c", seed=6), run_dir)
-    # the parallel settings may differ (a resumed run may use more workers)
+    # the parallel settings may differ (a resumed run may use more workers), and so may the
+    # sections of tuners the run does not use (a default changed there since)
     bench.start_or_resume(config(tmp_path / "d", parallel={"n_jobs": 1, "threads": 2}), run_dir)
+    bench.start_or_resume(config(tmp_path / "e", cmaes={"bounds": "clip", "sigma": 0.4}), run_dir)
+    with pytest.raises(bench.BenchError, match="made by other settings"):  # its own tuner's section counts
+        bench.start_or_resume(config(tmp_path / "f", random={"samples": 6, "generations": 5}), run_dir)
