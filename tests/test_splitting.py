@@ -203,15 +203,17 @@ def test_dellacherie_beats_a_player_that_ignores_holes_by_the_estimate():
 
 
 @pytest.mark.slow
-def test_the_splitting_tuning_config_runs_with_common_seeds(tmp_path):
-    """configs/cmaes_standard_split.yaml, shrunk to the 10 x 10 board: every candidate of a
-    generation is scored by an estimate from the same seed, a new one each generation, and its
-    fitness is that estimate; the best is re-scored on estimates of unplayed seeds."""
+@pytest.mark.parametrize("name", ["cmaes_standard_split.yaml", "cmaes_standard_dt.yaml"])
+def test_the_splitting_tuning_config_runs_with_common_seeds(tmp_path, name):
+    """configs/cmaes_standard_split.yaml (the eight features) and cmaes_standard_dt.yaml (the nine
+    D-T features), shrunk to the 10 x 10 board: every candidate of a generation is scored by an
+    estimate from the same seed, a new one each generation, and its fitness is that estimate; the
+    best is re-scored on estimates of unplayed seeds."""
     import csv
 
     from optimizers import load_run_config, tune
 
-    config = load_run_config(ROOT / "configs" / "cmaes_standard_split.yaml", [
+    config = load_run_config(ROOT / "configs" / name, [
         "cmaes.population=4", "cmaes.generations=2", "solver.rules=standard_10x10", "solver.splitting.low=1",
         "solver.splitting.levels=[3,5,7,9]", "solver.splitting.trials=40", "solver.splitting.pieces=3000",
         "parallel.n_jobs=1", "rescore.top=1", "rescore.overrides={online.games: 2, seed: 100000}", f"runs_dir={tmp_path}"])
