@@ -364,9 +364,10 @@ def test_bench_tuning_continues_each_standard_run_in_its_own_directory(tmp_path,
     assert RunStore(run_dir, []).load_checkpoint()["generation"] == 2
     resumed = bench.start_or_resume(cfg, run_dir)
     assert rows(run_dir) == rows(tmp_path / "a" / "run") and resumed.state["best"] == whole.state["best"]
-    evaluations = len(rows(run_dir))
-    again = bench.start_or_resume(cfg, run_dir)  # finished: read back, nothing evaluated again
-    assert len(rows(run_dir)) == evaluations and again.state["best"] == whole.state["best"]
+    files = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    again = bench.start_or_resume(cfg, run_dir)  # finished: read back, nothing evaluated or written again
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == files
+    assert again.state["best"] == whole.state["best"] and len(again.evaluations()) == len(rows(run_dir))
     # a run directory another setting made is refused, naming its config file
     with pytest.raises(bench.BenchError, match=r"run[/\\]config\.yaml: made by other settings"):
         bench.start_or_resume(config(tmp_path / "c", seed=6), run_dir)
