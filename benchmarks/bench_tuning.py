@@ -83,9 +83,10 @@ class BenchError(Exception):
 def start_or_resume(config, run_dir: Path, quiet: bool = True):
     """The run of ``config`` in ``run_dir``: started there when it holds no checkpoint yet,
     otherwise continued from it (`optimizers.run.resume`; a finished run is read back as it is,
-    nothing played again and no file of it written). `BenchError` when the run there was made by another config (the
-    ``parallel`` settings, ``runs_dir``, the ``meta`` notes and the sections of the tuners it does
-    not run aside: a default changed in another tuner's settings does not make it another run)."""
+    nothing played again and no file of it written). `BenchError` when the run there was made by
+    another config (the ``parallel`` settings, ``runs_dir``, the ``meta`` notes and the sections of
+    the tuners it does not run aside: a default changed in another tuner's settings does not make
+    it another run)."""
     from optimizers.run import Run, load_resume, resume
     from optimizers.store import RunStore
 
@@ -99,7 +100,7 @@ def start_or_resume(config, run_dir: Path, quiet: bool = True):
                              f"give another --out or remove {run_dir}")
         checkpoint = store.load_checkpoint()
         if checkpoint.get("done"):
-            return Run(Path(run_dir), written, checkpoint)
+            return Run(run_dir, written, checkpoint)
         return resume(run_dir, config=written.model_copy(update={"parallel": config.parallel}), quiet=quiet)
     run_dir.mkdir(parents=True, exist_ok=True)
     return tune(config, quiet=quiet, run_dir=run_dir)

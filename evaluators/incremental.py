@@ -77,14 +77,14 @@ class Form:
     fn: Dispatcher | None
     reach: int
     kernel: Dispatcher
-    edge: str = "wall"
+    edge: str = WALL
 
 
 #: feature name -> its form
 _FORMS: dict[str, Form] = {}
 
 
-def column_form(feature: str, *, reach: int = 0, combine: str = SUM, edge: str = "wall"):
+def column_form(feature: str, *, reach: int = 0, combine: str = SUM, edge: str = WALL):
     """Declare ``fn(left, col, right, height)`` the column form of the registered board feature
     ``feature`` (see the module docstring); returns the numba function."""
     if combine not in (SUM, OR):
@@ -334,7 +334,7 @@ def _values(plan, env) -> list[str]:
         for slot, found in sums:
             env[f"g{slot}"] = found.fn
             body.append(f"    v{slot} = view.totals[{slot}]")
-        lo, hi = ("a", "b") if reach == 0 else (f"max(a - {reach}, 1)", f"min(b + {reach}, width)")
+        lo, hi = _changed(reach)
         body += [f"    for x in range({lo}, {hi} + 1):", "        left = child[x - 1]", "        col = child[x]",
                  "        right = child[x + 1]"]
         body += [f"        v{slot} += {_call(slot, found, 'left', 'col', 'right')} - values[{slot}, x]"
@@ -342,12 +342,19 @@ def _values(plan, env) -> list[str]:
     for slot, _, found in plan:
         if found is not None and found.combine == OR:
             env[f"g{slot}"] = found.fn
-            lo, hi = ("a", "b") if found.reach == 0 else ("max(a - 1, 1)", "min(b + 1, width)")
-            body += [f"    first = {lo}", f"    last = {hi}", f"    m = view.before[{slot}, first] | view.after[{slot}, last + 1]",
+            lo, hi = _changed(found.reach)
+            body += [f"    first = {lo}", f"    last = {hi}",
+                     f"    m = view.before[{slot}, first] | view.after[{slot}, last + 1]",
                      "    for x in range(first, last + 1):",
                      f"        m |= {_call(slot, found, 'child[x - 1]', 'child[x]', 'child[x + 1]')}",
                      f"    v{slot} = popcount(m)"]
     return body
+
+
+def _changed(reach: int) -> tuple[str, str]:
+    """Source of the first and last column index whose form of ``reach`` a child changes: those its
+    piece fell in (``a``..``b``), widened by ``reach`` within the board."""
+    return ("a", "b") if reach == 0 else (f"max(a - {reach}, 1)", f"min(b + {reach}, width)")
 
 
 def _call(slot: int, found: Form, left: str, col: str, right: str) -> str:

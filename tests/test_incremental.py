@@ -16,8 +16,8 @@ from engine.lock import lost, spawn_state
 from engine.movegen import scratch
 from evaluators import Placement, evaluate, from_dict, load_evaluator, registry
 from evaluators import features as F
-from evaluators.incremental import (NONE, OR, ROWS, SUM, column_form, column_scratch, column_view, evaluate_child, form,
-                                    incremental)
+from evaluators.incremental import (NONE, OR, ROWS, SUM, column_form, column_scratch, column_view, evaluate_child,
+                                    form, incremental)
 from solver._base import value_scratch
 from solver.greedy import best_placement
 

@@ -156,7 +156,8 @@ def test_the_standard_tuner_comparison_table_holds_the_runs():
             figures = re.findall(r"(\d+\.\d) M", cell)
             if not (run / "rescore.csv").is_file():
                 if figures:
-                    wrong.append(f"docs/tuning.md:{lineno}: {label}, {column} shows {cell!r}; {run.name} is not re-scored")
+                    wrong.append(f"docs/tuning.md:{lineno}: {label}, {column} shows {cell!r}; "
+                                 f"{run.name} is not re-scored")
                 continue
             want = [f"{pd.read_csv(run / name).fitness.max() / 1e6:.1f}" for name in ("rescore.csv", "evaluations.csv")]
             if figures != want:

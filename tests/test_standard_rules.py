@@ -24,7 +24,8 @@ LETTER = {name: s for s, name in enumerate(SHAPE_NAMES)}
 I, L, J, T, O, S, Z = (LETTER[c] for c in "ILJTOSZ")
 #: the features standard_reference.py computes on an afterstate
 REF_FEATURES = ("row_transitions", "column_transitions", "holes", "wells_empty_below", "hole_depth",
-                "rows_with_holes", "max_height", "constant", "pattern_diversity") + tuple(f"column_height_{x}" for x in range(10)) \
+                "rows_with_holes", "max_height", "constant", "pattern_diversity") \
+    + tuple(f"column_height_{x}" for x in range(10)) \
     + tuple(f"column_height_diff_{x}" for x in range(9))
 
 

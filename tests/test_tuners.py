@@ -94,8 +94,9 @@ def test_cmaes_keeps_candidates_in_the_box_and_reaches_a_bound(bounds):
 
 def test_cmaes_resampling_keeps_its_draws_off_a_bound_the_penalty_piles_them_on():
     """A fitness in millions whose best point is inside the box near a bound (as rows per game on
-    the standard game): under the default penalty, too weak against such a fitness, many draws fall
-    outside and are evaluated clipped; resampling keeps every draw inside and finds the top."""
+    the standard game): under `penalty` at its default weight, too weak against such a fitness,
+    many draws fall outside and are evaluated clipped; resampling keeps every draw inside and finds
+    the top."""
     space = box()  # [-1, 1]^3, the start at its centre (0, 0, 0)
 
     def fitness(v):
