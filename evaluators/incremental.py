@@ -343,9 +343,8 @@ def _values(plan, env) -> list[str]:
         if found is not None and found.combine == OR:
             env[f"g{slot}"] = found.fn
             lo, hi = _changed(found.reach)
-            body += [f"    first = {lo}", f"    last = {hi}",
-                     f"    m = view.before[{slot}, first] | view.after[{slot}, last + 1]",
-                     "    for x in range(first, last + 1):",
+            body += [f"    m = view.before[{slot}, {lo}] | view.after[{slot}, {hi} + 1]",
+                     f"    for x in range({lo}, {hi} + 1):",
                      f"        m |= {_call(slot, found, 'child[x - 1]', 'child[x]', 'child[x + 1]')}",
                      f"    v{slot} = popcount(m)"]
     return body
