@@ -26,9 +26,13 @@ The series file (``--json FILE``): every finished game is appended at once, as o
 start, at most every 10 s and no more than 2% of the time (`REWRITE_SECONDS`, `REWRITE_SHARE`: a
 rewrite costs the length of the series), and at the end, when the journal is removed. A run stopped
 or killed at any moment keeps its games: ``--resume`` reads FILE and its journal back, every value
-checked, keeps their games and goes on from the next seed (games are deterministic, so a game
-stopped half-way is played again from its start). An existing FILE is never replaced silently:
-without ``--resume`` it is refused unless ``--force`` is given.
+checked, keeps their games and goes on from the next seed. A game being played keeps its state
+(`solver.online.games.GameCheckpoint`: pieces placed, rows, board) every `KEEP_SECONDS` of wall time in
+``FILE.inplay/seed-N.json`` (written atomically, removed once the game is in the journal), and
+``--resume`` plays it on from there: the same game as one never stopped (its pieces are drawn again
+from the seed), so a stop loses at most a minute of each game being played. An existing FILE is
+never replaced silently: without ``--resume`` it is refused unless ``--force`` is given (which
+removes the games in play too).
 
 Every problem with the command line or the files (a number out of range, an unknown evaluator, a
 ``--json`` that is a folder, cannot be written, or is not a series of this player, rules, board,
@@ -65,6 +69,7 @@ scores and their mean) are one line naming the option or file, exit status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -94,9 +99,12 @@ from evaluators import EvaluatorError, load_evaluator  # noqa: E402
 from evaluators.registry import canonical  # noqa: E402
 from solver import SolverConfig, load_solver_config  # noqa: E402
 from solver.online import play_games  # noqa: E402
+from solver.online.games import GameCheckpoint, play_game  # noqa: E402
 from solver.online.intervals import CI_METHOD, mean_ci95, survival_summary  # noqa: E402
 from solver.registry import get as get_policy  # noqa: E402
 
+#: wall seconds between two states kept of a game being played (``FILE.inplay/seed-N.json``) at least
+KEEP_SECONDS = 60.0
 #: seconds between two rewrites of the series file at least
 REWRITE_SECONDS = 10.0
 #: the largest share of the time spent rewriting the series file (a rewrite that took t seconds is
@@ -200,14 +208,59 @@ _players: dict = {}
 
 def play_one(task: dict) -> dict:
     """One seeded game of a series (in this process or a worker; the player is built once per
-    process): its seed, rows, pieces, end and CPU seconds."""
+    process): its seed, rows, pieces, end and CPU seconds. With ``task["keep"]`` (a game's state
+    file, `inplay_path`) the game goes on from the state there, if any, and keeps its state there
+    every `KEEP_SECONDS`."""
     key = (task["evaluator"], task["rules"], task["height"])
     if key not in _players:
         _players[key] = make(*key)[0]
+    path = Path(task["keep"]) if task.get("keep") else None
+    start, before = None, 0.0
+    if path is not None and path.exists():
+        start, before = read_state(path, task)
     cpu = time.process_time()
-    g = play_games(_players[key], [task["seed"]], task["cap"])
-    return {"seed": task["seed"], "rows": int(g.scores[0]), "pieces": int(g.pieces[0]), "end": g.ends[0],
-            "cpu_seconds": round(time.process_time() - cpu, 2)}
+
+    def keep(state: GameCheckpoint) -> None:
+        spent = round(before + time.process_time() - cpu, 2)
+        write_json(path, {**{k: task[k] for k in STATE_KEYS}, "cpu_seconds": spent, "game": state.to_json()})
+
+    rows, pieces, end, _, _ = play_game(_players[key], task["seed"], task["cap"], start=start,
+                                        keep=keep if path is not None else None, keep_seconds=KEEP_SECONDS)
+    return {"seed": task["seed"], "rows": rows, "pieces": pieces, "end": end,
+            "cpu_seconds": round(before + time.process_time() - cpu, 2)}
+
+
+#: what a game's state file holds besides the game: whose game it is (checked against the task)
+STATE_KEYS = ("evaluator", "rules", "height", "cap", "seed")
+
+
+def inplay_path(path: Path) -> Path:
+    """The folder of the games in play of the series file ``path``: ``<path>.inplay``."""
+    return path.with_name(path.name + ".inplay")
+
+
+def read_state(path: Path, task: dict) -> tuple[GameCheckpoint, float]:
+    """The game state in ``path`` (`play_one`'s ``keep``) and the CPU seconds it had taken, checked
+    against ``task``: `UserError` naming the file and the problem."""
+    try:
+        data = read_json(path, MAX_JSON_BYTES, "a game's state")
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        for k in STATE_KEYS:
+            if data.get(k) != task[k]:
+                raise ValueError(f"{k}: {show(data.get(k))}, but the series' is {show(task[k])}")
+        cpu = data.get("cpu_seconds")
+        if type(cpu) not in (int, float) or cpu < 0:
+            raise ValueError(f"cpu_seconds: should be a number >= 0, got {show(cpu)}")
+        state = GameCheckpoint.from_json(data.get("game"))
+        if state.seed != task["seed"]:
+            raise ValueError(f"game: seed {state.seed}, but the file is seed {task['seed']}'s")
+    except ReadError as e:
+        raise UserError(str(e)) from None
+    except ValueError as e:
+        raise UserError(f"{path}: not a game state of this series ({e}); remove it to play that game from its "
+                        "start") from None
+    return state, float(cpu)
 
 
 def settle(out: dict, first: int) -> None:
@@ -366,10 +419,39 @@ def check_output(path: Path, resume: bool, force: bool) -> None:
     if resume:
         if not path.exists():
             raise UserError(f"--resume: {path} does not exist (give the --json file of the series to continue)")
-    elif (path.exists() or journal_path(path).exists()) and not force:
+    elif (path.exists() or journal_path(path).exists() or in_play(path)) and not force:
         raise UserError(f"--json {path}: holds a series already; continue it with --resume, or replace it with --force")
     if path.exists() and not os.access(path, os.W_OK):
         raise UserError(f"--json {path}: read-only; make it writable, or name another file")
+
+
+def keep_states(path: Path, tasks: list[dict], done: set, force: bool) -> list[tuple[int, int]]:
+    """Give each task the state file of its game (``task["keep"]``) in the folder of the games in
+    play of the series file ``path``, made if need be, and return (seed, pieces) of those that go on
+    from a kept state, each checked (`read_state`) before any game is played. The states of games
+    the series holds already are removed, and with ``force`` every state."""
+    folder = inplay_path(path)
+    remove_stale_temporaries(folder)
+    for state in in_play(path):
+        seed = state.stem.removeprefix("seed-")
+        if force or (seed.isdigit() and int(seed) in done):
+            state.unlink()
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--json {path}: cannot keep the games in play in {folder}: {e.strerror or e}") from None
+    going_on = []
+    for task in tasks:
+        task["keep"] = str(folder / f"seed-{task['seed']}.json")
+        if Path(task["keep"]).exists():
+            going_on.append((task["seed"], read_state(Path(task["keep"]), task)[0].pieces))
+    return going_on
+
+
+def in_play(path: Path) -> list[Path]:
+    """The state files of the games in play of the series file ``path`` (`inplay_path`)."""
+    folder = inplay_path(path)
+    return sorted(folder.glob("seed-*.json")) if folder.is_dir() else []
 
 
 def games(args) -> int:
@@ -416,6 +498,11 @@ def games(args) -> int:
     done = {g["seed"] for g in out["games"] + out.get("ahead", [])}
     tasks = [{"evaluator": args.evaluator, "rules": args.rules, "height": args.height, "seed": seed, "cap": args.cap}
              for seed in range(args.seed, args.seed + args.games) if seed not in done]
+    if args.json is not None:
+        going_on = keep_states(args.json, tasks, done, args.force)
+        if going_on:
+            print(f"{len(going_on)} games go on from their kept states: "
+                  + ", ".join(f"seed {seed} at piece {n:,}" for seed, n in going_on), flush=True)
     play_games(policy, [0], 2)  # compile or load the kernels
     _players[(args.evaluator, args.rules, args.height)] = policy
 
@@ -426,6 +513,7 @@ def games(args) -> int:
               + (f" ({len(out['ahead'])} ahead of an unfinished seed)" if out["ahead"] else ""), flush=True)
         if series is not None:
             series.add(g)
+            (inplay_path(args.json) / f"seed-{g['seed']}.json").unlink(missing_ok=True)  # in the journal now
 
     def stop(signum, frame):  # a kill stops like Ctrl-C: the games so far are written
         raise KeyboardInterrupt
@@ -449,6 +537,9 @@ def games(args) -> int:
             if series is not None else ""
         print(f"interrupted{kept}", file=sys.stderr)
         return 130
+    if args.json is not None:
+        with contextlib.suppress(OSError):
+            inplay_path(args.json).rmdir()  # every game finished: its games in play are gone
     if not out["games"]:
         print("no games played", file=sys.stderr)
         return 1

@@ -1,6 +1,7 @@
 """Policies for unknown pieces: agreement with the known-sequence policies where they must agree,
 a plain-Python check of the 2-ply reduction, seeded games, and MCTS on a hand-drawn board."""
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -10,7 +11,8 @@ from engine import CLASSIC, GameState
 from engine.board import from_strings
 from evaluators import load_evaluator
 from solver import SolverConfig, solve
-from solver.online import make_policy, play_games
+from solver.online import games, make_policy, play_game, play_games
+from solver.online.games import GameCheckpoint
 from solver.online.mcts import ENDED, MCTS
 
 
@@ -162,3 +164,54 @@ def test_each_policy_reads_its_own_section_and_the_old_keys_say_where_they_went(
     path.write_text("policy: expect\nrules: classic\npieces: 10\nonline:\n  games: 2\n  keep: 4\n")
     with pytest.raises(ConfigError, match="keep: moved to preview.keep and expect.keep"):
         load_solver_config(path)
+
+
+@pytest.mark.parametrize("policy, cap", [("one_ply", 900), ("preview", 300)])
+def test_a_game_played_on_from_its_checkpoint_is_the_game_never_stopped(policy, cap, monkeypatch):
+    monkeypatch.setattr(games, "CHUNK", 70)  # a checkpoint after every 70 pieces
+    straight = play_game(make_policy(config(policy)), 11, cap)
+    kept = []
+    again = play_game(make_policy(config(policy)), 11, cap, keep=kept.append, keep_seconds=0)
+    assert straight[:3] == again[:3] and list(straight[3]) == list(again[3]) and straight[1] == cap
+    assert [c.pieces for c in kept] == list(range(70, cap, 70))
+    for c in (kept[0], kept[len(kept) // 2], kept[-1]):  # each through JSON, played on by a new policy
+        c = GameCheckpoint.from_json(json.loads(json.dumps(c.to_json())))
+        on = play_game(make_policy(config(policy)), 11, cap, start=c)
+        assert on[:3] == straight[:3] and list(on[3]) == list(straight[3]) and on[4] >= c.seconds
+
+
+def test_a_game_that_tops_out_after_its_checkpoint_ends_as_it_did(monkeypatch):
+    # the tower-building weights above: the game ends by its spawn, not the cap
+    monkeypatch.setattr(games, "CHUNK", 5)
+    bad = {"features": {"landing_height": 10, "lines_cleared": 0, "row_transitions": 0, "column_transitions": 0,
+                        "holes": 5, "wells": 0}}
+    policy = make_policy(config("one_ply", evaluator=bad))
+    kept = []
+    straight = play_game(policy, 4, 5000, keep=kept.append, keep_seconds=0)
+    assert straight[2] == "spawn_blocked" and len(kept) > 2 and kept[-1].pieces > straight[1] - 5
+    for c in kept[-2:]:
+        on = play_game(policy, 4, 5000, start=c)
+        assert on[:3] == straight[:3] and list(on[3]) == list(straight[3])
+
+
+def test_a_checkpoint_that_does_not_fit_the_game_is_refused():
+    policy = make_policy(config("one_ply"))
+    kept = []
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(games, "CHUNK", 50)
+        play_game(policy, 3, 120, keep=kept.append, keep_seconds=0)
+    c = kept[0]
+    with pytest.raises(ValueError, match="seed 3 given for the game of seed 4"):
+        play_game(policy, 4, 120, start=c)
+    with pytest.raises(ValueError, match="at or past the cap 50"):
+        play_game(policy, 3, 50, start=c)
+    wide = GameCheckpoint(3, c.pieces, c.score, c.board | np.uint16(1 << 13), c.kinds)
+    with pytest.raises(ValueError, match="beyond the rules' width"):
+        play_game(policy, 3, 120, start=wide)
+    with pytest.raises(ValueError, match="draws of its own"):
+        play_game(make_policy(config("mcts", mcts={"simulations": 10})), 3, 120, start=c)
+    for broken, problem in (({**c.to_json(), "pieces": -1}, "pieces: should be"),
+                            ({**c.to_json(), "kinds": [0, 1]}, "kinds: should hold 5"),
+                            ({**c.to_json(), "board": [1 << 16]}, "16-bit"), ([], "a JSON object")):
+        with pytest.raises(ValueError, match=problem):
+            GameCheckpoint.from_json(broken)

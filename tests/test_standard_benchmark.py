@@ -14,6 +14,7 @@ from evaluators import load_evaluator
 from experiments import solve as solve_cli
 from solver import solve
 from solver.files import load_solver_config
+from solver.online import games
 from solver.online.games import GamesResult
 from solver.online.intervals import CI_METHOD, SURVIVAL_METHOD, chi2_quantile, chi2_sf, mean_ci95, survival_mean, t975
 from conftest import load_benchmark
@@ -255,6 +256,67 @@ def test_a_series_on_two_processes_resumed_equals_one_played_in_turn(tmp_path):
     assert [(g["rows"], g["pieces"]) for g in a["games"]] == [(g["rows"], g["pieces"]) for g in b["games"]]
     assert (a["n"], a["mean"], a["ci95"]) == (b["n"], b["mean"], b["ci95"]) and a["mean"] > 1000
     assert len(b["resumed"]) == 1
+
+
+def test_a_series_stopped_mid_game_goes_on_from_the_kept_state(tmp_path, monkeypatch, capsys):
+    """A series stopped in its first game keeps that game's state in FILE.inplay/; --resume plays it
+    on from there, to the games and figures of a series never stopped. A state that is not this
+    series' is refused, naming the file; --force removes the states."""
+    bench = load_benchmark("bench_standard")
+    args = ["games", "--rules", "standard_10x10", "--games", "2", "--seed", "7"]
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert bench.main(args + ["--json", str(one)]) == 0
+    monkeypatch.setattr(games, "CHUNK", 300)
+    monkeypatch.setattr(bench, "KEEP_SECONDS", 0)
+    play_game = bench.play_game
+
+    def stopped(*a, keep, **kw):  # Ctrl-C after the third state kept
+        kept = []
+
+        def keep_and_stop(c):
+            keep(c)
+            kept.append(c)
+            if len(kept) == 3:
+                raise KeyboardInterrupt
+
+        return play_game(*a, keep=keep_and_stop, **kw)
+
+    monkeypatch.setattr(bench, "play_game", stopped)
+    assert bench.main(args + ["--json", str(two)]) == 130
+    state = tmp_path / "two.json.inplay" / "seed-7.json"
+    kept = json.loads(state.read_text())
+    assert kept["game"]["pieces"] == 900 and kept["cap"] == 10 ** 9 and kept["cpu_seconds"] >= 0
+    monkeypatch.setattr(bench, "play_game", play_game)
+    capsys.readouterr()
+    state.write_text(json.dumps({**kept, "cap": 5}))
+    assert bench.main(args + ["--json", str(two), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert str(state) in err and "cap: 5, but the series' is 1000000000" in err
+    state.write_text(json.dumps(kept))
+    assert bench.main(args + ["--json", str(two)]) == 2  # a series in play is not replaced silently
+    # the same series, its state given 1,000 more rows: the game goes on from the state, not from its start
+    three = tmp_path / "three.json"
+    three.write_bytes(two.read_bytes())
+    (tmp_path / "three.json.inplay").mkdir()
+    (tmp_path / "three.json.inplay" / "seed-7.json").write_text(
+        json.dumps({**kept, "game": {**kept["game"], "score": kept["game"]["score"] + 1000}}))
+    assert bench.main(args + ["--json", str(three), "--resume"]) == 0
+    assert bench.main(args + ["--json", str(two), "--resume"]) == 0
+    assert "1 games go on from their kept states: seed 7 at piece 900" in capsys.readouterr().out
+    a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    assert [(g["seed"], g["rows"], g["pieces"]) for g in a["games"]] == [(g["seed"], g["rows"], g["pieces"])
+                                                                         for g in b["games"]]
+    assert (a["mean"], a["ci95"]) == (b["mean"], b["ci95"]) and not state.parent.exists()
+    c = json.loads(three.read_text())["games"]
+    assert [g["rows"] for g in c] == [a["games"][0]["rows"] + 1000, a["games"][1]["rows"]]
+    # --force starts again: the kept state is not played on
+    monkeypatch.setattr(bench, "play_game", stopped)
+    assert bench.main(args + ["--json", str(two), "--force"]) == 130 and state.exists()
+    monkeypatch.setattr(bench, "play_game", play_game)
+    assert bench.main(args + ["--json", str(two), "--force"]) == 0
+    assert "kept states" not in capsys.readouterr().out and not state.parent.exists()
+    b = json.loads(two.read_text())
+    assert [(g["rows"], g["pieces"]) for g in a["games"]] == [(g["rows"], g["pieces"]) for g in b["games"]]
 
 
 @pytest.mark.slow

@@ -48,6 +48,8 @@ CAPPED, STUCK, SPAWN_BLOCKED, RULES_END = range(len(GAME_ENDS))
 #: `play_chunk`'s end code while the game goes on
 PLAYING = -1
 CHUNK = 20_000  # pieces per kernel call (progress and Ctrl-C between calls)
+#: pieces drawn at once when a game resumed from a checkpoint draws again those it placed
+SKIP_BLOCK = 1 << 22
 #: a series' progress total (games x cap) above which none is given
 PROGRESS_TOTAL_MAX = 100_000_000
 #: keys the ``online`` section held before each policy had its own section -> where they are now
@@ -270,9 +272,61 @@ def make_policy(config: SolverConfig, evaluator: Evaluator | None = None) -> Onl
     return entry.policy(config, config.game_rules(), evaluator or load_evaluator(config.evaluator))
 
 
-def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None) -> tuple[int, int, str, np.ndarray, float]:
+@dataclass
+class GameCheckpoint:
+    """A game stopped between two kernel calls (`play_game`'s ``keep``): its seed, the pieces placed,
+    the score, the board's rows (uint16), its clears by rows (``kinds[f]``, int64) and the wall
+    seconds played. `play_game` from it plays on to the game never stopped: the pieces it has not
+    placed are drawn again from the seed, and the policy has no state of its own between pieces
+    (`resumable`). ``pieces`` may be any number below the game's cap."""
+
+    seed: int
+    pieces: int
+    score: int
+    board: np.ndarray
+    kinds: np.ndarray
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"seed": int(self.seed), "pieces": int(self.pieces), "score": int(self.score),
+                "board": [int(v) for v in self.board], "kinds": [int(v) for v in self.kinds],
+                "seconds": round(float(self.seconds), 3)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "GameCheckpoint":
+        """The state `to_json` wrote; ValueError (naming the key) for anything else."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a checkpoint is a JSON object, got {type(data).__name__}")
+        for key in ("seed", "pieces", "score"):
+            if type(data.get(key)) is not int or data[key] < 0:
+                raise ValueError(f"{key}: should be a whole number >= 0, got {data.get(key)!r}")
+        for key in ("board", "kinds"):
+            if not isinstance(data.get(key), list) or not all(type(v) is int and v >= 0 for v in data[key]):
+                raise ValueError(f"{key}: should be a list of whole numbers >= 0")
+        if len(data["kinds"]) != 5:
+            raise ValueError(f"kinds: should hold 5 counts (clears of 0-4 rows), got {len(data['kinds'])}")
+        if max(data["board"], default=0) >= 1 << 16:
+            raise ValueError("board: a row is a 16-bit mask")
+        seconds = data.get("seconds", 0.0)
+        if type(seconds) not in (int, float) or seconds < 0:
+            raise ValueError(f"seconds: should be a number >= 0, got {seconds!r}")
+        return cls(data["seed"], data["pieces"], data["score"], np.array(data["board"], np.uint16),
+                   np.array(data["kinds"], np.int64), float(seconds))
+
+
+def resumable(policy: OnlinePolicy) -> bool:
+    """Whether a game of ``policy`` can be stopped and played on (`GameCheckpoint`): a policy with
+    draws of its own (one that overrides `OnlinePolicy.seed`) carries their state from piece to
+    piece."""
+    return type(policy).seed is OnlinePolicy.seed
+
+
+def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None, start: GameCheckpoint | None = None,
+              keep=None, keep_seconds: float = 60.0) -> tuple[int, int, str, np.ndarray, float]:
     """One game: (score, pieces, end, clear kinds, seconds). ``progress(pieces, score)`` after each
-    chunk."""
+    chunk. ``start``: the game as a ``keep`` left it, played on from there (the same game as one
+    never stopped; its seconds count). ``keep(checkpoint)``: given the game's `GameCheckpoint`
+    after a chunk, at most every ``keep_seconds`` of wall time, while it goes on."""
     rules: Rules = policy.rules
     stream = rules.pieces.stream(seed)
     pieces = stream.take(1)
@@ -280,14 +334,41 @@ def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None) -> tuple
     kinds = np.zeros(5, np.int64)
     loop = game_loop(policy)
     policy.seed(seed)
-    start = time.perf_counter()
-    t, score, end = 0, 0, PLAYING
+    t, score, end, before = 0, 0, PLAYING, 0.0
+    if start is not None:
+        _check_start(policy, start, seed, cap, board.shape, rules.kernel.full_row)
+        drawn = 1
+        while drawn <= start.pieces:  # pieces 1 .. t drawn again (the parts of a stream join to its sequence)
+            pieces = stream.take(min(start.pieces + 1 - drawn, SKIP_BLOCK))
+            drawn += len(pieces)
+        t, board[:], kinds[:], score, before = start.pieces, start.board, start.kinds, start.score, start.seconds
+    begin = time.perf_counter()
+    kept = begin
     while t < cap and end == PLAYING:
         pieces = np.concatenate((pieces[-1:], stream.take(min(cap - t, CHUNK))))  # pieces t .. t + n
         t, score, end = loop(policy.bundle, pieces, t, board, rules.kernel, policy.spec, policy.ws, score, kinds)
         if progress:
             progress(int(t), int(score))
-    return int(score), int(t), GAME_ENDS[CAPPED if end == PLAYING else end], kinds, time.perf_counter() - start
+        if keep is not None and end == PLAYING and t < cap and time.perf_counter() - kept >= keep_seconds:
+            kept = time.perf_counter()
+            keep(GameCheckpoint(seed, int(t), int(score), board.copy(), kinds.copy(), before + kept - begin))
+    return (int(score), int(t), GAME_ENDS[CAPPED if end == PLAYING else end], kinds,
+            before + time.perf_counter() - begin)
+
+
+def _check_start(policy: OnlinePolicy, start: GameCheckpoint, seed: int, cap: int, shape: tuple,
+                 full_row: int) -> None:
+    """ValueError when ``start`` cannot be played on by ``policy`` as game ``seed`` capped at ``cap``."""
+    if not resumable(policy):
+        raise ValueError(f"policy {policy.name!r} has draws of its own: its games cannot be played on from a state")
+    if start.seed != seed:
+        raise ValueError(f"a checkpoint of seed {start.seed} given for the game of seed {seed}")
+    if start.pieces >= cap:
+        raise ValueError(f"a checkpoint after {start.pieces:,} pieces, at or past the cap {cap:,}")
+    if start.board.shape != shape or start.kinds.shape != (5,):
+        raise ValueError(f"a checkpoint of {start.board.shape[0]} rows given for a board of {shape[0]}")
+    if (start.board.astype(np.int64) & ~int(full_row)).any():
+        raise ValueError("a checkpoint whose board has cells beyond the rules' width")
 
 
 def play_games(policy: OnlinePolicy, seeds, cap: int, progress=None, stop=None) -> GamesResult:
