@@ -125,7 +125,10 @@ def games_fitness(score: float, ends: Sequence[str] | None, topout_penalty: floa
 def evaluate(task: dict) -> Evaluated:
     """Play ``task["config"]`` (a solver config mapping) under ``task["threshold"]`` (a per-piece
     array or None) with ``task["threads"]`` numba threads; returns its `Evaluated` record and curve.
-    A finished candidate's fitness is `games_fitness` (``task["topout_penalty"]``, 0 if absent)."""
+    A finished candidate's fitness is `games_fitness` (``task["topout_penalty"]``, 0 if absent).
+    With ``task["checkpoint"]`` (a file; for a policy that can save its search) the search is saved
+    there as it goes and continues from it when it exists (`solver.solve`'s ``checkpoint`` and
+    ``resume``); its seconds then count the earlier sittings' too."""
     global SIMULATIONS
     start = time.perf_counter()
     import numba
@@ -138,7 +141,10 @@ def evaluate(task: dict) -> Evaluated:
     config = SolverConfig.model_validate({**task["config"], "threads": None})
     thr = task.get("threshold")
     threshold = Threshold(np.asarray(thr, dtype=np.float64), 1) if thr is not None else None
-    result = solve(config, threshold=threshold, record=False)
+    checkpoint = task.get("checkpoint")
+    result = solve(config, threshold=threshold, record=False, checkpoint=checkpoint, resume=checkpoint is not None)
+    sittings = getattr(getattr(result, "report", None), "sittings", ())  # a resumable policy's (segment's)
+    earlier = sum(s.seconds for s in sittings[:-1]) if checkpoint else 0.0
     SIMULATIONS += 1
     curve = [int(v) for v in result.best_by_step]
     if result.aborted:
@@ -148,7 +154,7 @@ def evaluate(task: dict) -> Evaluated:
         record = TuningRecord(fitness=games_fitness(result.score, ends, task.get("topout_penalty", 0.0)),
                               score=int(result.score), pieces=int(result.pieces), stop=result.stop, aborted=False,
                               abort_piece=None, threshold=None, seconds=0.0)
-    return Evaluated(replace(record, seconds=time.perf_counter() - start), curve)
+    return Evaluated(replace(record, seconds=earlier + time.perf_counter() - start), curve)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -8,6 +8,8 @@
 - ``generations.csv``, ``best.yaml``, ``recommendation.yaml`` (a tuner with a search distribution:
   its mean), ``fitness.png``, ``checkpoint.pkl``: rewritten atomically;
 - ``provenance.json``: where each session of the run ran (the commit, the versions, the machine).
+- ``in-play/``: the saved searches of candidates being simulated whose policy can save its search
+  (`tuner.IN_PLAY`), each removed once its evaluation is written down.
 
 A line cut short by a kill is dropped when the files are read back (and the files are rewritten
 clean before a resumed run appends to them). The rows are typed records: `Evaluation`, `Rescoring`,

@@ -8,7 +8,10 @@ One generation g (`Tuner.run_generation`):
 2. `Tuner.settle_known`: each candidate is, in order, read back from ``evaluations.csv`` (a resumed
    generation), a repeat of an earlier candidate of this generation, known to the memo, or pending;
 3. `Tuner.simulate`: each pending config is simulated once (`fitness.evaluate` on the pool); every
-   finished evaluation is written down at once;
+   finished evaluation is written down at once. A policy that can save its search
+   (`solver.Policy.resumable`: ``segment``) saves it in ``in-play/`` of the run directory as it
+   goes (`IN_PLAY`); a run stopped and resumed plays such a candidate on from there, to the result
+   of one never stopped, and its file goes once the evaluation is written down;
 4. `Tuner.conclude`: the tuner is told the fitness, the early abort takes in the finished
    candidates, the statistics, ``best.yaml``, ``fitness.png`` and ``checkpoint.pkl`` are written.
 
@@ -57,6 +60,9 @@ PLOT_EVERY = 60.0
 PLOT_INCHES, PLOT_DPI = (7, 4.2), 100
 #: pieces of the game each policy plays in `Tuner.warm_up`: enough to call every kernel once
 WARM_UP_PIECES = 20
+#: the folder of a run directory where the candidates in play whose policy can save its search keep
+#: it (``g<generation>-<config key>.pkl``; `Tuner.simulate`)
+IN_PLAY = "in-play"
 #: the file in a run directory whose lock a process holds while it works in the run
 LOCK_FILE = "run.lock"
 
@@ -258,6 +264,8 @@ class Tuner:
             self.run_rescore(pool)
         self.state.done = True
         self.store.save_checkpoint(self.state.to_checkpoint())
+        with contextlib.suppress(OSError):
+            (self.dir / IN_PLAY).rmdir()  # every candidate written down: nothing in play
         self.write_artifacts(final=True)
         best = self.state.best
         log.info("done: best fitness %s", None if best is None else f"{best.fitness:,.0f}")
@@ -275,11 +283,24 @@ class Tuner:
 
             tqdm.write(line)
 
-    def _task(self, config: dict, threshold, pool: Pool) -> dict:
-        """The plain task `fitness.evaluate` takes."""
+    def _task(self, config: dict, threshold, pool: Pool, in_play: Path | None = None) -> dict:
+        """The plain task `fitness.evaluate` takes; ``in_play``: where it keeps its search, when its
+        policy can (`in_play`)."""
         return {"config": config, "threshold": threshold, "threads": pool.threads,
                 "aborted_fitness": self.config.early_abort.aborted_fitness,
-                "topout_penalty": self.config.games.topout_penalty}
+                "topout_penalty": self.config.games.topout_penalty,
+                **({"checkpoint": str(in_play)} if in_play is not None else {})}
+
+    def in_play(self, config: dict, name: str, pool: Pool) -> Path | None:
+        """The file in ``in-play/`` where a candidate named ``name`` keeps its search while it is
+        simulated: for a policy that can save its search (`solver.Policy.resumable`), on this
+        machine's processes (not on a dask scheduler's workers elsewhere); else None."""
+        from solver.registry import get as get_policy
+
+        policy = get_policy(config.get("policy", "beam")).policy  # (a policy for unknown pieces has no search to save)
+        if pool.settings.scheduler or not getattr(policy, "resumable", False):
+            return None
+        return self.dir / IN_PLAY / f"{name}.pkl"
 
     def candidate_config(self, values: list, g: int) -> dict:
         """The solver config of a candidate of generation ``g``: the space's, with the generation's
@@ -365,11 +386,15 @@ class Tuner:
     def simulate(self, pool: Pool, gen: Generation, pending: dict[str, list[int]], bar) -> None:
         """Simulate each pending config once on the pool; every result is written down as it arrives."""
         groups = list(pending.items())
-        tasks = [self._task(gen.candidates[indices[0]].config, gen.threshold, pool) for _, indices in groups]
+        configs = [gen.candidates[indices[0]].config for _, indices in groups]
+        files = [self.in_play(config, f"g{gen.number}-{key}", pool) for config, (key, _) in zip(configs, groups)]
+        tasks = [self._task(config, gen.threshold, pool, file) for config, file in zip(configs, files)]
 
         def done(t: int, result: Evaluated) -> None:
             key, indices = groups[t]
             self._take_result(gen, key, indices, result)
+            if files[t] is not None:  # written down: its saved search is not needed again
+                files[t].unlink(missing_ok=True)
             bar.update(len(indices))
             bar.set_postfix_str(f"best {gen.best_fitness():,.0f}", refresh=False)
 
@@ -428,6 +453,8 @@ class Tuner:
                                               gen.number)
             state.optimizer.attach(self.dir)
         self.store.save_checkpoint(state.to_checkpoint())
+        for stale in (self.dir / IN_PLAY).glob(f"g{gen.number}-*.pkl"):  # a stop between a result and its unlink
+            stale.unlink(missing_ok=True)
         self.write_artifacts()
         extra = ""
         if noise is not None and noise.pools:
@@ -541,7 +568,8 @@ class Tuner:
     def _simulate_rescore(self, pool: Pool, todo: list[tuple], rows: dict[int, Rescoring]) -> None:
         from tqdm import tqdm
 
-        tasks = [self._task(data, None, pool) for _, data in todo]
+        files = [self.in_play(data, f"rescore-{entry.rank}-{entry.key}", pool) for entry, data in todo]
+        tasks = [self._task(data, None, pool, file) for (_, data), file in zip(todo, files)]
         with tqdm(total=len(tasks), desc="rescore", unit="eval", leave=False, disable=self.quiet or not tasks) as bar:
             def done(t: int, result: Evaluated) -> None:
                 entry = todo[t][0]
@@ -549,6 +577,8 @@ class Tuner:
                 row = replace(entry, record=result.record)
                 self.store.append_rescore(row)
                 rows[row.rank] = row
+                if files[t] is not None:
+                    files[t].unlink(missing_ok=True)
                 where = (f"the recommendation after generation {row.generation - 1}" if row.index == RECOMMENDATION
                          else f"gen {row.generation} #{row.index}, tuned {row.tuned_fitness:,.0f}")
                 log.info("rescore #%d (%s): %s", row.rank, where, f"{row.record.fitness:,.0f}")

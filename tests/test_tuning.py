@@ -14,6 +14,7 @@ from engine.config import ConfigError
 from experiments import run as run_cli
 from optimizers import fitness
 from optimizers import run as tuning
+from optimizers import tuner as tuning_tuner
 from optimizers.config import EarlyAbortConfig
 from optimizers.early_abort import EarlyAbort, reference_curve
 from optimizers.fitness import TuningRecord
@@ -374,6 +375,53 @@ def test_resume_after_an_interruption_equals_an_uninterrupted_run(tmp_path, algo
     pick = lambda h: {k: v for k, v in h.items() if "seconds" not in k}
     assert [pick(h) for h in state["history"]] == [pick(h) for h in whole_state["history"]]
     assert state["best"] == whole_state["best"]
+
+
+#: a tuning run of the segment search, which saves its search as it goes (`IN_PLAY`): the small
+#: search of tests/test_segment.py, saving after every piece index
+SEGMENT_RUN = {**TINY, "algorithm": "cmaes", "cmaes": {"population": 3, "generations": 2, "sigma": 0.3},
+               "solver": {"policy": "segment", "evaluator": "transitions",
+                          "segment": {"nodes": 40, "states": 2, "depth": 12, "first_depth": 34,
+                                      "checkpoint_seconds": 1e-6}},
+               "pieces": 90, "early_abort": {"enabled": False},
+               "space": [{"path": "evaluator.features.column_transitions", "low": -3.0, "high": -0.5}]}
+
+
+def test_a_candidate_stopped_in_its_search_goes_on_from_it_when_the_run_resumes(tmp_path, monkeypatch):
+    """A run stopped in a candidate's segment search (its fourth, at piece index 60) keeps that
+    search in in-play/; resumed, the candidate goes on from piece 60, and the run ends as one never
+    stopped, with nothing left in in-play/."""
+    from solver.segment import Segment
+
+    whole, whole_state = start(tmp_path / "a", data=SEGMENT_RUN)
+    assert not (whole / tuning_tuner.IN_PLAY).exists()
+    searches, loaded = [], []
+    layer_stop, load = Segment.layer_stop, Segment._load
+
+    def stop_in_the_fourth(self, t, *args):
+        if t == 0 and self.checkpoint is not None and not self.warming:  # not a warm-up
+            searches.append(self.checkpoint)
+        if len(searches) == 4 and t == 60:
+            raise Interrupt()
+        return layer_stop(self, t, *args)
+
+    def loading(self):
+        state = load(self)
+        loaded.append(state[3])  # the piece index it goes on from
+        return state
+
+    monkeypatch.setattr(Segment, "layer_stop", stop_in_the_fourth)
+    with pytest.raises(Interrupt):
+        start(tmp_path / "b", data=SEGMENT_RUN)
+    (cut,) = list((tmp_path / "b" / "runs").iterdir())
+    assert [p.name for p in (cut / tuning_tuner.IN_PLAY).iterdir()] == [searches[3].name]
+    assert searches[3].name.startswith("g1-") and searches[3].parent == cut / tuning_tuner.IN_PLAY
+    monkeypatch.setattr(Segment, "layer_stop", layer_stop)
+    monkeypatch.setattr(Segment, "_load", loading)
+    state = tuning.resume(cut).state
+    assert loaded == [62]  # saved after piece index 61 was expanded, the layer stop of 60 checked after it
+    assert results(cut) == results(whole) and state["best"] == whole_state["best"]
+    assert not (cut / tuning_tuner.IN_PLAY).exists()
 
 
 # ------------------------------------------------------------------------------------------------
