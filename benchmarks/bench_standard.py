@@ -27,11 +27,11 @@ start, at most every 10 s and no more than 2% of the time (`REWRITE_SECONDS`, `R
 rewrite costs the length of the series), and at the end, when the journal is removed. A run stopped
 or killed at any moment keeps its games: ``--resume`` reads FILE and its journal back, every value
 checked, keeps their games and goes on from the next seed. A game being played keeps its state
-(`solver.online.games.GameCheckpoint`: pieces placed, rows, board) every `KEEP_SECONDS` of wall time in
-``FILE.inplay/seed-N.json`` (written atomically, removed once the game is in the journal), and
-``--resume`` plays it on from there: the same game as one never stopped (its pieces are drawn again
-from the seed), so a stop loses at most a minute of each game being played. An existing FILE is
-never replaced silently: without ``--resume`` it is refused unless ``--force`` is given (which
+(`solver.online.games.GameCheckpoint`: pieces placed, rows, board) every `KEEP_SECONDS` of wall
+time in ``FILE.inplay/seed-N.json`` (written atomically, removed once the game is in the journal),
+and ``--resume`` plays it on from there: the same game as one never stopped (its pieces are drawn
+again from the seed), so a stop loses at most a minute of each game being played. An existing FILE
+is never replaced silently: without ``--resume`` it is refused unless ``--force`` is given (which
 removes the games in play too).
 
 Every problem with the command line or the files (a number out of range, an unknown evaluator, a
@@ -501,7 +501,7 @@ def games(args) -> int:
     if args.json is not None:
         going_on = keep_states(args.json, tasks, done, args.force)
         if going_on:
-            print(f"{len(going_on)} games go on from their kept states: "
+            print("going on from their kept states: "
                   + ", ".join(f"seed {seed} at piece {n:,}" for seed, n in going_on), flush=True)
     play_games(policy, [0], 2)  # compile or load the kernels
     _players[(args.evaluator, args.rules, args.height)] = policy
@@ -533,7 +533,8 @@ def games(args) -> int:
               f"{series.journal_path} (continue with --resume once it can be written)", file=sys.stderr)
         return 2
     if interrupted:
-        kept = f"; {len(out['games']) + len(out.get('ahead', []))} games kept in {args.json}, continue with --resume" \
+        kept = f"; {len(out['games']) + len(out.get('ahead', []))} games kept in {args.json}, " \
+               f"{len(in_play(args.json))} in play in {inplay_path(args.json)}, continue with --resume" \
             if series is not None else ""
         print(f"interrupted{kept}", file=sys.stderr)
         return 130

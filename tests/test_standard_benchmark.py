@@ -283,6 +283,7 @@ def test_a_series_stopped_mid_game_goes_on_from_the_kept_state(tmp_path, monkeyp
 
     monkeypatch.setattr(bench, "play_game", stopped)
     assert bench.main(args + ["--json", str(two)]) == 130
+    assert f"0 games kept in {two}, 1 in play in {two}.inplay, continue with --resume" in capsys.readouterr().err
     state = tmp_path / "two.json.inplay" / "seed-7.json"
     kept = json.loads(state.read_text())
     assert kept["game"]["pieces"] == 900 and kept["cap"] == 10 ** 9 and kept["cpu_seconds"] >= 0
@@ -302,7 +303,7 @@ def test_a_series_stopped_mid_game_goes_on_from_the_kept_state(tmp_path, monkeyp
         json.dumps({**kept, "game": {**kept["game"], "score": kept["game"]["score"] + 1000}}))
     assert bench.main(args + ["--json", str(three), "--resume"]) == 0
     assert bench.main(args + ["--json", str(two), "--resume"]) == 0
-    assert "1 games go on from their kept states: seed 7 at piece 900" in capsys.readouterr().out
+    assert "going on from their kept states: seed 7 at piece 900" in capsys.readouterr().out
     a, b = json.loads(one.read_text()), json.loads(two.read_text())
     assert [(g["seed"], g["rows"], g["pieces"]) for g in a["games"]] == [(g["seed"], g["rows"], g["pieces"])
                                                                          for g in b["games"]]
