@@ -379,18 +379,18 @@ def test_resume_after_an_interruption_equals_an_uninterrupted_run(tmp_path, algo
 
 #: a tuning run of the segment search, which saves its search as it goes (`IN_PLAY`): the small
 #: search of tests/test_segment.py, saving after every piece index
-SEGMENT_RUN = {**TINY, "algorithm": "cmaes", "cmaes": {"population": 3, "generations": 2, "sigma": 0.3},
+SEGMENT_RUN = {**TINY, "algorithm": "cmaes", "cmaes": {"population": 2, "generations": 2, "sigma": 0.3},
                "solver": {"policy": "segment", "evaluator": "transitions",
                           "segment": {"nodes": 40, "states": 2, "depth": 12, "first_depth": 34,
                                       "checkpoint_seconds": 1e-6}},
-               "pieces": 90, "early_abort": {"enabled": False},
+               "pieces": 60, "early_abort": {"enabled": False},
                "space": [{"path": "evaluator.features.column_transitions", "low": -3.0, "high": -0.5}]}
 
 
 def test_a_candidate_stopped_in_its_search_goes_on_from_it_when_the_run_resumes(tmp_path, monkeypatch):
-    """A run stopped in a candidate's segment search (its fourth, at piece index 60) keeps that
-    search in in-play/; resumed, the candidate goes on from piece 60, and the run ends as one never
-    stopped, with nothing left in in-play/."""
+    """A run stopped in a candidate's segment search (its third, the first of generation 1, at
+    piece index 40) keeps that search in in-play/; resumed, the candidate goes on from there, and
+    the run ends as one never stopped, with nothing left in in-play/."""
     from solver.segment import Segment
 
     whole, whole_state = start(tmp_path / "a", data=SEGMENT_RUN)
@@ -398,10 +398,10 @@ def test_a_candidate_stopped_in_its_search_goes_on_from_it_when_the_run_resumes(
     searches, loaded = [], []
     layer_stop, load = Segment.layer_stop, Segment._load
 
-    def stop_in_the_fourth(self, t, *args):
+    def stop_in_the_third(self, t, *args):
         if t == 0 and self.checkpoint is not None and not self.warming:  # not a warm-up
             searches.append(self.checkpoint)
-        if len(searches) == 4 and t == 60:
+        if len(searches) == 3 and t == 40:
             raise Interrupt()
         return layer_stop(self, t, *args)
 
@@ -410,16 +410,16 @@ def test_a_candidate_stopped_in_its_search_goes_on_from_it_when_the_run_resumes(
         loaded.append(state[3])  # the piece index it goes on from
         return state
 
-    monkeypatch.setattr(Segment, "layer_stop", stop_in_the_fourth)
+    monkeypatch.setattr(Segment, "layer_stop", stop_in_the_third)
     with pytest.raises(Interrupt):
         start(tmp_path / "b", data=SEGMENT_RUN)
     (cut,) = list((tmp_path / "b" / "runs").iterdir())
-    assert [p.name for p in (cut / tuning_tuner.IN_PLAY).iterdir()] == [searches[3].name]
-    assert searches[3].name.startswith("g1-") and searches[3].parent == cut / tuning_tuner.IN_PLAY
+    assert [p.name for p in (cut / tuning_tuner.IN_PLAY).iterdir()] == [searches[2].name]
+    assert searches[2].name.startswith("g1-") and searches[2].parent == cut / tuning_tuner.IN_PLAY
     monkeypatch.setattr(Segment, "layer_stop", layer_stop)
     monkeypatch.setattr(Segment, "_load", loading)
     state = tuning.resume(cut).state
-    assert loaded == [62]  # saved after piece index 61 was expanded, the layer stop of 60 checked after it
+    assert loaded == [42]  # saved after piece index 41 was expanded, the layer stop of 40 checked after it
     assert results(cut) == results(whole) and state["best"] == whole_state["best"]
     assert not (cut / tuning_tuner.IN_PLAY).exists()
 
