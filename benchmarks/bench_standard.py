@@ -432,20 +432,23 @@ def keep_states(path: Path, tasks: list[dict], done: set, force: bool) -> list[t
     the series holds already are removed, and with ``force`` every state."""
     folder = inplay_path(path)
     remove_stale_temporaries(folder)
-    for state in in_play(path):
-        seed = state.stem.removeprefix("seed-")
-        if force or (seed.isdigit() and int(seed) in done):
-            state.unlink()
+    for state in in_play(path) if force else [state_file(path, seed) for seed in done]:
+        state.unlink(missing_ok=True)
     try:
         folder.mkdir(exist_ok=True)
     except OSError as e:
         raise UserError(f"--json {path}: cannot keep the games in play in {folder}: {e.strerror or e}") from None
     going_on = []
     for task in tasks:
-        task["keep"] = str(folder / f"seed-{task['seed']}.json")
+        task["keep"] = str(state_file(path, task["seed"]))
         if Path(task["keep"]).exists():
             going_on.append((task["seed"], read_state(Path(task["keep"]), task)[0].pieces))
     return going_on
+
+
+def state_file(path: Path, seed: int) -> Path:
+    """The state file of the game of ``seed`` in play in the series file ``path``."""
+    return inplay_path(path) / f"seed-{seed}.json"
 
 
 def in_play(path: Path) -> list[Path]:
@@ -513,7 +516,7 @@ def games(args) -> int:
               + (f" ({len(out['ahead'])} ahead of an unfinished seed)" if out["ahead"] else ""), flush=True)
         if series is not None:
             series.add(g)
-            (inplay_path(args.json) / f"seed-{g['seed']}.json").unlink(missing_ok=True)  # in the journal now
+            state_file(args.json, g["seed"]).unlink(missing_ok=True)  # in the journal now
 
     def stop(signum, frame):  # a kill stops like Ctrl-C: the games so far are written
         raise KeyboardInterrupt
