@@ -10,10 +10,14 @@ perturbations of it, ``init_sigma`` of each range), each is scored at every rung
 rungs is printed: how well a cheap rung's order predicts a costly one's decides the ladder
 (which rungs, how many candidates each keeps).
 
-With ``--from-run RUN_DIR`` the samples are instead the finished (not aborted) candidates of a
-tuning run over the same space, and the run's own fitness is one more column ("run"): a run held
-at the costly fidelity (``configs/segment-tune-record.yaml`` plays the record's size) then needs
-only its cheap rungs scored to say how they would have ranked its candidates.
+With ``--from-run RUN_DIR`` the samples are instead the candidates of a tuning run over the same
+space, and the run's own fitness is one more column ("run"): a run held at the costly fidelity
+(``configs/segment-tune-record.yaml`` plays the record's size) then needs only its cheap rungs
+scored to say how they would have ranked its candidates. A candidate the run stopped early fell
+behind the reference record's pace; its final score is not known, only that it did not keep
+pace. ``--aborted last`` (the default) ranks every such candidate below every finished one, all
+tied (the run's order as censored data: a stopped candidate is taken to end below a finished
+one); ``--aborted drop`` leaves them out. The summary keeps which were stopped.
 
 Every score is appended to DIR/scores.jsonl as it finishes (default DIR: results/rung-correlation/
 <config name>, or <config name>-<run name> with ``--from-run``); a later call with the same samples
@@ -45,23 +49,33 @@ from optimizers.store import RunStore  # noqa: E402
 from optimizers.tuner import make_optimizer, make_space  # noqa: E402
 
 
-def run_candidates(run_dir: Path, space) -> tuple[list[list], list[float]]:
-    """The settings and fitness of the finished candidates of the tuning run in ``run_dir``
-    (its evaluations.csv, read by `RunStore`), each distinct setting once; SystemExit when the
-    run has none or its parameters are not the space's."""
+def run_candidates(run_dir: Path, space, aborted: str = "last") -> tuple[list[list], list[float], list[bool]]:
+    """The settings, fitness and whether stopped early of the candidates of the tuning run in
+    ``run_dir`` (its evaluations.csv, read by `RunStore`), each distinct setting once, in the run's
+    order; the stopped ones left out when ``aborted`` is ``"drop"``. SystemExit when the run has
+    none or its parameters are not the space's."""
     store = RunStore(run_dir, space.params)
     evaluations = store.read_evaluations()
     if not evaluations:
         why = "not this space's parameters" if store.damaged.get("evaluations.csv") == [1] else "no evaluations yet"
         raise SystemExit(f"{store.evaluations}: {why}")
-    values, fitness, seen = [], [], set()
+    values, fitness, stopped, seen = [], [], [], set()
     for e in evaluations:
-        if e.record.aborted or e.key in seen:
+        if e.key in seen or (e.record.aborted and aborted == "drop"):
             continue
         seen.add(e.key)
         values.append(e.values)
         fitness.append(e.record.fitness)
-    return values, fitness
+        stopped.append(bool(e.record.aborted))
+    return values, fitness, stopped
+
+
+def run_order(fitness: list[float], stopped: list[bool]) -> list[float]:
+    """The run's order as ranks (1 the lowest): a stopped candidate below every finished one, all the
+    stopped ones tied (their final scores are unknown; they fell behind the record's pace). Ranks,
+    not a sentinel such as -inf: pandas' correlations leave out values that are not finite."""
+    floor = min([f for f, s in zip(fitness, stopped) if not s], default=0.0) - 1.0
+    return pd.Series([floor if s else f for f, s in zip(fitness, stopped)], dtype=float).rank().tolist()
 
 
 def main(argv=None) -> int:
@@ -71,7 +85,10 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--rungs", type=int, nargs="+", help="rung indices to score (default: all)")
     parser.add_argument("--from-run", type=Path, metavar="RUN_DIR",
-                        help="the samples: this tuning run's finished candidates, its fitness one more column")
+                        help="the samples: this tuning run's candidates, its fitness one more column")
+    parser.add_argument("--aborted", choices=["last", "drop"], default="last",
+                        help="with --from-run, a candidate the run stopped early: ranked below every finished "
+                             "one, all tied (last, the default), or left out (drop)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_intermixed_args(argv)
     config = load_run_config(args.config, args.overrides)
@@ -82,12 +99,12 @@ def main(argv=None) -> int:
     out = args.out or ROOT / "results" / "rung-correlation" / label
     out.mkdir(parents=True, exist_ok=True)
     if args.from_run:
-        values, run_fitness = run_candidates(args.from_run, space)
+        values, run_fitness, stopped = run_candidates(args.from_run, space, args.aborted)
         args.samples = len(values)
     else:
         vectors = space.around(np.random.default_rng(config.seed), args.samples, space.point(), config.init_sigma)
         values = [space.decode(v) for v in vectors]
-        run_fitness = None
+        run_fitness, stopped = None, []
 
     log = out / "scores.jsonl"
     done: dict[tuple[int, str], dict] = {}
@@ -128,15 +145,18 @@ def main(argv=None) -> int:
                                         for v in values] for r in rungs})
     if run_fitness is not None:
         table["run"] = run_fitness
-    corr = table.corr(method="spearman")
+    ranked = table.assign(run=run_order(run_fitness, stopped)) if run_fitness is not None else table
+    corr = ranked.corr(method="spearman")
     print("\nSpearman rank correlation between rungs (settings of each: "
-          + "; ".join(f"{r}: {tuner.settings_at(r)}" for r in rungs) + ")")
+          + "; ".join(f"{r}: {tuner.settings_at(r)}" for r in rungs) + ")"
+          + (f"; the run's {sum(stopped)} stopped candidates ranked last, tied" if any(stopped) else ""))
     print(corr.round(3).to_string())
     seconds = {f"rung {r}": float(np.mean([done[(r2, k)]["seconds"] for (r2, k) in done if r2 == r])) for r in rungs}
     print("mean seconds per evaluation: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     write_json(out / "summary.json", {
         "config": project_path(args.config), "overrides": args.overrides, "samples": args.samples,
         "from_run": args.from_run.resolve().name if args.from_run else None,
+        **({"aborted": args.aborted, "stopped": stopped} if args.from_run else {}),
         "rungs": {str(r): tuner.settings_at(r) for r in rungs}, "parameters": space.names,
         "values": values, "fitness": table.to_dict(orient="list"), "spearman": corr.round(4).to_dict(),
         "mean_seconds": seconds})

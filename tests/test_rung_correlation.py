@@ -1,6 +1,6 @@
-"""`benchmarks/rung_correlation.py` with ``--from-run``: a tuning run's finished candidates as the
-samples and its fitness as one more column, the cheap rungs scored by a stand-in fitness (no game
-played)."""
+"""`benchmarks/rung_correlation.py` with ``--from-run``: a tuning run's candidates as the samples
+and its fitness as one more column (the stopped ones ranked last, tied, or left out), the cheap
+rungs scored by a stand-in fitness (no game played)."""
 
 import json
 
@@ -49,17 +49,28 @@ def test_a_runs_finished_candidates_are_the_samples_and_its_fitness_a_column(tmp
 
     row(0, 0, [-8.0, -1], 900.0, "a")
     row(0, 1, [-2.5, -4], 100.0, "b")
-    row(0, 2, [-9.0, -3], 40.0, "c", aborted=True)  # stopped early: not a sample
+    row(0, 2, [-1.0, -3], 300.0, "c", aborted=True)  # stopped late: its score at the stop beats b's final one
     row(1, 0, [-8.0, -1], 900.0, "a")  # the same setting again: once
     row(1, 1, [-5.0, -7], 500.0, "d")
+    row(1, 2, [-0.5, -2], 700.0, "e", aborted=True)
     out = tmp_path / "out"
     assert bench.main([str(config), "--rungs", "0", "1", "--from-run", str(run), "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["from_run"] == "tune-1" and summary["samples"] == 3
-    assert summary["values"] == [[-8.0, -1], [-2.5, -4], [-5.0, -7]]
-    assert summary["fitness"] == {"rung 0": [80.0, 25.0, 50.0], "rung 1": [240.0, 75.0, 150.0], "run": [900.0, 100.0, 500.0]}
-    assert summary["spearman"]["run"]["rung 0"] == 1.0
-    assert len((out / "scores.jsonl").read_text().splitlines()) == 6
+    assert summary["from_run"] == "tune-1" and summary["samples"] == 5 and summary["aborted"] == "last"
+    assert summary["values"] == [[-8.0, -1], [-2.5, -4], [-1.0, -3], [-5.0, -7], [-0.5, -2]]
+    assert summary["stopped"] == [False, False, True, False, True]
+    assert summary["fitness"] == {"rung 0": [80.0, 25.0, 10.0, 50.0, 5.0], "rung 1": [240.0, 75.0, 30.0, 150.0, 15.0],
+                                  "run": [900.0, 100.0, 300.0, 500.0, 700.0]}
+    # the run's order: a > d > b > c = e (the stopped ones last, tied), against rung 0's a > d > b > c > e
+    assert summary["spearman"]["run"]["rung 0"] == 0.9747
+    assert summary["spearman"]["rung 1"]["rung 0"] == 1.0
+    assert len((out / "scores.jsonl").read_text().splitlines()) == 10
     # a second call reads every score back and scores nothing
     monkeypatch.setattr(bench, "evaluate", lambda task: (_ for _ in ()).throw(AssertionError("scored again")))
     assert bench.main([str(config), "--rungs", "0", "1", "--from-run", str(run), "--out", str(out)]) == 0
+    # left out, the stopped ones are not samples, and the finished ones rank as rung 0 does
+    assert bench.main([str(config), "--rungs", "0", "1", "--from-run", str(run), "--out", str(out),
+                       "--aborted", "drop"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["samples"] == 3 and summary["stopped"] == [False, False, False]
+    assert summary["fitness"]["run"] == [900.0, 100.0, 500.0] and summary["spearman"]["run"]["rung 0"] == 1.0
