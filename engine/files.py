@@ -33,6 +33,7 @@ import re
 import secrets
 import shutil
 import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +117,12 @@ def write_yaml(path: str | Path, data: Any, header: str = "") -> None:
     write_text(path, (header + "\n" if header else "") + body)
 
 
-def write_pickle(path: str | Path, obj: Any) -> None:
-    """``obj`` pickled with the highest protocol."""
-    write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+def write_pickle(path: str | Path, obj: Any, compress: bool = False) -> None:
+    """``obj`` pickled with the highest protocol; with ``compress``, as a zlib stream (level 6:
+    a segment search's saved state shrinks 10-15 times, in a fraction of a second). `read_pickle`
+    reads either."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    write_bytes(path, zlib.compress(data, 6) if compress else data)
 
 
 #: a temporary file `_new_temporary` makes: target name, writer's pid
@@ -154,10 +158,17 @@ def read_pickle(path: str | Path, limit: int | None = None) -> Any:
     with open(path, "rb") as f:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode):  # a device or a pipe: its size is not known before reading
-            return pickle.loads(read_bytes(path, limit, "a checkpoint", stream=f))
-        if info.st_size > limit:
+            data = read_bytes(path, limit, "a checkpoint", stream=f)
+        elif info.st_size > limit:
             raise TooLarge(path, f"more than {_amount(limit)}: too large for a checkpoint")
-        return pickle.load(f)
+        else:
+            data = f.read()
+    if data[:1] == b"\x78":  # a zlib stream (`write_pickle(compress=True)`); a pickle begins with 0x80
+        inflate = zlib.decompressobj()
+        data = inflate.decompress(data, limit + 1)
+        if len(data) > limit or inflate.unconsumed_tail:
+            raise TooLarge(path, f"more than {_amount(limit)} once decompressed: too large for a checkpoint")
+    return pickle.loads(data)
 
 
 # ------------------------------------------------------------------------------------------------

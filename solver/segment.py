@@ -31,10 +31,12 @@ Paths: a state's segment is stored as its placements (int16, `solver.layered.pac
 of the state it grew from; states that are expanded (and the final ones) enter an append-only
 *history*, from which the best state's placements are read back and replayed by the engine.
 
-Long runs: the table, the history and the curves are saved (`engine.files.write_pickle`, atomic)
-every ``checkpoint_seconds`` and when the search stops; a solve given the checkpoint with
-``resume`` continues from the first piece index it had not expanded and ends exactly as an
-uninterrupted run would (the state saved is the whole state of the search). The checkpoint also
+Long runs: the table, the history and the curves are saved (`engine.files.write_pickle`, atomic,
+compressed) every ``checkpoint_seconds`` and when the search stops; a solve given the checkpoint
+with ``resume`` continues from the first piece index it had not expanded and ends exactly as an
+uninterrupted run would (what is saved is everything the search can still use: the history is
+cut to the states that paths from the table and from the best go back to, `History.compacted`,
+so a record-size search saves about a megabyte, not hundreds). The checkpoint also
 keeps one entry per *sitting* (each process that worked on the search: its first and next piece
 index, search seconds, CPU seconds of the process's threads (not its worker processes'), peak
 memory), reported in the result with their totals, so a run spread over sittings states what it
@@ -663,6 +665,7 @@ class History:
         self.first = [0]  # the first id of each block
         self.blocks = [self._block(0, np.zeros(1, np.int64), np.full(1, -1, np.int64), np.zeros(1, np.int64),
                                    np.zeros((1, 1), np.int16))]
+        self.dropped = 0  # states left out by `compacted` (a history read back from a checkpoint)
 
     @staticmethod
     def _block(i, score, parent, length, codes) -> dict:
@@ -674,6 +677,11 @@ class History:
 
     def __len__(self):
         return self.first[-1] + len(self.blocks[-1]["score"])
+
+    @property
+    def taken(self) -> int:
+        """How many states were ever taken, the empty board included, kept or compacted away."""
+        return len(self) + self.dropped
 
     def add(self, i, score, parent, length, codes) -> np.ndarray:
         """Append the states at piece index ``i``; returns their ids."""
@@ -720,14 +728,66 @@ class History:
             out[t] = unpack(int(c))
         return out
 
+    def compacted(self, live: np.ndarray) -> tuple["History", np.ndarray]:
+        """A copy holding only what can still matter, and the ids' map (old id -> new id, -1 for a
+        state left out). Kept: the states ``live`` (ids), the states taken last, the best state,
+        and all their ancestors, in their order. The search goes on from the copy as from this
+        history: a path is followed back only from a state in the table or from the best, and a
+        state left out never becomes the best (no better than the best, and after it when equal).
+        Most states lead nowhere: at record size under 1% are kept, and a saved search shrinks
+        accordingly."""
+        parent = np.concatenate([b["parent"] for b in self.blocks])
+        keep = np.zeros(len(parent), bool)
+        last = np.arange(self.first[-1], len(self), dtype=np.int64)
+        for state in [*np.unique(np.concatenate([np.asarray(live, np.int64), last])).tolist(), self.best()]:
+            while state >= 0 and not keep[state]:
+                keep[state] = True
+                state = int(parent[state])
+        new_id = np.cumsum(keep, dtype=np.int64) - 1
+        new_id[~keep] = -1
+        out = History()
+        out.first, out.blocks, out.dropped = [], [], self.dropped + int(len(keep) - keep.sum())
+        for first, block in zip(self.first, self.blocks):
+            j = np.flatnonzero(keep[first:first + len(block["score"])])
+            if not len(j):
+                continue
+            length = block["length"][j]
+            codes = [block["codes"][a:a + m] for a, m in zip(block["start"][j], length)]
+            out.first.append(int(new_id[first + j[0]]))
+            out.blocks.append({
+                "index": block["index"], "score": block["score"][j].copy(),
+                "parent": np.where(block["parent"][j] >= 0, new_id[block["parent"][j]], -1),
+                "start": np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64), "length": length.copy(),
+                "codes": np.concatenate(codes).astype(np.int16) if codes else np.zeros(0, np.int16)})
+        return out, new_id
+
     def to_dict(self) -> dict:
-        return {"first": self.first, "blocks": self.blocks}
+        return {"first": self.first, "blocks": self.blocks, "dropped": self.dropped}
 
     @classmethod
     def from_dict(cls, data: dict) -> "History":
         h = cls()
         h.first, h.blocks = list(data["first"]), list(data["blocks"])
+        h.dropped = int(data.get("dropped", 0))  # a checkpoint saved before compaction: every state
         return h
+
+
+def saved_table(table: Table, new_id: np.ndarray) -> dict:
+    """The table as a checkpoint keeps it: its entries' parents mapped to a compacted history's ids
+    (`History.compacted`), and the slots past each bucket's count, which are never read, zeroed
+    (so that the saved file compresses)."""
+    used = np.arange(table.parent.shape[2]) < table.count[..., None]
+    out = {"count": table.count.copy()}
+    for name, a in table._asdict().items():
+        if name != "count":
+            out[name] = np.where(used.reshape(used.shape + (1,) * (a.ndim - 3)), a, 0).astype(a.dtype)
+    out["parent"] = np.where(used, new_id[out["parent"]], 0)
+    return out
+
+
+def live_states(table: Table) -> np.ndarray:
+    """The history ids the table's entries grew from."""
+    return table.parent[np.arange(table.parent.shape[2]) < table.count[..., None]]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -904,7 +964,7 @@ class Segment(Policy):
             score=int(by_step[-1]) if placed else 0, pieces=placed, score_by_step=by_step,
             best_by_step=best_by_step[:max(expanded - 1, 0) + (i > n)].copy(), clear_kinds=kinds,
             placements=placements, stop=stop, abort_piece=abort_piece, abort_threshold=abort_threshold,
-            nodes=valued, report=SegmentReport(states=len(history) - 1, next_index=min(i, n),
+            nodes=valued, report=SegmentReport(states=history.taken - 1, next_index=min(i, n),
                                                sittings=tuple(SittingCost(**s) for s in sittings)))
 
     def _pool(self) -> Pool | None:
@@ -921,11 +981,13 @@ class Segment(Policy):
     def _save(self, table, history, best_by_step, i, valued, best, sittings) -> None:
         """Write the checkpoint (atomically: the previous one stays whole until the new one is);
         `CheckpointError` in one line when it cannot be written (a full or read-only disk)."""
+        kept, new_id = history.compacted(live_states(table))
         try:
             write_pickle(self.checkpoint, {
                 "version": CHECKPOINT_VERSION, "fingerprint": self.fingerprint(), "next_index": i, "valued": valued,
-                "best": best, "best_by_step": best_by_step, "table": table._asdict(), "history": history.to_dict(),
-                "sittings": sittings, "saved": time.strftime("%Y-%m-%d %H:%M:%S")})
+                "best": best, "best_by_step": best_by_step, "table": saved_table(table, new_id),
+                "history": kept.to_dict(), "sittings": sittings, "saved": time.strftime("%Y-%m-%d %H:%M:%S")},
+                compress=True)
         except OSError as e:
             kept = "the previous checkpoint is kept" if self.checkpoint.exists() else "no checkpoint was saved"
             raise CheckpointError(f"{self.checkpoint}: cannot save the search: {e.strerror or e}; {kept} "

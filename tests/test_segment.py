@@ -12,13 +12,14 @@ import pytest
 
 import reference as ref
 from engine.board import from_strings
+from engine.files import read_pickle
 from engine.lock import lock_piece
 from engine.rules import GEEK, SHAPE_NAMES
 from solver import SolverConfig, solve
 from solver._base import CheckpointError
 from solver.layered import board_hash, unpack
 from solver.segment import (
-    Roots, SegmentConfig, expand_chunk, found_leaves, insert_found, new_leaves, new_table, settings, take,
+    History, Roots, SegmentConfig, expand_chunk, found_leaves, insert_found, new_leaves, new_table, settings, take,
 )
 from evaluators import load_evaluator
 
@@ -236,8 +237,11 @@ def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
     stopped = stopped_at_first_report(path, record=True)
     assert stopped.stop == "interrupted" and 0 < stopped.pieces < PIECES and path.exists()
     assert ref.replay(stopped.record)["score"] == stopped.score
+    saved = read_pickle(path)  # compressed, its history cut to what the table and the best go back to
+    assert path.read_bytes()[:1] == b"\x78" and saved["history"]["dropped"] > 0
     resumed = solve(small_config(), checkpoint=path, resume=True)
     assert resumed.stop == "done" and resumed.score == whole.score
+    assert resumed.report.states == whole.report.states  # the states the compacted history left out still count
     assert np.array_equal(resumed.placements, whole.placements)
     assert np.array_equal(resumed.best_by_step, whole.best_by_step)
     # each sitting is accounted for: where it began and ended, and what it cost
@@ -251,6 +255,26 @@ def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
     assert again.score == whole.score and np.array_equal(again.placements, whole.placements)
     with pytest.raises(CheckpointError, match="another search"):
         solve(small_config(nodes=41), checkpoint=path, resume=True)
+
+
+def test_a_compacted_history_keeps_the_paths_of_the_live_states_and_the_best():
+    """Drawn by hand: ids 1-2 at piece 1 (from 0), 3-5 at piece 2 (3 from 1, 4 and 5 from 2),
+    6-7 at piece 3 (from 4 and 3). Live in the table: 6 and 3; the best is 5 (score 9)."""
+    h = History()
+    one = lambda code: np.array([[code]], np.int16)  # noqa: E731  a segment of one placement
+    h.add(1, np.array([1, 2]), np.array([0, 0]), np.array([1, 1]), np.vstack([one(11), one(12)]))
+    h.add(2, np.array([3, 9, 4]), np.array([1, 2, 2]), np.array([1, 1, 1]), np.vstack([one(13), one(14), one(15)]))
+    h.add(3, np.array([5, 6]), np.array([4, 3]), np.array([1, 1]), np.vstack([one(16), one(17)]))
+    assert h.best() == 4  # id 4: score 9
+    kept, new_id = h.compacted(np.array([1, 3]))  # ids given by the table's entries (old ids 1 and 3) ...
+    # ... plus the states taken last (6, 7) and the best (4), and their ancestors: 0, 1, 2, 3, 4, 6, 7; 5 is dropped
+    assert new_id.tolist() == [0, 1, 2, 3, 4, -1, 5, 6]
+    assert len(kept) == 7 and kept.dropped == 1 and kept.taken == h.taken == 8
+    assert kept.best() == new_id[h.best()] and kept.score(kept.best()) == 9
+    for old in (3, 4, 6, 7):
+        assert np.array_equal(kept.placements(int(new_id[old])), h.placements(old))
+    again, _ = History.from_dict(kept.to_dict()).compacted(np.array([3]))  # compacting again: the count adds up
+    assert again.taken == 8 and again.dropped == 1
 
 
 @pytest.mark.slow

@@ -568,6 +568,11 @@ def test_a_checkpoint_is_read_no_further_than_its_limit(tmp_path):
         read_pickle(path, limit=100)
     with pytest.raises(TooLarge, match="^/dev/zero: more than 1,000 bytes: too large for a checkpoint$"):
         read_pickle("/dev/zero", limit=1000)
+    # compressed, the limit holds for what it inflates to (a small file of a huge pickle is refused)
+    write_pickle(path, {"generation": 4, "data": bytes(100_000)}, compress=True)
+    assert path.stat().st_size < 1_000 and read_pickle(path)["generation"] == 4
+    with pytest.raises(TooLarge, match=r"checkpoint\.pkl: more than 10,000 bytes once decompressed: too large"):
+        read_pickle(path, limit=10_000)
 
 
 def test_a_run_store_reads_its_files_bounded(tmp_path, monkeypatch):
