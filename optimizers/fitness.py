@@ -133,7 +133,7 @@ def evaluate(task: dict) -> Evaluated:
     start = time.perf_counter()
     import numba
 
-    from solver import SolverConfig, Threshold, solve
+    from solver import SolverConfig, SolveResult, Threshold, solve
     from solver.online import GamesSeries
 
     threads = task.get("threads")
@@ -143,8 +143,8 @@ def evaluate(task: dict) -> Evaluated:
     threshold = Threshold(np.asarray(thr, dtype=np.float64), 1) if thr is not None else None
     checkpoint = task.get("checkpoint")
     result = solve(config, threshold=threshold, record=False, checkpoint=checkpoint, resume=checkpoint is not None)
-    sittings = getattr(getattr(result, "report", None), "sittings", ())  # a resumable policy's (segment's)
-    earlier = sum(s.seconds for s in sittings[:-1]) if checkpoint else 0.0
+    report = result.report if isinstance(result, SolveResult) else None  # a series of games has none
+    earlier = sum(s.seconds for s in report.sittings[:-1]) if checkpoint and report is not None else 0.0
     SIMULATIONS += 1
     curve = [int(v) for v in result.best_by_step]
     if result.aborted:

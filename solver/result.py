@@ -67,6 +67,9 @@ class Report:
     dataclass of its kind, whose ``summary()`` is summary.json's section ``key`` (the policy's name)."""
 
     key: ClassVar[str]
+    #: the sittings a saved search ran in, oldest first (each with its ``seconds``): a resumable
+    #: policy's report overrides it; a search made in one go has none
+    sittings: tuple = ()
 
     def summary(self) -> dict:
         raise NotImplementedError

@@ -278,7 +278,7 @@ class GameCheckpoint:
     the score, the board's rows (uint16), its clears by rows (``kinds[f]``, int64) and the wall
     seconds played. `play_game` from it plays on to the game never stopped: the pieces it has not
     placed are drawn again from the seed, and the policy has no state of its own between pieces
-    (`resumable`). ``pieces`` may be any number below the game's cap."""
+    (`game_can_resume`). ``pieces`` may be any number below the game's cap."""
 
     seed: int
     pieces: int
@@ -314,7 +314,7 @@ class GameCheckpoint:
                    np.array(data["kinds"], np.int64), float(seconds))
 
 
-def resumable(policy: OnlinePolicy) -> bool:
+def game_can_resume(policy: OnlinePolicy) -> bool:
     """Whether a game of ``policy`` can be stopped and played on (`GameCheckpoint`): a policy with
     draws of its own (one that overrides `OnlinePolicy.seed`) carries their state from piece to
     piece."""
@@ -359,7 +359,7 @@ def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None, start: G
 def _check_start(policy: OnlinePolicy, start: GameCheckpoint, seed: int, cap: int, shape: tuple,
                  full_row: int) -> None:
     """ValueError when ``start`` cannot be played on by ``policy`` as game ``seed`` capped at ``cap``."""
-    if not resumable(policy):
+    if not game_can_resume(policy):
         raise ValueError(f"policy {policy.name!r} has draws of its own: its games cannot be played on from a state")
     if start.seed != seed:
         raise ValueError(f"a checkpoint of seed {start.seed} given for the game of seed {seed}")
