@@ -7,8 +7,8 @@ CONFIG (default configs/sha-geek.yaml) is a run config whose tuner has rungs (``
 ``--samples`` settings are drawn as its first rung draws them (the initial point, then Gaussian
 perturbations of it, ``init_sigma`` of each range), each is scored at every rung in ``--rungs``
 (each rung's solver settings, no early abort), and the Spearman rank correlation of every pair of
-rungs is printed: how well a cheap rung's order predicts a costly one's decides the ladder
-(which rungs, how many candidates each keeps).
+rungs is printed, with a 95% interval (Fisher's z): how well a cheap rung's order predicts a costly
+one's decides the ladder (which rungs, how many candidates each keeps).
 
 With ``--from-run RUN_DIR`` the samples are instead the candidates of a tuning run over the same
 space, and the run's own fitness is one more column ("run"): a run held at the costly fidelity
@@ -76,6 +76,16 @@ def run_order(fitness: list[float], stopped: list[bool]) -> list[float]:
     not a sentinel such as -inf: pandas' correlations leave out values that are not finite."""
     floor = min([f for f, s in zip(fitness, stopped) if not s], default=0.0) - 1.0
     return pd.Series([floor if s else f for f, s in zip(fitness, stopped)], dtype=float).rank().tolist()
+
+
+def spearman_interval(rho: float, n: int) -> tuple[float, float] | None:
+    """A 95% interval for a Spearman correlation ``rho`` of ``n`` pairs: Fisher's z with the
+    standard error sqrt(1.06 / (n - 3)) (Fieller, Hartley & Pearson 1957); None for n < 5, where
+    it says nothing. A correlation of +-1 is taken as +-0.9999 (its z is infinite)."""
+    if n < 5 or not np.isfinite(rho):
+        return None
+    z, half = np.arctanh(np.clip(rho, -0.9999, 0.9999)), 1.96 * np.sqrt(1.06 / (n - 3))
+    return float(np.tanh(z - half)), float(np.tanh(z + half))
 
 
 def main(argv=None) -> int:
@@ -151,6 +161,11 @@ def main(argv=None) -> int:
           + "; ".join(f"{r}: {tuner.settings_at(r)}" for r in rungs) + ")"
           + (f"; the run's {sum(stopped)} stopped candidates ranked last, tied" if any(stopped) else ""))
     print(corr.round(3).to_string())
+    intervals = {a: {b: spearman_interval(corr.loc[a, b], len(table)) for b in corr.columns if b != a} for a in corr.columns}
+    last = corr.columns[-1]  # the costliest rung, or the run
+    print(f"95% intervals against {last} ({len(table)} settings): " + "; ".join(
+        f"{b} {corr.loc[b, last]:.2f} ({lo:.2f} to {hi:.2f})" for b, iv in intervals[last].items() if iv
+        for lo, hi in [iv]))
     seconds = {f"rung {r}": float(np.mean([done[(r2, k)]["seconds"] for (r2, k) in done if r2 == r])) for r in rungs}
     print("mean seconds per evaluation: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     write_json(out / "summary.json", {
@@ -159,6 +174,8 @@ def main(argv=None) -> int:
         **({"aborted": args.aborted, "stopped": stopped} if args.from_run else {}),
         "rungs": {str(r): tuner.settings_at(r) for r in rungs}, "parameters": space.names,
         "values": values, "fitness": table.to_dict(orient="list"), "spearman": corr.round(4).to_dict(),
+        "spearman_95": {a: {b: iv and [round(iv[0], 4), round(iv[1], 4)] for b, iv in row.items()}
+                        for a, row in intervals.items()},
         "mean_seconds": seconds})
     return 0
 

@@ -4,6 +4,7 @@ rungs scored by a stand-in fitness (no game played)."""
 
 import json
 
+import pytest
 import yaml
 
 from conftest import load_benchmark
@@ -63,6 +64,8 @@ def test_a_runs_finished_candidates_are_the_samples_and_its_fitness_a_column(tmp
                                   "run": [900.0, 100.0, 300.0, 500.0, 700.0]}
     # the run's order: a > d > b > c = e (the stopped ones last, tied), against rung 0's a > d > b > c > e
     assert summary["spearman"]["run"]["rung 0"] == 0.9747
+    # with its 95% interval (Fisher's z, standard error sqrt(1.06 / (n - 3)))
+    assert summary["spearman_95"]["run"]["rung 0"] == pytest.approx([0.6362, 0.9985], abs=2e-4)
     assert summary["spearman"]["rung 1"]["rung 0"] == 1.0
     assert len((out / "scores.jsonl").read_text().splitlines()) == 10
     # a second call reads every score back and scores nothing
@@ -74,3 +77,10 @@ def test_a_runs_finished_candidates_are_the_samples_and_its_fitness_a_column(tmp
     summary = json.loads((out / "summary.json").read_text())
     assert summary["samples"] == 3 and summary["stopped"] == [False, False, False]
     assert summary["fitness"]["run"] == [900.0, 100.0, 500.0] and summary["spearman"]["run"]["rung 0"] == 1.0
+
+
+def test_a_spearman_interval_is_fisher_s_z_with_fieller_s_error():
+    bench = load_benchmark("rung_correlation")
+    assert bench.spearman_interval(0.5, 10) == pytest.approx((-0.2102, 0.8648), abs=1e-4)
+    assert bench.spearman_interval(1.0, 8)[1] == pytest.approx(1.0, abs=1e-4)  # +-1 clipped, not infinite
+    assert bench.spearman_interval(0.9, 4) is None  # too few pairs to say anything
