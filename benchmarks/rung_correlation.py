@@ -163,10 +163,11 @@ def main(argv=None) -> int:
     print(corr.round(3).to_string())
     intervals = {a: {b: spearman_interval(corr.loc[a, b], len(table)) for b in corr.columns if b != a} for a in corr.columns}
     last = corr.columns[-1]  # the costliest rung, or the run
-    print(f"95% intervals against {last} ({len(table)} settings): " + "; ".join(
-        f"{b} {corr.loc[b, last]:.2f} ({lo:.2f} to {hi:.2f})" for b, iv in intervals[last].items() if iv
-        for lo, hi in [iv]))
-    seconds = {f"rung {r}": float(np.mean([done[(r2, k)]["seconds"] for (r2, k) in done if r2 == r])) for r in rungs}
+    shown = [f"{b} {corr.loc[b, last]:.2f} ({iv[0]:.2f} to {iv[1]:.2f})" for b, iv in intervals[last].items() if iv]
+    if shown:
+        print(f"95% intervals against {last} ({len(table)} settings): " + "; ".join(shown))
+    seconds = {f"rung {r}": float(np.mean([done[(r, canonical(with_settings(space.config(v), tuner.settings_at(r)))[0])]
+                                           ["seconds"] for v in values])) for r in rungs}
     print("mean seconds per evaluation: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     write_json(out / "summary.json", {
         "config": project_path(args.config), "overrides": args.overrides, "samples": args.samples,
