@@ -36,7 +36,7 @@ compressed) every ``checkpoint_seconds`` and when the search stops; a solve give
 with ``resume`` continues from the first piece index it had not expanded and ends exactly as an
 uninterrupted run would (what is saved is everything the search can still use: the history is
 cut to the states that paths from the table and from the best go back to, `History.compacted`,
-so a record-size search saves about a megabyte, not hundreds). The checkpoint also
+so a record-size search saves about 100 KB, not tens of MB). The checkpoint also
 keeps one entry per *sitting* (each process that worked on the search: its first and next piece
 index, search seconds, CPU seconds of the process's threads (not its worker processes'), peak
 memory), reported in the result with their totals, so a run spread over sittings states what it
