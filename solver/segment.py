@@ -981,12 +981,12 @@ class Segment(Policy):
     def _save(self, table, history, best_by_step, i, valued, best, sittings) -> None:
         """Write the checkpoint (atomically: the previous one stays whole until the new one is);
         `CheckpointError` in one line when it cannot be written (a full or read-only disk)."""
-        kept, new_id = history.compacted(live_states(table))
+        compact, new_id = history.compacted(live_states(table))
         try:
             write_pickle(self.checkpoint, {
                 "version": CHECKPOINT_VERSION, "fingerprint": self.fingerprint(), "next_index": i, "valued": valued,
                 "best": best, "best_by_step": best_by_step, "table": saved_table(table, new_id),
-                "history": kept.to_dict(), "sittings": sittings, "saved": time.strftime("%Y-%m-%d %H:%M:%S")},
+                "history": compact.to_dict(), "sittings": sittings, "saved": time.strftime("%Y-%m-%d %H:%M:%S")},
                 compress=True)
         except OSError as e:
             kept = "the previous checkpoint is kept" if self.checkpoint.exists() else "no checkpoint was saved"
