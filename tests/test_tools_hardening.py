@@ -624,7 +624,7 @@ def test_a_segment_checkpoint_on_a_full_disk_is_one_line_and_keeps_the_previous_
     assert stopped_at_first_report(saved, record=False).stop == "interrupted"
     before = saved.read_bytes()
 
-    def full(path, obj):
+    def full(path, obj, compress=False):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(segment, "write_pickle", full)
