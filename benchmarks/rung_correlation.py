@@ -122,10 +122,13 @@ def main(argv=None) -> int:
         for line in log.read_text().splitlines():
             row = json.loads(line)
             done[(row["rung"], row["key"])] = row
+    def at_rung(v, r: int) -> tuple[str, dict]:  # a sample's config at rung r, and its key
+        return canonical(with_settings(space.config(v), tuner.settings_at(r)))
+
     jobs = []
     for r in rungs:
         for i, v in enumerate(values):
-            key, data = canonical(with_settings(space.config(v), tuner.settings_at(r)))
+            key, data = at_rung(v, r)
             if (r, key) not in done:
                 jobs.append((r, i, key, data))
     print(f"{config.name}: {args.samples} samples x rungs {rungs}: {len(jobs)} to score, "
@@ -151,8 +154,7 @@ def main(argv=None) -> int:
     finally:
         pool.close()
 
-    table = pd.DataFrame({f"rung {r}": [done[(r, canonical(with_settings(space.config(v), tuner.settings_at(r)))[0])]["fitness"]
-                                        for v in values] for r in rungs})
+    table = pd.DataFrame({f"rung {r}": [done[(r, at_rung(v, r)[0])]["fitness"] for v in values] for r in rungs})
     if run_fitness is not None:
         table["run"] = run_fitness
     ranked = table.assign(run=run_order(run_fitness, stopped)) if run_fitness is not None else table
@@ -166,8 +168,7 @@ def main(argv=None) -> int:
     shown = [f"{b} {corr.loc[b, last]:.2f} ({iv[0]:.2f} to {iv[1]:.2f})" for b, iv in intervals[last].items() if iv]
     if shown:
         print(f"95% intervals against {last} ({len(table)} settings): " + "; ".join(shown))
-    seconds = {f"rung {r}": float(np.mean([done[(r, canonical(with_settings(space.config(v), tuner.settings_at(r)))[0])]
-                                           ["seconds"] for v in values])) for r in rungs}
+    seconds = {f"rung {r}": float(np.mean([done[(r, at_rung(v, r)[0])]["seconds"] for v in values])) for r in rungs}
     print("mean seconds per evaluation: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     write_json(out / "summary.json", {
         "config": project_path(args.config), "overrides": args.overrides, "samples": args.samples,

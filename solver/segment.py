@@ -776,7 +776,7 @@ def saved_table(table: Table, new_id: np.ndarray) -> dict:
     """The table as a checkpoint keeps it: its entries' parents mapped to a compacted history's ids
     (`History.compacted`), and the slots past each bucket's count, which are never read, zeroed
     (so that the saved file compresses)."""
-    used = np.arange(table.parent.shape[2]) < table.count[..., None]
+    used = used_slots(table)
     out = {"count": table.count.copy()}
     for name, a in table._asdict().items():
         if name != "count":
@@ -785,9 +785,14 @@ def saved_table(table: Table, new_id: np.ndarray) -> dict:
     return out
 
 
+def used_slots(table: Table) -> np.ndarray:
+    """Which slots of each bucket hold an entry: (slots, keys, states) booleans."""
+    return np.arange(table.parent.shape[2]) < table.count[..., None]
+
+
 def live_states(table: Table) -> np.ndarray:
     """The history ids the table's entries grew from."""
-    return table.parent[np.arange(table.parent.shape[2]) < table.count[..., None]]
+    return table.parent[used_slots(table)]
 
 
 # ------------------------------------------------------------------------------------------------

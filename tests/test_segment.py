@@ -259,7 +259,7 @@ def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
 
 def test_a_compacted_history_keeps_the_paths_of_the_live_states_and_the_best():
     """Drawn by hand: ids 1-2 at piece 1 (from 0), 3-5 at piece 2 (3 from 1, 4 and 5 from 2),
-    6-7 at piece 3 (from 4 and 3). Live in the table: 6 and 3; the best is 5 (score 9)."""
+    6-7 at piece 3 (from 4 and 3). Live in the table: 1 and 3; the best is 4 (score 9)."""
     h = History()
     one = lambda code: np.array([[code]], np.int16)  # noqa: E731  a segment of one placement
     h.add(1, np.array([1, 2]), np.array([0, 0]), np.array([1, 1]), np.vstack([one(11), one(12)]))
