@@ -139,6 +139,19 @@ def test_the_cache_is_the_machines_outside_the_checkout_unless_numba_cache_dir_s
     assert folder(XDG_CACHE_HOME=str(blocked)) == ROOT / ".numba_cache"
 
 
+STARTUP = ("import sys, engine, evaluators, solver, optimizers.run, experiments.run; "
+           "print(sorted(set(sys.modules) & {'scipy.linalg', 'scipy.spatial', 'pyswarms', 'optuna', 'matplotlib'}))")
+
+
+def test_a_command_starts_without_scipys_linear_algebra_pyswarms_optuna_or_matplotlib():
+    """Every process of the workbench (a command, a pytest or tuning worker) imports these modules; the
+    libraries named are imported only by what uses them (SciPy's linear algebra and spatial
+    modules, which numba's BLAS probe and pyswarms would otherwise bring into each, cost about a
+    quarter of a second; numba itself imports only SciPy's top package)."""
+    out = subprocess.run([sys.executable, "-c", STARTUP], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_pruning_keeps_the_newest_files_under_the_limit_and_drops_stale_empty_folders(tmp_path):
     base = tmp_path / "cache"
     for i, name in enumerate(["engine/aaaaaaaaaaaa/old.nbc", "engine/bbbbbbbbbbbb/new.nbc", "solver/cccccccccccc/newer.nbc"]):

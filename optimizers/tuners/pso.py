@@ -18,8 +18,10 @@ swarm's own state (seeded from the run's generator, pickled with the swarm).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, ClassVar, Literal, NamedTuple
 
 import numpy as np
@@ -47,11 +49,17 @@ def _quiet_pyswarms():
             os.environ["LOG_CFG"] = old
 
 
-with _quiet_pyswarms():
-    from pyswarms.backend.generators import create_swarm
-    from pyswarms.backend.handlers import BoundaryHandler, VelocityHandler
-    from pyswarms.backend.operators import compute_pbest
-    from pyswarms.backend.topology import Ring, Star
+@functools.cache
+def _backend() -> SimpleNamespace:
+    """pyswarms' backend, imported when a swarm is first made: it brings SciPy (about a quarter of a
+    second), which every process that lists the tuners would otherwise pay."""
+    with _quiet_pyswarms():
+        from pyswarms.backend.generators import create_swarm
+        from pyswarms.backend.handlers import BoundaryHandler, VelocityHandler
+        from pyswarms.backend.operators import compute_pbest
+        from pyswarms.backend.topology import Ring, Star
+    return SimpleNamespace(create_swarm=create_swarm, BoundaryHandler=BoundaryHandler,
+                           VelocityHandler=VelocityHandler, compute_pbest=compute_pbest, Ring=Ring, Star=Star)
 
 
 class Topology(NamedTuple):
@@ -63,8 +71,8 @@ class Topology(NamedTuple):
 
 
 TOPOLOGIES: dict[str, Topology] = {
-    "star": Topology(Star, lambda s: {}),
-    "ring": Topology(lambda: Ring(static=False), lambda s: {"p": s.p, "k": s.k}),
+    "star": Topology(lambda: _backend().Star(), lambda s: {}),
+    "ring": Topology(lambda: _backend().Ring(static=False), lambda s: {"p": s.p, "k": s.k}),
 }
 #: pyswarms' names of its position and velocity handlers (`BoundaryHandler`, `VelocityHandler`)
 BOUNDARIES = ("reflective", "nearest", "periodic", "random", "shrink", "intermediate")
@@ -116,8 +124,8 @@ class PSO(Optimizer):
     def _make_operators(self) -> None:
         with _quiet_pyswarms():
             self.topology = TOPOLOGIES[self.settings.topology].make()
-            self.bh = BoundaryHandler(strategy=self.settings.boundary)
-            self.vh = VelocityHandler(strategy=self.settings.velocity)
+            self.bh = _backend().BoundaryHandler(strategy=self.settings.boundary)
+            self.vh = _backend().VelocityHandler(strategy=self.settings.velocity)
 
     def __getstate__(self):
         # pyswarms' topology and handlers hold a Reporter (an open stream): pickle only their state
@@ -138,7 +146,7 @@ class PSO(Optimizer):
         if self.swarm is None:
             start = self.space.to_unit(self.initial(s.particles))
             with self.library_random():
-                self.swarm = create_swarm(n_particles=s.particles, dimensions=self.space.dim,
+                self.swarm = _backend().create_swarm(n_particles=s.particles, dimensions=self.space.dim,
                                           options={"c1": s.c1, "c2": s.c2, "w": s.w}, bounds=self.bounds,
                                           init_pos=start, clamp=self.clamp)
             self.swarm.pbest_cost = np.full(s.particles, np.inf)
@@ -148,7 +156,7 @@ class PSO(Optimizer):
         sw = self.swarm
         sw.current_cost = -np.asarray(fitness, dtype=np.float64)
         with self.library_random():
-            sw.pbest_pos, sw.pbest_cost = compute_pbest(sw)
+            sw.pbest_pos, sw.pbest_cost = _backend().compute_pbest(sw)
             options = TOPOLOGIES[self.settings.topology].best_options(self.settings)
             sw.best_pos, sw.best_cost = self.topology.compute_gbest(sw, **options)
             sw.velocity = self.topology.compute_velocity(sw, self.clamp, self.vh, self.bounds)
