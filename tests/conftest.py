@@ -17,6 +17,13 @@ sys.path.insert(0, str(TESTS))
 # tests that interrupt a search with SIGINT would then see nothing arrive
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
+
+# Where bytecode is not written (``PYTHONDONTWRITEBYTECODE``), pytest rewrites every test module's
+# assertions from source in every process, about 3 s of each worker's start. The test processes
+# write bytecode as Python does by default (into ``__pycache__`` folders, which git ignores); the
+# commands the tests start follow the setting.
+sys.dont_write_bytecode = False
+
 SHARED = TESTS.parents[1] / "shared"
 BENCHMARKS = TESTS.parent / "benchmarks"
 

@@ -110,7 +110,8 @@ def cells_of(shape, state, cx, cy):
 def is_valid(board, shape, state, cx, cy):
     """True when every cell is in 0..9 horizontally, at most row 19, and
     either above the board (y < 0) or on an empty cell."""
-    for x, y in cells_of(shape, state, cx, cy):
+    for dx, dy in SHAPE_CELLS[shape][state]:
+        x, y = cx + dx, cy + dy
         if x < 0 or x >= WIDTH or y >= HEIGHT:
             return False
         if y >= 0 and board[y][x]:
@@ -222,7 +223,7 @@ def lock(board, cells):
     for x, y in cells:
         if y >= 0:
             placed[y][x] = True
-    occupied = sum(sum(1 for cell in row if cell) for row in placed)
+    occupied = sum(map(sum, placed))  # a row's True cells count 1 each
     full_rows = sum(1 for row in placed if all(row))
     all_rows_occupied = all(any(row) for row in placed)
     kept = [row for row in placed if not all(row)]

@@ -10,6 +10,8 @@ quarter counter-clockwise by the rule new(row j, col k) = old(row W' - 1 - k, co
 width (the notes, section 1).
 """
 
+from functools import cache
+
 #: orientation 0 of each piece as the piece file draws it (top row first) and its orientation count
 PIECE_FILE = {
     "I": (["X", "X", "X", "X"], 2),
@@ -22,8 +24,9 @@ PIECE_FILE = {
 }
 
 
+@cache  # the same for every call: worked out once per letter
 def orientations(letter):
-    """The piece's orientations: a list of (width, height, cells), cells a frozenset of (dx, dy),
+    """The piece's orientations: a tuple of (width, height, cells), cells a frozenset of (dx, dy),
     dy = 0 the bottom row of the box."""
     picture, count = PIECE_FILE[letter]
     h, w = len(picture), len(picture[0])
@@ -33,7 +36,7 @@ def orientations(letter):
         out.append((w, h, frozenset((k, j) for j in range(h) for k in range(w) if rows[j][k])))
         w, h = h, w  # the new box: width = the old height
         rows = [[rows[w - 1 - k][j] for k in range(w)] for j in range(h)]
-    return out
+    return tuple(out)
 
 
 def actions(letter, width=10):

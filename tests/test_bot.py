@@ -146,24 +146,51 @@ def test_a_huge_line_is_refused_and_cut_in_the_message(monkeypatch, capsys):
     assert len(out.splitlines()) == 4
 
 
-@pytest.mark.slow
-def test_warm_up_compiles_what_the_bot_uses_and_reads_nothing(tmp_path):
-    """--warm-up plays a short game by itself (compiling, or loading from the cache, every kernel the
-    bot uses) and exits; a later bot then answers at once. From a cold cache here (a fresh numba
-    cache folder), the warm-up reports how long it took."""
-    import os
-    import time
+#: runs ``python -m experiments.bot ARGS`` and, at its exit, writes to the file $SIGNATURES_OUT every
+#: kernel of the project that the process called from Python, with the signatures it called them at
+#: (loaded from the cache or compiled)
+SIGNATURES = """
+import atexit, json, os, runpy, sys
+from numba.core.dispatcher import Dispatcher
 
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "experiments.bot", "--warm-up"], cwd=ROOT, input="",
-                          capture_output=True, text=True, timeout=TIMEOUT, env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "" and proc.stderr.startswith("warm: the bot's kernels are compiled and cached (")
-    t = time.monotonic()
-    game = subprocess.run([sys.executable, "-m", "experiments.bot"], cwd=ROOT, input="IO\nT\nX\n",
-                          capture_output=True, text=True, timeout=TIMEOUT, env=env)
-    assert game.returncode == 0 and len(game.stdout.splitlines()) == 6
-    assert time.monotonic() - t < 10  # the whole game, interpreter start included: no compiling
+def dump():
+    called = {}
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] in ("engine", "evaluators", "solver", "experiments"):
+            for v in list(vars(module).values()):
+                for d in (v, getattr(v, "__dict__", {}).get("_python_twin")):  # an inner kernel's twin
+                    if isinstance(d, Dispatcher) and d.signatures:
+                        called[d.py_func.__module__ + "." + d.py_func.__qualname__] = sorted(map(str, d.signatures))
+    with open(os.environ["SIGNATURES_OUT"], "w") as f:
+        json.dump(called, f)
+
+atexit.register(dump)
+sys.argv[0] = "experiments.bot"
+runpy.run_module("experiments.bot", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.slow
+def test_warm_up_calls_every_kernel_the_bot_uses_and_reads_nothing(tmp_path):
+    """--warm-up plays a short game by itself (compiling, or loading from the cache, every kernel the
+    bot uses) and exits, reporting how long it took; a later bot then calls no kernel at a signature
+    the warm-up did not (so from the cache the warm-up filled it compiles nothing), whatever the
+    cache held before."""
+    import json
+    import os
+
+    def bot(args, text, name):
+        env = {**os.environ, "SIGNATURES_OUT": str(tmp_path / name)}
+        proc = subprocess.run([sys.executable, "-c", SIGNATURES, *args], cwd=ROOT, input=text,
+                              capture_output=True, text=True, timeout=TIMEOUT, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return proc, json.loads((tmp_path / name).read_text())
+
+    warm, warmed = bot(["--warm-up"], "", "warm.json")
+    assert warm.stdout == "" and warm.stderr.startswith("warm: the bot's kernels are compiled and cached (")
+    game, played = bot([], "IO\nT\nX\n", "game.json")
+    assert len(game.stdout.splitlines()) == 6 and played  # the game called kernels, all of them warmed
+    assert {k: [s for s in sigs if s not in warmed.get(k, [])] for k, sigs in played.items()} == {k: [] for k in played}
 
 
 def test_help_shows_the_rotation_table():
