@@ -508,6 +508,14 @@ def bits_for(v):
     return b
 
 
+@njit(cache=True, inline="always")
+def _set_row(a, i, values):
+    """``a[i] = values``, element by element: numba compiles the array assignment with a shape
+    check whose error message builds strings, about a second of compiling in every process."""
+    for m in range(values.shape[0]):
+        a[i, m] = values[m]
+
+
 @inner
 def pack_rows(rows):
     """One int64 per candidate ordering the candidates as ``rows`` do (lexicographically, each row
@@ -522,7 +530,7 @@ def pack_rows(rows):
             lo = min(lo, rows[i, m])
             hi = max(hi, rows[i, m])
         if hi - lo < 0 or hi - lo >= PACK_LIMIT:  # overflowing or too wide: its dense ranks
-            parts[i] = dense_ranks(rows[i])
+            _set_row(parts, i, dense_ranks(rows[i]))
             bits[i] = bits_for(n)
         else:
             for m in range(n):
@@ -530,7 +538,7 @@ def pack_rows(rows):
             bits[i] = bits_for(hi - lo)
     while bits.sum() > PACK_BITS:
         w = np.argmax(bits)
-        parts[w] = dense_ranks(parts[w])
+        _set_row(parts, w, dense_ranks(parts[w]))
         bits[w] = bits_for(n)
     head = np.zeros(n, np.int64)
     for i in range(r):
@@ -586,8 +594,9 @@ def quality_order(q_order, q_rank, sc, ties):
     candidates already in order of quality (``q_order``, stable, and its dense ranks ``q_rank``):
     only runs of equal quality are reordered. Returns (order, head) as `ranking_order`."""
     rows = np.empty((2, sc.shape[0]), np.int64)
-    rows[0] = q_rank
-    rows[1] = -sc
+    for m in range(sc.shape[0]):
+        rows[0, m] = q_rank[m]
+        rows[1, m] = -sc[m]
     head = pack_rows(rows)
     order = q_order.copy()
     order_runs(order, q_rank, head, ties)
@@ -796,7 +805,7 @@ def next_layer(st, kids, chosen, t, top, width):
         anc[m, 0] = p
         for g in range(1, gens):
             anc[m, g] = st.anc[p, g - 1]
-        boards[m] = kids.boards[j]
+        _set_row(boards, m, kids.boards[j])
         scores[m] = kids.score[j]
         clears[m] = kids.clears[j]
         heights[m] = kids.height[j]

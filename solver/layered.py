@@ -135,5 +135,10 @@ def grown(a, n):
         return a
     shape = (max(n, 2 * a.shape[0]),) + a.shape[1:]
     out = np.zeros(shape, a.dtype)
-    out[: a.shape[0]] = a
+    # the rows of ``a`` are the first ``a.size`` values of ``out`` in C order; copied one by one, as
+    # numba compiles a slice assignment with a shape check whose error message builds strings
+    # (about a second of compiling in every process)
+    flat, src = out.reshape(out.size), a.ravel()
+    for k in range(src.shape[0]):
+        flat[k] = src[k]
     return out
