@@ -508,14 +508,6 @@ def bits_for(v):
     return b
 
 
-@njit(cache=True, inline="always")
-def _set_row(a, i, values):
-    """``a[i] = values``, element by element: numba compiles the array assignment with a shape
-    check whose error message builds strings, about a second of compiling in every process."""
-    for m in range(values.shape[0]):
-        a[i, m] = values[m]
-
-
 @inner
 def pack_rows(rows):
     """One int64 per candidate ordering the candidates as ``rows`` do (lexicographically, each row
@@ -530,7 +522,7 @@ def pack_rows(rows):
             lo = min(lo, rows[i, m])
             hi = max(hi, rows[i, m])
         if hi - lo < 0 or hi - lo >= PACK_LIMIT:  # overflowing or too wide: its dense ranks
-            _set_row(parts, i, dense_ranks(rows[i]))
+            copy_rows(parts[i], dense_ranks(rows[i]))
             bits[i] = bits_for(n)
         else:
             for m in range(n):
@@ -538,7 +530,7 @@ def pack_rows(rows):
             bits[i] = bits_for(hi - lo)
     while bits.sum() > PACK_BITS:
         w = np.argmax(bits)
-        _set_row(parts, w, dense_ranks(parts[w]))
+        copy_rows(parts[w], dense_ranks(parts[w]))
         bits[w] = bits_for(n)
     head = np.zeros(n, np.int64)
     for i in range(r):
@@ -805,7 +797,7 @@ def next_layer(st, kids, chosen, t, top, width):
         anc[m, 0] = p
         for g in range(1, gens):
             anc[m, g] = st.anc[p, g - 1]
-        _set_row(boards, m, kids.boards[j])
+        copy_rows(boards[m], kids.boards[j])
         scores[m] = kids.score[j]
         clears[m] = kids.clears[j]
         heights[m] = kids.height[j]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.board import copy_rows
 from engine.jit import inner
 
 #: a board's 64-bit FNV-1a hash (`board_hash`: the beam's ``hash`` tie order and its best child's
@@ -135,10 +136,5 @@ def grown(a, n):
         return a
     shape = (max(n, 2 * a.shape[0]),) + a.shape[1:]
     out = np.zeros(shape, a.dtype)
-    # the rows of ``a`` are the first ``a.size`` values of ``out`` in C order; copied one by one, as
-    # numba compiles a slice assignment with a shape check whose error message builds strings
-    # (about a second of compiling in every process)
-    flat, src = out.reshape(out.size), a.ravel()
-    for k in range(src.shape[0]):
-        flat[k] = src[k]
+    copy_rows(out.reshape(out.size), a.ravel())  # the rows of ``a``: the first ``a.size`` values of ``out``
     return out

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from engine.board import popcount
+from engine.board import copy_rows, popcount
 from engine.jit import inner
 from engine.lock import lock_piece, spawn_blocked, spawn_state
 from engine.movegen import MoveScratch, capacity, new_scratch, placements_into, rows_for
@@ -253,7 +253,7 @@ def lookahead_choice(board, t, sequence, rules, spec, settings, work):
     """The `Choice` for piece ``t`` on ``board``: the search over the pieces ``t ..`` of
     ``sequence`` (at most ``settings.depth`` of them) with the evaluator ``spec``, in ``work``."""
     depth = min(settings.depth, sequence.shape[0] - t)
-    work.boards[0] = board
+    copy_rows(work.boards[0], board)
     _expand(0, t, sequence, rules, spec, settings, work)
     if work.nkept[0] == 0:
         return Choice(False, 0, 0, 0, 0, -np.inf)

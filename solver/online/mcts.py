@@ -221,7 +221,7 @@ def expand(d, rules, spec, tree, ws):
         if not alive:
             continue
         a = used
-        after.board[a] = board
+        copy_rows(after.board[a], board)
         lock = lock_piece(after.board[a], rules, shape, s, x, y, t + 1)
         after.points[a] = lock.points
         after.value[a] = v
@@ -240,7 +240,7 @@ def plant_root(tree, board, shape, t, rules, spec, ws):
     """Start the move's tree: the root (``board``, ``shape`` to place as piece ``t``), expanded, its
     placements copied to ``ws.found[CURRENT]``; returns whether any of them survives."""
     nodes = tree.decisions
-    nodes.board[ROOT] = board
+    copy_rows(nodes.board[ROOT], board)
     nodes.shape[ROOT] = shape
     nodes.piece[ROOT] = t
     nodes.visits[ROOT] = 0
@@ -249,7 +249,8 @@ def plant_root(tree, board, shape, t, rules, spec, ws):
     tree.rewards[LEAST] = np.inf
     tree.rewards[GREATEST] = -np.inf
     expand(ROOT, rules, spec, tree, ws)
-    ws.found[CURRENT] = ws.found[TREE]
+    for k in range(ws.found.shape[1]):
+        copy_rows(ws.found[CURRENT, k], ws.found[TREE, k])
     return nodes.count[ROOT] > 0
 
 
@@ -284,7 +285,7 @@ def follow(tree, d, a, shape):
     if after.next[a, shape] < 0:
         nd = tree.used[DECISIONS_USED]
         tree.used[DECISIONS_USED] += 1
-        nodes.board[nd] = after.board[a]
+        copy_rows(nodes.board[nd], after.board[a])
         nodes.shape[nd] = shape
         nodes.piece[nd] = nodes.piece[d] + 1
         nodes.count[nd] = NOT_EXPANDED
