@@ -6,7 +6,11 @@ clear the full rows. It returns a `LockResult`, the quantities counted after the
 before any row was cleared (the ones the rules score and end the game by). `lock_copy` is the same
 rule on a copy of a board, keeping the board as it was just before the clear (what an evaluator's
 placement features read). They are inlined into their callers (numba ``inline="always"``): a call
-per child in a search's inner loop would otherwise cost more than the lock. `spawn_state` and
+per child in a search's inner loop would otherwise cost more than the lock. `lock_piece_call` is
+`lock_piece` as a kernel of its own, for the kernels that replay a finished path (the replayer, a
+path's scores and routes): numba inlines by re-running its passes over the lock's whole tree of
+inlined helpers in every caller it compiles (about a second each), and there a call costs nothing
+measurable (a game's loop keeps the inlined lock: the call cost it about 1%). `spawn_state` and
 `spawn_blocked` say where and whether the next piece appears; `lost` says whether a lock's end is
 a lost game (what every search avoids).
 
@@ -33,6 +37,7 @@ from numba import njit
 
 from .board import clear_rows, copy_rows, count_rows, is_valid, place, popcount
 from .dispatch import fixed
+from .jit import inner
 from .rules import OVERFLOW_CLEAR_FIRST, OVERFLOW_DISCARD, OVERFLOW_END
 
 END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit", "sequence_end", "overflow")
@@ -180,6 +185,12 @@ def lock_piece(board, rules, shape, state, x, y, number):
     piece = rules.cells[shape, state]
     place(board, piece, x, y)
     return settle(board, rules, number, piece, x, y)
+
+
+@inner
+def lock_piece_call(board, rules, shape, state, x, y, number):
+    """`lock_piece`, called rather than inlined (module docstring): same `LockResult`, same board."""
+    return lock_piece(board, rules, shape, state, x, y, number)
 
 
 @njit(cache=True, inline="always")

@@ -495,7 +495,7 @@ placements_by_rule = PLACEMENTS.call
 lowest_placements_by_rule = LOWEST_PLACEMENTS.call
 
 
-@njit(cache=True, _nrt=False)
+@inner(_nrt=False)  # called from kernels; a call from Python (`placements`) goes to its twin
 def placements_into(board, rules, shape, spawn_state, sc, out):
     """Write every placement of ``shape`` spawning in ``spawn_state`` on ``board`` as a row
     (x, y, state) of ``out``; return how many (0 when the spawn is blocked). Rows are ordered by

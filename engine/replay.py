@@ -20,7 +20,8 @@ import numpy as np
 from numba import njit
 
 from .board import BOARD_DTYPE, is_valid
-from .lock import END_NAMES, GOING_ON, PIECE_LIMIT, RECORD_END, SPAWN_BLOCKED, lock_piece, spawn_blocked, spawn_state
+from .lock import (END_NAMES, GOING_ON, PIECE_LIMIT, RECORD_END, SPAWN_BLOCKED, lock_piece_call, spawn_blocked,
+                   spawn_state)
 from .record import OP_N, Record, RecordError, extract, parse
 from .rules import GEEK, Rules
 
@@ -67,7 +68,7 @@ def replay_kernel(kinds, counts, sequence, rules, score_by_piece, board, boards,
         k = kinds[i]
         if k == OP_N:
             if has_piece and moved:
-                lock = lock_piece(board, rules, shape, state, x, y, counter)
+                lock = lock_piece_call(board, rules, shape, state, x, y, counter)
                 _trace(boards, locked, counter, board, shape, state, x, y, lock.lines)
                 if lock.end != GOING_ON:
                     return score, counter, lock.end
@@ -98,7 +99,7 @@ def replay_kernel(kinds, counts, sequence, rules, score_by_piece, board, boards,
                     x += STEP_DX[k]
                     y += STEP_DY[k]
     if has_piece:
-        lock = lock_piece(board, rules, shape, state, x, y, counter)
+        lock = lock_piece_call(board, rules, shape, state, x, y, counter)
         _trace(boards, locked, counter, board, shape, state, x, y, lock.lines)
         if lock.end != GOING_ON:
             return score, counter, lock.end

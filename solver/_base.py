@@ -15,7 +15,7 @@ from numba import njit
 
 from engine import Rules
 from engine.jit import inner
-from engine.lock import GOING_ON, lock_copy, lock_piece, lost
+from engine.lock import GOING_ON, lock_copy, lock_piece_call, lost
 from evaluators import Evaluator, Placement, evaluate
 from evaluators.incremental import ColumnView, column_scratch
 
@@ -90,7 +90,7 @@ def new_path(pieces: int) -> Path:
 def commit(board, rules, shape, x, y, s, t, score, path):
     """Lock piece ``t`` (0-based) at (x, y, s) on ``board`` for good: record the placement, the
     score after it and its clear kind in ``path``; returns the new score."""
-    lock = lock_piece(board, rules, shape, s, x, y, t + 1)
+    lock = lock_piece_call(board, rules, shape, s, x, y, t + 1)
     if lock.lines and lock.end == GOING_ON:
         path.kinds[lock.lines] += 1
     path.placements[t, 0] = x

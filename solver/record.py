@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 from engine import Rules, encode, replay
-from engine.lock import GOING_ON, lock_piece, spawn_state
+from engine.lock import GOING_ON, lock_piece_call, spawn_state
 from engine.movegen import STEP_D, route_into, scratch
 
 from .result import SolveResult
@@ -34,7 +34,7 @@ def path_routes(rules, sequence, placements, sc, steps, lengths):
         lengths[t] = route_into(board, rules, shape, spawn_state(t, rules), x, y, s, sc, steps[t])
         if lengths[t] < 0:
             return UNREACHABLE, t
-        lock = lock_piece(board, rules, shape, s, x, y, t + 1)
+        lock = lock_piece_call(board, rules, shape, s, x, y, t + 1)
         if lock.end != GOING_ON and t + 1 < n:
             return ENDED_EARLY, t
     return ROUTES_FOUND, -1
