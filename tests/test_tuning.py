@@ -383,7 +383,7 @@ SEGMENT_RUN = {**TINY, "algorithm": "cmaes", "cmaes": {"population": 2, "generat
                "solver": {"policy": "segment", "evaluator": "transitions",
                           "segment": {"nodes": 40, "states": 2, "depth": 12, "first_depth": 34,
                                       "checkpoint_seconds": 1e-6}},
-               "pieces": 60, "early_abort": {"enabled": False},
+               "pieces": 46, "early_abort": {"enabled": False},
                "space": [{"path": "evaluator.features.column_transitions", "low": -3.0, "high": -0.5}]}
 
 
