@@ -131,13 +131,6 @@ def count_and_clear(board, full):
     return cells, full_rows, occupied_rows
 
 
-@njit(cache=True)
-def lock(board, cells, cx, cy, full):
-    """Place the piece at (cx, cy) and count and clear: ``(cells, full_rows, occupied_rows)``."""
-    place(board, cells, cx, cy)
-    return count_and_clear(board, full)
-
-
 @njit(cache=True, _nrt=False)
 def is_valid(board, cells, cx, cy, width):
     """Whether every cell of the piece is inside the columns, above the floor, and above the
