@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import functools
 import types
+from typing import NamedTuple
 
-from numba import njit
+from numba import njit, typeof
 from numba.core.types import IntegerLiteral
 from numba.core.registry import CPUDispatcher
 
@@ -64,6 +65,24 @@ def _twin(kernel: InnerDispatcher):
     del g.__wrapped__
     options = {k: v for k, v in kernel.targetoptions.items() if k not in ("no_cpython_wrapper", "nopython")}
     return njit(cache=True, **options)(g)
+
+
+class KernelCall(NamedTuple):
+    """A kernel and arguments of the types another kernel calls it with, so that a process can
+    compile (or load) that one signature on its own, ahead of the caller: another process then
+    finds it in the cache (`solver.Policy.kernel_parts`). Python ints stand for any integer (an
+    inner kernel takes integer constants as their plain type), Python bools for booleans."""
+
+    kernel: object
+    args: tuple
+
+    def signature(self) -> tuple:
+        """The argument types the kernel is compiled for."""
+        return tuple(_plain(typeof(a)) for a in self.args)
+
+    def compile(self) -> None:
+        """Compile the kernel for `signature`, or load it from the cache."""
+        self.kernel.compile(self.signature())
 
 
 def inner(fn=None, /, **options):

@@ -152,6 +152,18 @@ def check_workers(client, key: str = "parallel") -> None:
                                 f"digest {answer}, here {ours}); install the same version there")
 
 
+def _completed(futures):
+    """dask futures' results in completion order; the ones not read are cancelled on closing."""
+    from dask.distributed import as_completed
+
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        for f in futures:
+            f.cancel()
+
+
 class Pool:
     """The workers of one run (of a tuner, of a search), as ``settings`` say (``key``: where they are
     in the configuration, for messages). ``close()`` (or a ``with`` block) releases a dask cluster
@@ -192,35 +204,48 @@ class Pool:
         if not tasks:
             return out
         with preserved_random_state():
-            for i, result in self._unordered(fn, list(tasks)):
+            for i, result in self._start(fn, list(tasks)):
                 out[i] = result
                 if on_result is not None:
                     on_result(i, result)
         return out
 
-    def _unordered(self, fn, tasks):
+    @contextlib.contextmanager
+    def beside(self, fn: Callable[[dict], dict], tasks: Sequence[dict]):
+        """``fn`` over ``tasks`` on the workers while the ``with`` body runs in this process; leaving
+        waits for them and raises what one of them raised. Without workers (one job in process)
+        they run here when the body is done. Their results are dropped: this is for work whose
+        effect another process shares, such as compiling kernels into numba's on-disk cache
+        (`optimizers.tuner.Tuner.warm_up`)."""
+        tasks = list(tasks)
+        if not tasks:
+            yield
+            return
+        with preserved_random_state():
+            running = self._start(fn, tasks)
+            try:
+                yield
+            except BaseException:
+                with contextlib.suppress(BaseException):
+                    running.close()  # a joblib call aborts, dask futures are cancelled
+                raise
+            for _ in running:
+                pass
+
+    def _start(self, fn, tasks):
+        """The (index, result) pairs of ``tasks``, in completion order; on workers the tasks are
+        handed out at once (a joblib call dispatches as it is made), in process as it is read."""
         backend = self.settings.backend
         if backend == "dask":
-            from dask.distributed import as_completed
-
             client = self._dask_client()
-            futures = [client.submit(_call, fn, i, t, pure=False) for i, t in enumerate(tasks)]
-            try:
-                for future in as_completed(futures):
-                    yield future.result()
-            finally:
-                for f in futures:
-                    f.cancel()
-            return
+            return _completed([client.submit(_call, fn, i, t, pure=False) for i, t in enumerate(tasks)])
         if self.n_jobs == 1:
-            for i, t in enumerate(tasks):
-                yield _call(fn, i, t)
-            return
+            return (_call(fn, i, t) for i, t in enumerate(tasks))
         from joblib import Parallel, delayed
 
         parallel = Parallel(n_jobs=self.n_jobs, backend=backend, return_as="generator_unordered",
                             batch_size=1, pre_dispatch=PRE_DISPATCH)
-        yield from parallel(delayed(_call_in_worker)(fn, i, t) for i, t in enumerate(tasks))
+        return parallel(delayed(_call_in_worker)(fn, i, t) for i, t in enumerate(tasks))
 
     def close(self) -> None:
         if self._client is not None:

@@ -187,21 +187,24 @@ class Tuner:
         if lost:
             self.store.rewrite_evaluations(sorted(self.evaluations.values(), key=lambda e: e.slot))
 
-    def warm_up(self) -> None:
-        """Compile (or load) the policy kernels in this process before the workers start, so they
+    def warm_up(self, pool: Pool) -> None:
+        """Compile (or load) the policy kernels before the candidates play, so that the workers
         find them in numba's cache instead of all compiling at once: with the workers' numba
-        threads, since a kernel for one thread and one for several are compiled apart."""
+        threads, since a kernel for one thread and one for several are compiled apart. This process
+        plays a short game of each policy while a worker compiles its kernel parts
+        (`solver.solve.compile_parts`): on a cold cache the two share the compiling."""
         from solver import SolverConfig, solve
+        from solver.solve import compile_parts
 
         policies = {self.space.base.get("policy", "beam")}
         for p in self.space.params:
             if p.path == "policy":
                 policies.update(p.choices)
-        threads = Pool(self.config.parallel).threads
         for policy in sorted(policies):
             data = {**self.space.config(self.space.init_values), "policy": policy, "pieces": WARM_UP_PIECES,
-                    "threads": threads}
-            solve(SolverConfig.model_validate(data), record=False)
+                    "threads": pool.threads}
+            with pool.beside(compile_parts, [data]):
+                solve(SolverConfig.model_validate(data), record=False)
 
     # ------------------------------------------------------------------ the run
     def run(self, resume: bool = False) -> dict:
@@ -213,7 +216,7 @@ class Tuner:
             remove_stale_temporaries(self.dir)  # left by a process killed while writing (kill -9)
             pool = Pool(self.config.parallel)
             try:
-                self._begin(resume)
+                self._begin(resume, pool)
                 while self.state.generation < self.state.optimizer.generations:
                     self.run_generation(pool, self.state.generation)
                 self._finish(pool)
@@ -238,7 +241,7 @@ class Tuner:
             log.removeHandler(handler)
             handler.close()
 
-    def _begin(self, resume: bool) -> None:
+    def _begin(self, resume: bool, pool: Pool) -> None:
         """The state from the checkpoint (``resume``) or a fresh one, checkpointed at once."""
         checkpoint = self.store.load_checkpoint() if resume else None
         if checkpoint is None:
@@ -256,7 +259,7 @@ class Tuner:
                      self.config.generations, self.config.population, self.space.dim)
         self.write_artifacts()
         if not self.state.done:
-            self.warm_up()
+            self.warm_up(pool)
 
     def _finish(self, pool: Pool) -> None:
         """The re-scoring (when configured and not done yet), then the final checkpoint and artifacts."""

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from engine import Rules
-from engine.jit import inner
+from engine.jit import KernelCall, inner
 from engine.lock import GOING_ON, lock_copy, lock_piece_call, lost
 from evaluators import Evaluator, Placement, evaluate
 from evaluators.incremental import ColumnView, column_scratch
@@ -189,6 +189,20 @@ class Policy(ABC):
             searched()
         result.seconds = time.perf_counter() - start
         return result
+
+    def kernel_parts(self) -> dict[str, KernelCall]:
+        """Kernels of the search that another process can compile (or load) on its own while this
+        one runs `warm_up`, which then loads them from the cache (`solver.solve.compile_parts`):
+        each at the argument types the search calls it with, named, in the order the search's
+        compile meets them (depth first, in the order of its code), which another process follows.
+        Leave out what the search meets at once, before another process could have it ready.
+        None by default."""
+        return {}
+
+    def path_scores_call(self) -> KernelCall:
+        """`path_scores`'s kernel at this policy's types (a part for a policy that ends with it)."""
+        path = new_path(0)
+        return KernelCall(_path_scores, (path.placements, self.sequence, self.rules.kernel, path))
 
     def warm_up(self) -> None:
         """Load (or compile) the kernels the search uses: a two-piece search on a copy."""

@@ -41,7 +41,7 @@ from numba import get_num_threads, njit, prange
 
 from engine.board import copy_rows, place, popcount
 from engine.dispatch import FunctionTable
-from engine.jit import inner
+from engine.jit import KernelCall, inner
 from engine.lock import lock_counted, lost, spawn_state
 from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
@@ -940,11 +940,32 @@ class Beam(Policy):
     name = "beam"
     Settings = BeamConfig
 
-    def search(self, threshold, progress):
-        cfg, rules, n_pieces = self.config.beam, self.rules, self.pieces
-        kernel_cfg = settings(cfg, rules, n_pieces, get_num_threads())
+    def kernel_inputs(self) -> tuple[BeamSettings, BeamState]:
+        """The kernels' settings (for numba's current thread count) and the root layer."""
+        cfg = self.config.beam
+        kernel_cfg = settings(cfg, self.rules, self.pieces, get_num_threads())
         gens = kernel_cfg.score_quota.shape[0]
-        st = initial_state(rules, n_pieces, cfg.width, gens)
+        return kernel_cfg, initial_state(self.rules, self.pieces, cfg.width, gens)
+
+    def kernel_parts(self):
+        cfg, st = self.kernel_inputs()
+        rules, spec = self.rules.kernel, self.evaluator.spec
+        picks = np.zeros(0, np.int64)  # children indices, board hashes
+        parents = Parents(st.boards, st.scores, st.clears, st.heights, st.cells)
+        threads = cfg.threads.name
+        return {
+            "lock_nodes": KernelCall(LOCK_NODES[threads], (0, parents, st.kids, 0, 0, rules, cfg, True)),
+            "merge_equal_boards": KernelCall(merge_equal_boards, (st.kids, 0, st.merge_slot, st.merge_stamp, 0)),
+            "value_kept": KernelCall(VALUE_KEPT[threads], (picks, st.boards, st.scores, st.kids, 0, rules, spec, 0)),
+            "cut": KernelCall(cut, (picks, picks, st.kids, st, cfg)),
+            "next_layer": KernelCall(next_layer, (st, st.kids, picks, 0, 0, 0)),
+            "trace_back": KernelCall(trace_back, (st,)),
+            "path_scores": self.path_scores_call(),
+        }
+
+    def search(self, threshold, progress):
+        rules, n_pieces = self.rules, self.pieces
+        kernel_cfg, st = self.kernel_inputs()
         spec = self.evaluator.spec
         t, stop = 0, GOING
         step = 1

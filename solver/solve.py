@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -12,7 +13,7 @@ from engine import Rules, get_rules
 from evaluators import Evaluator, load_evaluator
 
 from . import registry
-from ._base import Progress
+from ._base import Policy, Progress
 from .config import SolverConfig
 from .online.games import solve_games
 from .record import attach_record
@@ -42,28 +43,54 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     A policy for unknown pieces (`registry.Entry.known_pieces` False) plays seeded games instead
     (`solver.online.games.solve_games`; no record): a known-sequence policy's result is a
     `SolveResult`, a series' a `solver.online.GamesSeries` or `solver.online.SplittingSeries`."""
-    if config.threads:
-        numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
-    entry = registry.get(config.policy)
-    if not entry.known_pieces:
+    _use_threads(config)
+    if not registry.get(config.policy).known_pieces:
         result = solve_games(config, threshold, progress, evaluator)
         if searched is not None:
             searched()
         return result
-    game = get_rules(config.rules)
-    rules = config.game_rules()  # the game's, with the placements the config offers the policy
-    pieces = config.pieces or default_pieces(rules)
-    if rules.piece_limit is not None:
-        pieces = min(pieces, rules.piece_limit)
-    sequence = rules.sequence(pieces, config.seed)
-    evaluator = evaluator or load_evaluator(config.evaluator)
-    curve = threshold.kernel_arrays(pieces) if threshold else np.full(pieces, -np.inf)
-    policy = entry.policy(config, rules, evaluator, sequence, pieces)
+    policy = make_policy(config, evaluator)
+    curve = threshold.kernel_arrays(policy.pieces) if threshold else np.full(policy.pieces, -np.inf)
     if checkpoint is not None:
         if not policy.resumable:
             raise ValueError(f"policy {config.policy!r} cannot save or resume its search (a checkpoint was given)")
         policy.checkpoint, policy.resume = Path(checkpoint), resume
     result = policy.run(curve, progress, interruptible, searched)
     if record and result.pieces:
-        attach_record(result, game, sequence, config.seed)
+        attach_record(result, get_rules(config.rules), policy.sequence, config.seed)
     return result
+
+
+def _use_threads(config: SolverConfig) -> None:
+    if config.threads:
+        numba.set_num_threads(min(config.threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def make_policy(config: SolverConfig, evaluator: Evaluator | None = None) -> Policy:
+    """The known-sequence policy ``config`` names, on its rules, pieces and evaluator."""
+    entry = registry.get(config.policy)
+    if not entry.known_pieces:
+        raise ValueError(f"policy {config.policy!r} plays unknown pieces: it has no known sequence to search")
+    rules = config.game_rules()  # the game's, with the placements the config offers the policy
+    pieces = config.pieces or default_pieces(rules)
+    if rules.piece_limit is not None:
+        pieces = min(pieces, rules.piece_limit)
+    sequence = rules.sequence(pieces, config.seed)
+    return entry.policy(config, rules, evaluator or load_evaluator(config.evaluator), sequence, pieces)
+
+
+def compile_parts(config: dict) -> dict:
+    """Compile (or load) the kernel parts of the policy a solver config mapping names
+    (`Policy.kernel_parts`), with its threads, in this process; returns the seconds of each. Run on
+    a worker while the run's process warms the same policy up (`optimizers.tuner.Tuner.warm_up`),
+    the two compile a cold cache's kernels between them."""
+    config = SolverConfig.model_validate(config)
+    if not registry.get(config.policy).known_pieces:
+        return {}
+    _use_threads(config)
+    seconds = {}
+    for name, part in make_policy(config).kernel_parts().items():
+        started = time.perf_counter()
+        part.compile()
+        seconds[name] = round(time.perf_counter() - started, 3)
+    return seconds

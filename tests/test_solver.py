@@ -14,6 +14,7 @@ import pytest
 
 from engine import GEEK, replay
 from solver import SolverConfig, Threshold, solve
+from solver.solve import make_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,12 +103,30 @@ def test_beam_endgame_lifts_the_clear_rules_in_the_last_pieces():
     assert free.best_by_step[:20].any() and free.score == replay(free.record).score > 0
 
 
+def parts_not_loaded(cfg) -> tuple[list[str], list[str]]:
+    """The policy's kernel parts (`Policy.kernel_parts`, at numba's current threads), and those whose
+    signature its kernel does not hold after a warm-up: a part at other types than the search's
+    would be compiled beside it for nothing."""
+    policy = make_policy(cfg)
+    parts = policy.kernel_parts()
+    policy.warm_up()
+    return list(parts), [name for name, part in parts.items() if part.signature() not in part.kernel.overloads]
+
+
+def test_the_beams_kernel_parts_are_what_its_search_compiles():
+    names, missing = parts_not_loaded(small("beam"))
+    assert names == ["lock_nodes", "merge_equal_boards", "value_kept", "cut", "next_layer", "trace_back",
+                     "path_scores"]
+    assert missing == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("ties", [{}, {"tie_break": "board", "keep_ties": True}])
 def test_beam_same_record_whatever_the_threads(ties):
     cfg = small("beam", pieces=300, beam={"width": 40, **ties})
     numba.set_num_threads(1)
     one = solve(cfg)
+    assert parts_not_loaded(cfg)[1] == []  # the parts of one thread's search (the tuners' workers')
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     many = solve(cfg)
     assert one.record == many.record and one.score == many.score

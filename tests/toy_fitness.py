@@ -76,5 +76,5 @@ def install(monkeypatch, noise: float = 0.0, value=true_value) -> ToyFitness:
     """Evaluate the run loop's candidates with a `ToyFitness` (returned)."""
     toy = ToyFitness(noise, value)
     monkeypatch.setattr(run_loop, "evaluate", toy)
-    monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self: None)
+    monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self, pool: None)
     return toy

@@ -1,0 +1,42 @@
+"""`engine.parallel.Pool.beside`: tasks on the workers while the parent works, waited for on leaving."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.parallel import ParallelConfig, Pool
+
+
+def write_after(task: dict) -> dict:
+    time.sleep(task["sleep"])
+    if task.get("fail"):
+        raise ValueError("the task failed")
+    Path(task["path"]).write_text("done")
+    return {}
+
+
+def test_beside_runs_the_tasks_on_a_worker_while_the_body_runs(tmp_path):
+    flag = tmp_path / "flag"
+    with Pool(ParallelConfig(backend="loky", n_jobs=2)).beside(write_after, [{"path": str(flag), "sleep": 1.0}]):
+        assert not flag.exists()  # the body does not wait for the task
+    assert flag.read_text() == "done"  # leaving does
+
+
+def test_beside_in_process_runs_the_tasks_after_the_body(tmp_path):
+    flag, seen = tmp_path / "flag", []
+    with Pool(ParallelConfig(n_jobs=1)).beside(write_after, [{"path": str(flag), "sleep": 0.0}]):
+        seen.append(flag.exists())
+    assert seen == [False] and flag.read_text() == "done"
+
+
+def test_beside_raises_what_a_task_raised_and_a_failing_body_does_not_run_them(tmp_path):
+    flag = tmp_path / "flag"
+    pool = Pool(ParallelConfig(n_jobs=1))
+    with pytest.raises(ValueError, match="the task failed"):
+        with pool.beside(write_after, [{"path": str(flag), "sleep": 0.0, "fail": True}]):
+            pass
+    with pytest.raises(KeyError):
+        with pool.beside(write_after, [{"path": str(flag), "sleep": 0.0}]):
+            raise KeyError("the body")
+    assert not flag.exists()
