@@ -25,11 +25,13 @@ kernels use it to choose code (``search(..., store=True)``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
 from typing import NamedTuple
 
 from numba import njit, typeof
+from numba.core import caching
 from numba.core.types import IntegerLiteral
 from numba.core.registry import CPUDispatcher
 
@@ -83,6 +85,19 @@ class KernelCall(NamedTuple):
     def compile(self) -> None:
         """Compile the kernel for `signature`, or load it from the cache."""
         self.kernel.compile(self.signature())
+
+    def cached(self) -> bool:
+        """Whether this process holds the kernel at `signature` or numba's on-disk cache does (its
+        index is read, nothing is loaded)."""
+        sig = self.signature()
+        if sig in self.kernel.overloads:
+            return True
+        cache = self.kernel._cache
+        if not isinstance(cache, caching.Cache):
+            return False
+        with contextlib.suppress(OSError):
+            return cache._index_key(sig, self.kernel.targetctx.codegen()) in cache._cache_file._load_index()
+        return False
 
 
 def inner(fn=None, /, **options):

@@ -80,16 +80,19 @@ def make_policy(config: SolverConfig, evaluator: Evaluator | None = None) -> Pol
 
 
 def compile_parts(config: dict) -> dict:
-    """Compile (or load) the kernel parts of the policy a solver config mapping names
-    (`Policy.kernel_parts`), with its threads, in this process; returns the seconds of each. Run on
-    a worker while the run's process warms the same policy up (`optimizers.tuner.Tuner.warm_up`),
-    the two compile a cold cache's kernels between them."""
+    """Compile the kernel parts of the policy a solver config mapping names (`Policy.kernel_parts`),
+    with its threads, in this process, those that numba's cache does not hold yet; returns the
+    seconds of each one compiled. Run on a worker while the run's process warms the same policy up
+    (`optimizers.tuner.Tuner.warm_up`), the two compile a cold cache's kernels between them; on a
+    warm cache nothing is loaded (the worker will load what its games call)."""
     config = SolverConfig.model_validate(config)
     if not registry.get(config.policy).known_pieces:
         return {}
     _use_threads(config)
     seconds = {}
     for name, part in make_policy(config).kernel_parts().items():
+        if part.cached():
+            continue
         started = time.perf_counter()
         part.compile()
         seconds[name] = round(time.perf_counter() - started, 3)

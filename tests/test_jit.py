@@ -5,9 +5,9 @@ kernel, from Python through a twin compiled with the wrapper, never through the 
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import float32, int64, njit, prange
 
-from engine.jit import TWIN_SUFFIX, InnerDispatcher, inner
+from engine.jit import TWIN_SUFFIX, InnerDispatcher, KernelCall, inner
 
 
 class Bundle(NamedTuple):
@@ -74,3 +74,17 @@ def test_an_integer_constant_compiles_an_inner_kernel_for_its_plain_type():
     _, _, args, _ = scaled.get_call_template((types.IntegerLiteral(2), types.int64), {})
     assert [str(t) for t in args] == ["int64", "int64"]
     assert all(str(t) == "int64" for sig in scaled.signatures for t in sig)
+
+
+@njit
+def doubled(a, k):
+    return a * 2 + k
+
+
+def test_a_kernel_call_compiles_the_signature_a_kernel_would_call_with():
+    call = KernelCall(doubled, (np.zeros(3, np.float32), 7))  # a Python int stands for any integer
+    assert call.signature() == (float32[::1], int64)
+    assert not call.cached()  # not compiled, and an uncached kernel has no on-disk index
+    call.compile()
+    assert call.cached() and list(doubled.overloads) == [call.signature()]
+    assert KernelCall(shifted_sum, (Bundle(np.arange(2), 1), 0)).signature()[1] == int64
