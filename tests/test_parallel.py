@@ -18,7 +18,7 @@ def write_after(task: dict) -> dict:
 
 def test_beside_runs_the_tasks_on_a_worker_while_the_body_runs(tmp_path):
     flag = tmp_path / "flag"
-    with Pool(ParallelConfig(backend="loky", n_jobs=2)).beside(write_after, [{"path": str(flag), "sleep": 1.0}]):
+    with Pool(ParallelConfig(backend="loky", n_jobs=2)).beside(write_after, [{"path": str(flag), "sleep": 0.3}]):
         assert not flag.exists()  # the body does not wait for the task
     assert flag.read_text() == "done"  # leaving does
 
