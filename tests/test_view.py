@@ -123,7 +123,7 @@ def test_page_is_the_packaged_template_filled_in(game):
         assert any(fnmatch.fnmatch(f"templates/{path.name}", p) for p in patterns), path
 
 
-def test_view_cli_summary_png_and_errors(tmp_path, record_text):
+def test_view_cli_summary_png_and_errors(tmp_path, record_text, capsys):
     solve_dir = tmp_path / "solve"
     solve_dir.mkdir()
     (solve_dir / "record.txt").write_text(record_text)
@@ -142,11 +142,16 @@ def test_view_cli_summary_png_and_errors(tmp_path, record_text):
              ([str(tmp_path / "missing.txt")], 2, "missing.txt: file not found"),
              ([str(solve_dir / "record.txt"), "--png", "10000"], 2, "outside 0..9999"),
              ([str(tmp_path / "bad.txt")], 1, "must start with N")]
-    for argv, status, message in cases:
-        p = subprocess.run([sys.executable, "-m", "experiments.view", *argv, "--out", str(tmp_path / "x")],
-                           cwd=ROOT, capture_output=True, text=True)
-        assert p.returncode == status, (argv, p.stderr)
-        assert message in p.stderr and p.stderr.startswith("error: ")
+    capsys.readouterr()
+    for argv, status, message in cases[1:]:  # in this process; the first from the command line below
+        assert view.main([*argv, "--out", str(tmp_path / "x")]) == status, argv
+        err = capsys.readouterr().err
+        assert message in err and err.startswith("error: ")
+    (argv, status, message) = cases[0]
+    p = subprocess.run([sys.executable, "-m", "experiments.view", *argv, "--out", str(tmp_path / "x")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == status, (argv, p.stderr)
+    assert message in p.stderr and p.stderr.startswith("error: ") and "Traceback" not in p.stderr
 
 
 # ------------------------------------------------------------------------------------------------
