@@ -86,8 +86,9 @@ def compile_parts(config: dict) -> dict:
     (`optimizers.tuner.Tuner.warm_up`), the two compile a cold cache's kernels between them; on a
     warm cache nothing is loaded (the worker will load what its games call)."""
     config = SolverConfig.model_validate(config)
-    if not registry.get(config.policy).known_pieces:
-        return {}
+    entry = registry.get(config.policy)
+    if not entry.known_pieces or entry.policy.kernel_parts is Policy.kernel_parts:
+        return {}  # no parts: nothing to build
     _use_threads(config)
     seconds = {}
     for name, part in make_policy(config).kernel_parts().items():
