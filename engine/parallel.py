@@ -216,19 +216,21 @@ class Pool:
         waits for them and raises what one of them raised. Without workers (one job in process)
         they run here when the body is done. Their results are dropped: this is for work whose
         effect another process shares, such as compiling kernels into numba's on-disk cache
-        (`optimizers.tuner.Tuner.warm_up`)."""
+        (`optimizers.tuner.Tuner.warm_up`). As in `map`, handing the tasks out and taking them back
+        leave Python's and numpy's global random states as they were."""
         tasks = list(tasks)
         if not tasks:
             yield
             return
         with preserved_random_state():
             running = self._start(fn, tasks)
-            try:
-                yield
-            except BaseException:
-                with contextlib.suppress(BaseException):
-                    running.close()  # a joblib call aborts, dask futures are cancelled
-                raise
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                running.close()  # a joblib call aborts, dask futures are cancelled
+            raise
+        with preserved_random_state():
             for _ in running:
                 pass
 

@@ -1,5 +1,6 @@
 """`engine.parallel.Pool.beside`: tasks on the workers while the parent works, waited for on leaving."""
 
+import random
 import time
 from pathlib import Path
 
@@ -18,9 +19,15 @@ def write_after(task: dict) -> dict:
 
 def test_beside_runs_the_tasks_on_a_worker_while_the_body_runs(tmp_path):
     flag = tmp_path / "flag"
+    random.seed(5)
+    expected = [random.random() for _ in range(2)]
+    random.seed(5)
     with Pool(ParallelConfig(backend="loky", n_jobs=2)).beside(write_after, [{"path": str(flag), "sleep": 0.3}]):
         assert not flag.exists()  # the body does not wait for the task
+        drawn = [random.random()]
     assert flag.read_text() == "done"  # leaving does
+    drawn.append(random.random())
+    assert drawn == expected  # the body's draws are kept, the pool's hidden
 
 
 def test_beside_in_process_runs_the_tasks_after_the_body(tmp_path):
