@@ -109,11 +109,18 @@ def _path_scores(placements, sequence, rules, path):
     return score
 
 
+def path_scores_call(placements: np.ndarray, sequence: np.ndarray, rules: Rules) -> KernelCall:
+    """`path_scores`'s kernel with the arguments it passes: ``placements`` as int64 rows and a
+    `Path` as long, which the kernel fills in."""
+    placements = np.ascontiguousarray(placements, np.int64)
+    return KernelCall(_path_scores, (placements, sequence, rules.kernel, new_path(len(placements))))
+
+
 def path_scores(placements: np.ndarray, sequence: np.ndarray, rules: Rules) -> tuple[np.ndarray, tuple]:
     """The score after each placement of a path from the empty board, and its clears by kind."""
-    placements = np.ascontiguousarray(placements, np.int64)
-    path = new_path(len(placements))
-    _path_scores(placements, sequence, rules.kernel, path)
+    kernel, args = path_scores_call(placements, sequence, rules)
+    kernel(*args)
+    path = args[-1]
     return path.score_by_step, tuple(int(v) for v in path.kinds)
 
 
@@ -201,8 +208,7 @@ class Policy(ABC):
 
     def path_scores_call(self) -> KernelCall:
         """`path_scores`'s kernel at this policy's types (a part for a policy that ends with it)."""
-        path = new_path(0)
-        return KernelCall(_path_scores, (path.placements, self.sequence, self.rules.kernel, path))
+        return path_scores_call(np.zeros((0, 3), np.int64), self.sequence, self.rules)
 
     def warm_up(self) -> None:
         """Load (or compile) the kernels the search uses: a two-piece search on a copy."""
