@@ -11,6 +11,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from .jit import inlined
+
 BOARD_DTYPE = np.uint16
 
 
@@ -27,7 +29,7 @@ def _ctpop(typingctx, v):
     return types.int64(v), codegen
 
 
-@njit(cache=True, inline="always")
+@inlined
 def popcount(v):
     """Number of set bits of an integer (as int64; negative values count all 64 bits)."""
     return _ctpop(np.int64(v))
@@ -46,13 +48,13 @@ def _ctlz(typingctx, v):
     return types.int64(v), codegen
 
 
-@njit(cache=True, inline="always")
+@inlined
 def bit_length(v):
     """Bits a non-negative integer needs: the index of its highest set bit + 1 (0 for 0)."""
     return 64 - _ctlz(np.int64(v))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def run_fill(seed, open_):
     """The bits of ``open_`` reached from ``seed`` (a subset of it) by moving left or right through
     ``open_`` (a Kogge-Stone occluded fill over 64-bit masks: the runs of ``open_`` that hold a seed
@@ -69,7 +71,7 @@ def run_fill(seed, open_):
     return g | h
 
 
-@njit(cache=True, inline="always")
+@inlined
 def copy_rows(dst, src):
     """``dst[y] = src[y]`` for every row (a loop: numba's ``dst[:] = src`` allocates a temporary
     copy of the source on every call, and compiles its shape-mismatch message: seconds of every
@@ -78,7 +80,7 @@ def copy_rows(dst, src):
         dst[y] = src[y]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def place(board, cells, cx, cy):
     """Set the cells ``(cx + dx, cy + dy)`` of a piece on ``board`` in place; rows y < 0 are dropped."""
     for k in range(4):
@@ -87,7 +89,7 @@ def place(board, cells, cx, cy):
             board[y] |= np.uint16(1 << (cx + cells[k, 0]))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def clear_rows(board, full):
     """Remove the rows equal to ``full`` in place: the rows above them move down and empty rows
     enter at the top."""
@@ -102,7 +104,7 @@ def clear_rows(board, full):
         dst -= 1
 
 
-@njit(cache=True, inline="always")
+@inlined
 def count_rows(board, full):
     """``(cells, full_rows, occupied_rows)``: occupied cells on the board, rows equal to ``full``,
     rows holding at least one occupied cell."""
@@ -118,7 +120,7 @@ def count_rows(board, full):
     return cells, full_rows, occupied_rows
 
 
-@njit(cache=True, inline="always")
+@inlined
 def count_and_clear(board, full):
     """Count, then clear, in place.
 

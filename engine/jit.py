@@ -21,6 +21,18 @@ numba compiles the callee afresh for each such value: ``place_nodes(0, n, ...)``
 called with its slot's number, one per slot. An inner kernel is compiled for the integer's plain
 type instead (`InnerDispatcher.get_call_template`); a boolean constant stays a compile-time value, as
 kernels use it to choose code (``search(..., store=True)``).
+
+A small kernel on a search's inner path (the lock, the board's row operations, the move
+generator's steps, an evaluator's value) is `inlined`: an inner kernel compiled once per signature
+and cached like any other, whose machine function carries LLVM's ``alwaysinline`` (numba's
+``forceinline``), so LLVM puts its code into every kernel calling it when that kernel's module is
+optimised. numba's own inlining (``inline="always"``) gives the same machine code but types and
+lowers the callee's whole tree again in every caller it compiles: the 1-ply choice of one evaluator
+layout compiled in about half the time (`docs/performance.md`), and ran faster. Without it a call
+across numba's calling convention (each array argument passed as its seven fields) is not inlined
+by LLVM, and cost the 1-ply game half its speed. numba passes a kernel's ``forceinline`` down to
+the kernels first compiled while it compiles, so whether a kernel is inlined would depend on which
+caller compiled it first: here a kernel is inlined only when it says so (`_own_forceinline`).
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from typing import NamedTuple
 from numba import njit, typeof
 from numba.core import caching
 from numba.core.types import IntegerLiteral
+from numba.core.cpu import CPUTargetOptions
 from numba.core.registry import CPUDispatcher
 
 #: the suffix of the qualified name of a kernel's Python-callable twin (its cache entries' name)
@@ -98,6 +111,50 @@ class KernelCall(NamedTuple):
         with contextlib.suppress(OSError):
             return cache._index_key(sig, self.kernel.targetctx.codegen()) in cache._cache_file._load_index()
         return False
+
+
+class InlinedDispatcher(InnerDispatcher):
+    """An `inner` kernel with LLVM's ``alwaysinline``, compiled without numba's reference counting
+    (`inlined`)."""
+
+    def add_overload(self, cres):
+        """numba's, after checking that the kernel returns nothing reference-counted."""
+        ret = cres.signature.return_type
+        if self.targetctx.data_model_manager[ret].contains_nrt_meminfo():
+            raise TypeError(f"{self.py_func.__qualname__} returns {ret}: an inlined kernel returns plain values only "
+                            "(its callers may count references, it does not)")
+        return super().add_overload(cres)
+
+
+def inlined(fn=None, /, **options):
+    """`inner` with LLVM's ``alwaysinline`` (see the module docstring), for small kernels on a
+    search's inner path. Compiled once for every caller, so without numba's reference counting
+    (``_nrt=False``), which its callers may or may not do: it allocates nothing (numba refuses to
+    compile one that does) and returns plain values only, no array (`InlinedDispatcher`)."""
+
+    def compile_(f):
+        kernel = inner(forceinline=True, _nrt=False, **options)(f)
+        kernel.__class__ = InlinedDispatcher
+        return kernel
+
+    return compile_ if fn is None else compile_(fn)
+
+
+def _own_forceinline(finalize):
+    def wrapped(self, flags, options):
+        """numba's, except that a kernel not asking for ``forceinline`` is compiled without it,
+        whichever kernel's compile it is compiled in (module docstring)."""
+        explicit = flags.is_set("forceinline")
+        finalize(self, flags, options)
+        if not explicit:
+            flags.forceinline = False
+
+    wrapped._own = True
+    return wrapped
+
+
+if not getattr(CPUTargetOptions.finalize, "_own", False):
+    CPUTargetOptions.finalize = _own_forceinline(CPUTargetOptions.finalize)
 
 
 def inner(fn=None, /, **options):

@@ -2,17 +2,16 @@
 
 `lock_piece` is the one lock rule every policy, the game state and the replayer call: place the
 piece, count the board, apply the game-over rules in the contest engine's order, score the lock and
-clear the full rows. It returns a `LockResult`, the quantities counted after the piece was placed and
-before any row was cleared (the ones the rules score and end the game by). `lock_copy` is the same
-rule on a copy of a board, keeping the board as it was just before the clear (what an evaluator's
-placement features read). They are inlined into their callers (numba ``inline="always"``): a call
-per child in a search's inner loop would otherwise cost more than the lock. `lock_piece_call` is
-`lock_piece` as a kernel of its own, for the kernels that replay a finished path (the replayer, a
-path's scores and routes): numba inlines by re-running its passes over the lock's whole tree of
-inlined helpers in every caller it compiles (about a second each), and there a call costs nothing
-measurable (a game's loop keeps the inlined lock: the call cost it about 1%). `spawn_state` and
-`spawn_blocked` say where and whether the next piece appears; `lost` says whether a lock's end is
-a lost game (what every search avoids).
+clear the full rows. It returns a `LockResult`, the quantities counted after the piece was placed
+and before any row was cleared (the ones the rules score and end the game by). `lock_copy` is the
+same rule on a copy of a board, keeping the board as it was just before the clear (what an
+evaluator's placement features read). They are `engine.jit.inlined`: LLVM puts their code into each
+caller, as a call per child in a search's inner loop would otherwise cost more than the lock.
+`lock_piece_call` is `lock_piece` as a kernel of its own, called and not inlined, for the kernels
+that replay a finished path (the replayer, a path's scores and routes): there a call costs nothing
+measurable, and their code holds the lock once. `spawn_state` and `spawn_blocked` say where and
+whether the next piece appears; `lost` says whether a lock's end is a lost game (what every search
+avoids).
 
 Game over, in this order (GEEK_RULES.md "Replay", then the family's other rules):
 1. ``top_out_all_rows`` and every row holds an occupied cell after the lock: ``TOP_TOUCHED``, the
@@ -37,7 +36,7 @@ from numba import njit
 
 from .board import clear_rows, copy_rows, count_rows, is_valid, place, popcount
 from .dispatch import fixed
-from .jit import inner
+from .jit import inlined, inner
 from .rules import OVERFLOW_CLEAR_FIRST, OVERFLOW_DISCARD, OVERFLOW_END
 
 END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit", "sequence_end", "overflow")
@@ -70,7 +69,7 @@ class LockResult(NamedTuple):
         return self.end != GOING_ON
 
 
-@njit(cache=True, inline="always")
+@inlined
 def lock_points(rules, lines, cells, number):
     """Points of a lock of piece ``number`` (1-based) that did not touch the top, filling ``lines``
     rows with ``cells`` occupied cells on the board (counted before the clear): ``scores[lines] x
@@ -82,7 +81,7 @@ def lock_points(rules, lines, cells, number):
     return rules.scores[lines] * (cells if rules.score_by_cells else 1)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def judge(rules, number, cells, full, occupied, above):
     """The rule of a lock of piece ``number`` (1-based) that left ``cells`` occupied cells, ``full``
     full rows and ``occupied`` rows holding a cell (counted after the piece was placed, before the
@@ -99,14 +98,14 @@ def judge(rules, number, cells, full, occupied, above):
     return LockResult(end, full, lock_points(rules, full, cells, number), cells, occupied)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def lost(end):
     """Whether a lock whose `LockResult.end` is ``end`` lost the game (top touched, overflow): a
     search never chooses such a lock while another one survives."""
     return end == TOP_TOUCHED or end == OVERFLOW
 
 
-@njit(cache=True, inline="always")
+@inlined
 def overflow_rows(rules, piece, y):
     """Rows of a piece with offsets ``piece`` at centre row ``y`` above the board's top row (0 when
     it is inside, and always 0 under `OVERFLOW_DISCARD`, whose locks drop such cells)."""
@@ -118,7 +117,7 @@ def overflow_rows(rules, piece, y):
     return max(0, -top)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def place_overflow(board, piece, x, y, lines):
     """The cells of the piece above the top row, moved down by the ``lines`` rows its lock cleared
     (`OVERFLOW_CLEAR_FIRST`; the lock made sure they land on the board, in the rows the clear left
@@ -129,7 +128,7 @@ def place_overflow(board, piece, x, y, lines):
             board[r + lines] |= np.uint16(1 << (x + piece[k, 0]))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def settle(board, rules, number, piece, x, y):
     """The lock of piece ``number`` (1-based) with offsets ``piece`` at (x, y), just placed on
     ``board`` (the cells on the board): count the board, `judge`, then clear the full rows in place
@@ -149,7 +148,7 @@ def settle(board, rules, number, piece, x, y):
     return lock
 
 
-@njit(cache=True, inline="always")
+@inlined
 def lock_counted(board, rules, shape, state, x, y, number, cells, occupied):
     """`lock_piece` on a board whose counts are known (``cells`` occupied cells, ``occupied`` rows
     holding one): only the rows the piece touches are counted again (a search locking many
@@ -178,7 +177,7 @@ def lock_counted(board, rules, shape, state, x, y, number, cells, occupied):
     return lock
 
 
-@njit(cache=True, inline="always")
+@inlined
 def lock_piece(board, rules, shape, state, x, y, number):
     """Lock piece ``number`` (1-based) of ``shape`` in ``state`` centred at (x, y) on ``board``, in
     place (placed, then full rows cleared); returns its `LockResult`."""
@@ -193,7 +192,7 @@ def lock_piece_call(board, rules, shape, state, x, y, number):
     return lock_piece(board, rules, shape, state, x, y, number)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def lock_copy(parent, rules, shape, state, x, y, number, locked, cleared):
     """`lock_piece` on a copy of ``parent``: ``locked`` receives the board with the piece placed,
     before the clear (without its cells above the top row), and ``cleared`` the board after it;

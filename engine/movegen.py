@@ -44,7 +44,7 @@ from numba import njit
 
 from .board import popcount, run_fill
 from .dispatch import fixed
-from .jit import inner
+from .jit import inlined, inner
 from .rules import LOWEST_PLACEMENTS, OVERFLOW_CLEAR_FIRST, PLACEMENTS
 
 STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
@@ -157,7 +157,7 @@ def fit_masks(board, cells, width, fit, free, states, ext, lowest_dy, cell_shift
             fit[s, y] = 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def _within(sx, reach):
     """Mask of the centre columns x with |x - sx| <= reach (empty when reach < 0)."""
     if reach < 0:
@@ -186,7 +186,7 @@ def sky_row(fit, free, sx, sy, states):
     return y - 1
 
 
-@njit(cache=True, inline="always")
+@inlined
 def farthest(free, sx):
     """Columns from the spawn column ``sx`` to the farther end of the row mask ``free``:
     the most horizontal steps a position of the row is away from the spawn's column."""
@@ -197,7 +197,7 @@ def farthest(free, sx):
     return max(sx + XOFF - lowest, highest - sx - XOFF)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def copy_layer(dst, src):
     """``dst[s, y] = src[s, y]`` for a (states, rows) frontier, by a loop: numba compiles an array
     assignment ``dst[:] = src`` with its shape-mismatch message, seconds of every cold compile."""
@@ -298,14 +298,14 @@ def search(sc, sx, sy, ss, max_steps, store, states):
     return d
 
 
-@njit(cache=True, inline="always")
+@inlined
 def resting_mask(visited, fit, s, y):
     """Positions of state ``s`` in row ``y`` that were reached and cannot move one row down."""
     below = fit[s, y + 1] if y + 1 < fit.shape[1] else 0
     return visited[s, y] & ~below
 
 
-@njit(cache=True, inline="always")
+@inlined
 def column_tops(board, width, tops):
     """``tops[x]``: the row of the highest occupied cell of column x (``height`` for an empty
     column), for x in 0..width-1, by one pass over the rows from the first occupied one down to
@@ -333,7 +333,7 @@ def generator_of(rules) -> str:
     return dict(zip(rules.fields, rules.types))["placements"].value.name
 
 
-@njit(cache=True, inline="always")
+@inlined
 def drop_offsets(cells_c):
     """A state's cell offsets as a tuple (dx0, dy0, ..., dx3, dy3), held in registers while a kernel
     drops the piece in column after column."""
@@ -341,7 +341,7 @@ def drop_offsets(cells_c):
             cells_c[3, 1])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def drop_columns(offsets, width):
     """The centre columns ``x0 .. x1 - 1`` where the piece of `drop_offsets` ``offsets`` lies within
     the walls, and its top cell's dy (rows grow downwards): (x0, x1, lo)."""
@@ -351,7 +351,7 @@ def drop_columns(offsets, width):
     return -left, width - right, lo
 
 
-@njit(cache=True, inline="always")
+@inlined
 def drop_row(tops, offsets, x):
     """The centre row where the piece of `drop_offsets` ``offsets``, falling from above in centre
     column ``x``, comes to rest: it meets, in each column it covers, that column's highest occupied
@@ -361,7 +361,7 @@ def drop_row(tops, offsets, x):
                min(tops[x + offsets[4]] - offsets[5], tops[x + offsets[6]] - offsets[7])) - 1
 
 
-@njit(cache=True, inline="always")
+@inlined
 def drop_kept(rules, y, lo):
     """Whether a piece resting at centre row ``y``, its top cell's dy ``lo``, is a placement: every
     cell inside the board, or anywhere under the ``clear_first`` overflow rule (a piece resting
@@ -476,7 +476,7 @@ def reach(board, rules, shape, spawn_state, sc):
     return states
 
 
-@njit(cache=True, inline="always")
+@inlined
 def emit_row(out, n, m, y, c):
     """Write the positions of row ``y``, state ``c`` whose bits are set in ``m`` as rows (x, y, c) of
     ``out`` from row ``n``, x ascending; return the next free row."""
@@ -521,7 +521,7 @@ def reachable_placements_into(board, rules, shape, spawn_state, sc, out):
     return n
 
 
-@njit(cache=True, inline="always")
+@inlined
 def floating_mask(board, cells_c, visited, fit, c, y, rules, spawn_class):
     """Positions of class ``c`` in centre row ``y`` that were reached, do not rest (one more D step
     is valid) and complete at least ``rules.floating`` board rows if locked where they stand: the

@@ -304,7 +304,7 @@ def _source(kind: registry.Kind, what: str) -> tuple[str, dict]:
                 lines.append(f"    total += term({slot}, {value}, parent_values, spec)")
             else:
                 lines.append(f"    total += w[{slot}] * np.float64({value})")
-        if i == 1 and part:  # one return: numba inlines the kernel into its caller
+        if i == 1 and part:  # the bound: the last terms computed only when it does not cut
             weights = " and ".join(f"w[{slot}] <= 0.0" for slot, _, _ in part)
             lines = [f"    if total < to_beat and {weights}:", "        total = -np.inf", "    else:",
                      *("    " + line for line in lines)]
@@ -382,6 +382,6 @@ def _column_view_overload(board, width, spec, view):
     return _generated("column_view", registry._spec_kind(spec))
 
 
-@overload(evaluate_child, jit_options={"_nrt": False}, inline="always")
+@overload(evaluate_child, jit_options={"_nrt": False, "forceinline": True})
 def _evaluate_child_overload(p, view, parent_values, spec, to_beat):
     return _generated("evaluate_child", registry._spec_kind(spec))

@@ -572,7 +572,7 @@ def _generated(what: str, kind: Kind):
     return env["generated"]
 
 
-@overload(evaluate, jit_options={"_nrt": False}, inline="always")
+@overload(evaluate, jit_options={"_nrt": False, "forceinline": True})
 def _evaluate_overload(p, parent_values, spec):
     return _generated("evaluate", _spec_kind(spec))
 

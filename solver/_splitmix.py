@@ -4,15 +4,14 @@ and the random draws of MCTS; numba kernels, no global state."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from engine.jit import inner
+from engine.jit import inlined, inner
 
 #: the increment of the generator's state (2^64 / golden ratio, odd)
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def mix64(z):
     """splitmix64's output function: a bijective scramble of the 64-bit value ``z``."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)

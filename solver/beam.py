@@ -41,7 +41,7 @@ from numba import get_num_threads, njit, prange
 
 from engine.board import copy_rows, place, popcount
 from engine.dispatch import FunctionTable
-from engine.jit import KernelCall, inner
+from engine.jit import KernelCall, inlined, inner
 from engine.lock import lock_counted, lost, spawn_state
 from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
@@ -169,7 +169,7 @@ N_SCALARS = 8
 # Small helpers
 
 
-@njit(cache=True, inline="always")
+@inlined
 def occupied_height(board):
     """Rows from the top occupied row down to the floor (0 for an empty board)."""
     h = board.shape[0]
@@ -270,7 +270,7 @@ def place_nodes_parallel(n, chunks, boards, rules, shape, ss, placer, codes, cou
         place_nodes(c * n // chunks, (c + 1) * n // chunks, boards, rules, shape, ss, placer, codes, counts)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def reaches_top_row(cells, y):
     """Whether a piece with offsets ``cells`` centred in row ``y`` has a cell in row 0."""
     for k in range(4):
@@ -499,7 +499,7 @@ def ranks_in(order, key):
     return out
 
 
-@njit(cache=True, inline="always")
+@inlined
 def bits_for(v):
     """Bits needed to hold the non-negative ``v``."""
     b = 0
@@ -539,7 +539,7 @@ def pack_rows(rows):
     return head
 
 
-@njit(cache=True, inline="always")
+@inlined
 def comes_before(key, ties, a, b):
     """Whether candidate ``a`` comes before ``b`` by ``key``, then the tie rows, then the index."""
     if key[a] != key[b]:

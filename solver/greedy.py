@@ -7,6 +7,7 @@ from numba import njit
 from numba.extending import overload
 
 from engine.board import copy_rows, count_rows
+from engine.jit import inlined
 from engine.lock import lock_counted, lost, spawn_blocked, spawn_state
 from engine.movegen import (capacity, column_tops, drop_columns, drop_kept, drop_offsets, drop_row, generator_of,
                             new_scratch, placements_into, rows_for)
@@ -21,7 +22,7 @@ from .registry import register
 CHUNK = 500
 
 
-@njit(cache=True, inline="always")
+@inlined
 def value_placement(board, child, rules, shape, s, x, y, number, spec, vs, counts, to_beat):
     """(alive, value) of piece ``number`` (1-based) of ``shape`` locked at (x, y, s) on ``board``, as
     `value_child` gives them, ``child`` a copy of ``board`` (and again after the call), ``vs.columns``
@@ -75,7 +76,7 @@ def _best_by_rule(board, shape, t, rules, spec, sc, found, vs):
     return lambda board, shape, t, rules, spec, sc, found, vs: kernel(board, shape, t, rules, spec, sc, found, vs)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def prepare(board, rules, spec, vs):
     """A parent's values (`evaluators.board_values`), columns (`evaluators.incremental.column_view`)
     and counts (cells, full rows, occupied rows), and ``vs.cleared`` a copy of it."""

@@ -6,10 +6,9 @@ are merged), ranking keys sorted by radix, and arrays grown as a layer outgrows 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from engine.board import copy_rows
-from engine.jit import inner
+from engine.jit import inlined, inner
 
 #: a board's 64-bit FNV-1a hash (`board_hash`: the beam's ``hash`` tie order and its best child's
 #: last tie, the segment search's last tie)
@@ -27,13 +26,13 @@ SIGN_BIT = np.uint64(1 << 63)
 # Placements
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pack(x, y, s):
     """A placement as one int16: (x + 4) << 7 | y << 2 | s."""
     return ((x + 4) << 7) | (y << 2) | s
 
 
-@njit(cache=True, inline="always")
+@inlined
 def unpack(code):
     """(x, y, state) of a placement `pack` made."""
     return (code >> 7) - 4, (code >> 2) & 31, code & 3
@@ -43,7 +42,7 @@ def unpack(code):
 # Boards: hashes and equality
 
 
-@njit(cache=True, inline="always")
+@inlined
 def board_hash(board):
     """The 64-bit FNV-1a mix of a board's rows, shifted right once (a non-negative int64)."""
     h = FNV_OFFSET
@@ -52,7 +51,7 @@ def board_hash(board):
     return np.int64(h >> np.uint64(1))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def table_hash(board):
     """A fast hash of a board for the merge table (rows times distinct odd constants, summed, then
     mixed: the products are independent, unlike `board_hash`'s chain of multiplications)."""
@@ -64,7 +63,7 @@ def table_hash(board):
     return h ^ (h >> np.uint64(32))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def same_board(a, b):
     """Whether boards ``a`` and ``b`` hold the same rows."""
     for y in range(a.shape[0]):

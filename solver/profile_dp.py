@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit, prange
 
 from engine.board import copy_rows, place, popcount
-from engine.jit import inner
+from engine.jit import inlined, inner
 from engine.lock import lock_points, spawn_state
 from engine.movegen import MoveScratch, capacity, new_scratch, placements_into, rows_for
 from evaluators import board_values, priority
@@ -84,7 +84,7 @@ MOVE_STATE, MOVE_X, MOVE_LEFT, MOVE_COLUMNS = range(MOVE_FIELDS)
 
 
 # --------------------------------------------------------------------------- profiles
-@njit(cache=True, inline="always")
+@inlined
 def pack_profile(h, width):
     """The packed profile of column heights ``h[0 .. width-1]`` (each 0..31)."""
     p = np.int64(0)
@@ -93,7 +93,7 @@ def pack_profile(h, width):
     return p
 
 
-@njit(cache=True, inline="always")
+@inlined
 def unpack_profile(p, width, h):
     """Write the column heights of packed profile ``p`` into ``h``."""
     for i in range(width):
@@ -237,7 +237,7 @@ def free_rows(rules) -> int:
     return int(rules.spawn_y + rules.cells[:, :, :, 1].max() + 1)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def drop(h, out, tables, win, shape, m):
     """Drop move ``m`` of ``shape`` on heights ``h`` in the window ``win``; ``out`` receives the
     heights after the lock and the clear of the rows it filled. Returns (centre y on the board,
@@ -246,7 +246,7 @@ def drop(h, out, tables, win, shape, m):
     return drop_move(h, out, tables.moves[shape], tables.low[shape], tables.high[shape], win, m)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def drop_move(h, out, moves, low, high, win, m):
     """`drop` on the shape's rows of the `DropTables` (``moves``, ``low``, ``high``). Hot loops take
     the rows out of the bundle once, before the loop, and call this: an array taken out of a tuple
@@ -308,7 +308,7 @@ def expand_layer(states, shape, number, tables, win, rules, children):
                 out_score[slot] = scores[i] + lock_points(rules, f, win.base_cells + cells, number)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def surface_key(p, score, width, key):
     """The selection key of a state: its score, plus with ``key.surface`` the surface heuristic
     ``cells_weight * cells + bumpiness_weight * bumpiness`` of its profile."""

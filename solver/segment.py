@@ -67,7 +67,7 @@ from pydantic import Field, field_validator
 
 from engine.board import popcount
 from engine.files import read_pickle, remove_stale_temporaries, write_pickle
-from engine.jit import inner
+from engine.jit import inlined, inner
 from engine.memory import Need
 from engine.parallel import ParallelConfig, Pool
 from engine.board import copy_rows
@@ -238,7 +238,7 @@ def new_table(cfg: SegmentSettings, height: int) -> Table:
 # Ranking: which of two states (or leaves) is better
 
 
-@njit(cache=True, inline="always")
+@inlined
 def better(score_a, value_a, hash_a, score_b, value_b, hash_b):
     """Whether a ranks before b: the higher score, then the higher ranking value, then the smaller
     board hash."""
@@ -249,7 +249,7 @@ def better(score_a, value_a, hash_a, score_b, value_b, hash_b):
     return hash_a < hash_b
 
 
-@njit(cache=True, inline="always")
+@inlined
 def bucket_slot(count, boards, score, value, hashes, n_max, board, s, v, h):
     """Where a candidate (``board``, score ``s``, value ``v``, hash ``h``) goes in a bucket of
     ``count`` entries (arrays indexed by slot) holding at most ``n_max``: a free slot, the slot of

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from engine.jit import inlined
 from engine.lock import spawn_blocked, spawn_state
 from engine.movegen import MoveScratch, capacity, new_scratch, rows_for
 from evaluators.incremental import ColumnView, column_scratch
@@ -70,7 +71,7 @@ def workspace(height: int, width: int, n_features: int) -> Workspace:
                      np.zeros(height, np.uint16), views)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always")  # returns views: typed in each caller, under its reference counting
 def ply_scratch(ws, level):
     """The valuing scratch (`solver._base.ValueScratch`) of ply ``level``."""
     v = ws.column_views
@@ -78,7 +79,7 @@ def ply_scratch(ws, level):
     return ValueScratch(ws.pvals[level], ws.locked[level], ws.cleared[level], view)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def ply(level, board, shape, t, rules, spec, ws):
     """The best placement of piece ``t`` of ``shape`` on ``board``, as greedy chooses it
     (`solver.greedy.best_placement`, placements written into ``ws.found[level]``): (its index, its

@@ -15,6 +15,7 @@ from numba import njit
 from pydantic import Field
 
 from engine.board import copy_rows
+from engine.jit import inlined
 from engine.lock import lock_piece, spawn_state
 from engine.movegen import placements_into
 from evaluators import board_values, priority
@@ -45,7 +46,7 @@ def two_ply_search(settings: TwoPlyConfig, worst: bool = False) -> TwoPly:
     return TwoPly(int(settings.keep), settings.objective == "last", bool(worst))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always")  # allocates its order: typed in each caller, under its reference counting
 def first_ply(board, shape, t, rules, spec, ws):
     """Value every placement of the current piece into ``ws.values`` (-DEAD for a dead child) and
     its tie-break rank into ``ws.ranks``; returns (n, order): ``order`` the placement indices, best
@@ -63,7 +64,7 @@ def first_ply(board, shape, t, rules, spec, ws):
     return n, best_first(ws.values, ws.ranks, n)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def child_board(board, shape, k, t, rules, ws, out):
     """The first-ply child of placement ``k`` (of ``ws.found[CURRENT]``) of piece ``t`` into ``out``."""
     found = ws.found[CURRENT]
@@ -71,7 +72,7 @@ def child_board(board, shape, k, t, rules, ws, out):
     lock_piece(out, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always")  # calls first_ply: typed in each caller, as it is
 def two_ply(board, shape, t, lo, hi, rules, spec, ws, search):
     """Index into ``ws.found[CURRENT]`` of the placement of the current piece worth most over two
     plies (-1 when every child is dead), following each of the ``search.keep`` best first-ply

@@ -46,6 +46,7 @@ from pydantic import Field, field_validator
 
 from engine._numba_cache import KERNEL_PACKAGES
 from engine.board import popcount
+from engine.jit import inlined
 from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
 
 from .. import registry
@@ -110,7 +111,7 @@ class SplittingConfig(Strict):
 registry.register_section("splitting", SplittingConfig, known_pieces=False, module=__name__)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def stack_height(board, rules):
     """Rows from the floor up to the highest occupied cell (0 for an empty board)."""
     for y in range(rules.height):
@@ -119,7 +120,7 @@ def stack_height(board, rules):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def surface_sum(board, rules):
     """The sum of the column heights (each column's rows from the floor up to its highest occupied
     cell): the board's mean height times its width."""
@@ -133,7 +134,7 @@ def surface_sum(board, rules):
     return total
 
 
-@njit(cache=True, inline="always")
+@inlined
 def level_of(board, rules, measure):
     """The quantity the levels are heights of, times the width for the mean (`MEASURES`)."""
     if measure == MEAN:
