@@ -79,7 +79,10 @@ def _twin(kernel: InnerDispatcher):
     g.__qualname__ = f.__qualname__ + TWIN_SUFFIX
     del g.__wrapped__
     options = {k: v for k, v in kernel.targetoptions.items() if k not in ("no_cpython_wrapper", "nopython")}
-    return njit(cache=True, **options)(g)
+    twin = njit(cache=True, **options)(g)
+    if isinstance(kernel, InlinedDispatcher):
+        twin.__class__ = _InlinedTwin
+    return twin
 
 
 class KernelCall(NamedTuple):
@@ -113,16 +116,29 @@ class KernelCall(NamedTuple):
         return False
 
 
+def _plain_return(dispatcher, cres) -> None:
+    """TypeError when the kernel ``cres`` compiled returns anything reference-counted (`inlined`)."""
+    ret = cres.signature.return_type
+    if dispatcher.targetctx.data_model_manager[ret].contains_nrt_meminfo():
+        name = dispatcher.py_func.__qualname__.removesuffix(TWIN_SUFFIX)
+        raise TypeError(f"{name} returns {ret}: an inlined kernel returns plain values only (its callers may count "
+                        "references, it does not)")
+
+
 class InlinedDispatcher(InnerDispatcher):
     """An `inner` kernel with LLVM's ``alwaysinline``, compiled without numba's reference counting
-    (`inlined`)."""
+    (`inlined`); its twin, called from Python, is held to the same return types."""
 
     def add_overload(self, cres):
-        """numba's, after checking that the kernel returns nothing reference-counted."""
-        ret = cres.signature.return_type
-        if self.targetctx.data_model_manager[ret].contains_nrt_meminfo():
-            raise TypeError(f"{self.py_func.__qualname__} returns {ret}: an inlined kernel returns plain values only "
-                            "(its callers may count references, it does not)")
+        _plain_return(self, cres)
+        return super().add_overload(cres)
+
+
+class _InlinedTwin(CPUDispatcher):
+    """An inlined kernel's twin (`_twin`)."""
+
+    def add_overload(self, cres):
+        _plain_return(self, cres)
         return super().add_overload(cres)
 
 

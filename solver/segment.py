@@ -55,14 +55,12 @@ import resource
 import signal
 import threading
 import time
-import warnings
 from dataclasses import asdict, dataclass
 from typing import Literal, NamedTuple
 
 import numba
 import numpy as np
 from numba import njit, prange
-from numba.core.errors import NumbaIRAssumptionWarning
 from pydantic import Field, field_validator
 
 from engine.board import popcount
@@ -510,15 +508,8 @@ def _expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves):
 
 
 def expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves) -> int:
-    """`expand` for roots 0..n_roots-1, in parallel (numba's threads); returns the boards valued.
-    Compiling it, numba's parfor pass reports a pedantic check on the names of locals inlined from
-    the lock (NumbaIRAssumptionWarning: "variable 'generated_v..._above_...' is not in scope"); the
-    kernel is right (the tests compare it with the reference and across thread counts), so that
-    one message is not shown."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*variable 'generated_v[^']*' is not in scope",
-                                category=NumbaIRAssumptionWarning)
-        return int(_expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves))
+    """`expand` for roots 0..n_roots-1, in parallel (numba's threads); returns the boards valued."""
+    return int(_expand_chunk(n_roots, roots, sequence, rules, spec, cfg, leaves))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ def child_values(p, view, pv, spec, offsets):
     return fresh, out[0], out[1:]
 
 
-#: every layout compiles its own kernels (tens of seconds each from a cold cache): the everyday loop
+#: every layout compiles its own kernels (seconds each from a cold cache): the everyday loop
 #: runs `terms`, which weighs every feature that has a form (plain, delta and through a table, ties
 #: by pd_priority), and `bdu` (features without a form, ties by state_then_column); the presets run
 #: with the slow tests
@@ -192,9 +192,6 @@ def test_the_everyday_layout_weighs_every_form():
     assert {name for name in FORMED if name in EVALUATORS["terms"].weights} == set(FORMED)
 
 
-# compiling child_values, numba's pedantic scope check flags the row loop's locals of the inlined
-# generated evaluate (a warning, not an error: the values are checked bit for bit below)
-@pytest.mark.filterwarnings(r"ignore:.*variable 'generated_v[^']*' is not in scope")
 @pytest.mark.parametrize("name", everyday(sorted(EVALUATORS)))
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(boards(width=10, height=20), st.integers(0, 6), st.sampled_from(["standard", "geek"]), st.integers(0, 10 ** 6))
@@ -250,7 +247,7 @@ def chosen_afresh(board, shape, t, rules, evaluator):
     return best, (-best_key[0] if best_key else None)
 
 
-#: (rules, evaluator) pairs of the choice test, each a compile of the 1-ply kernels (20-30 s from a
+#: (rules, evaluator) pairs of the choice test, each a compile of the 1-ply kernels (4-10 s from a
 #: cold cache): both paths (formed: `terms`, which weighs every form; afresh: `bdu`) on the rule sets
 #: where they can differ, and each other preset's layout on one rule set. A rule set changes the
 #: placements and the lock, a layout the evaluator's code, and the two meet only through the

@@ -5,9 +5,10 @@ kernel, from Python through a twin compiled with the wrapper, never through the 
 from typing import NamedTuple
 
 import numpy as np
+import pytest
 from numba import float32, int64, njit, prange
 
-from engine.jit import TWIN_SUFFIX, InnerDispatcher, KernelCall, inner
+from engine.jit import TWIN_SUFFIX, InlinedDispatcher, InnerDispatcher, KernelCall, inlined, inner
 
 
 class Bundle(NamedTuple):
@@ -88,3 +89,72 @@ def test_a_kernel_call_compiles_the_signature_a_kernel_would_call_with():
     call.compile()
     assert call.cached() and list(doubled.overloads) == [call.signature()]
     assert KernelCall(shifted_sum, (Bundle(np.arange(2), 1), 0)).signature()[1] == int64
+
+
+# ------------------------------------------------------------------------------------------------
+# Inlined kernels: compiled once, put into their callers by LLVM
+
+
+@inlined
+def clamp_add(v, k):
+    return min(v + k, 100)
+
+
+@njit(cache=True)
+def clamp_sum(a, k):
+    total = 0
+    for v in a:
+        total += clamp_add(v, k)
+    return total
+
+
+def test_an_inlined_kernel_is_compiled_once_and_put_into_its_caller_by_llvm():
+    a = np.array([1, 50, 99], np.int64)
+    assert clamp_sum(a, 5) == 6 + 55 + 100 and clamp_add(98, 5) == 100  # the caller, and the twin from Python
+    assert isinstance(clamp_add, InlinedDispatcher) and clamp_add.targetoptions["forceinline"]
+    assert clamp_add.targetoptions["_nrt"] is False
+    (callee,) = clamp_add.overloads.values()
+    name = callee.fndesc.mangled_name
+    ir = callee.library.get_llvm_str()
+    defined = next(line for line in ir.splitlines() if line.startswith("define") and name in line)
+    group = defined.rsplit("#", 1)[1].split()[0]  # the attribute group of its definition
+    assert "alwaysinline" in next(line for line in ir.splitlines() if line.startswith(f"attributes #{group} "))
+    (caller,) = clamp_sum.signatures
+    assert name not in clamp_sum.inspect_asm(caller)  # no call left: its code is in the caller's
+
+
+@inlined
+def first_row(board):
+    return board[0]
+
+
+@inlined
+def with_board(board):
+    return board[0], board  # numba itself refuses an array not passed in (a view, a new one)
+
+
+@njit(cache=True)
+def board_of(board):
+    return with_board(board)[1]
+
+
+def test_an_inlined_kernel_returns_plain_values_only():
+    board = np.arange(4, dtype=np.uint16)
+    assert first_row(board) == 0
+    with pytest.raises(TypeError, match=r"with_board returns Tuple\(uint16, array\(uint16, 1d, C\)\): an inlined "
+                                        r"kernel returns plain values only"):
+        with_board(board)  # from Python, through its twin
+    with pytest.raises(Exception, match="with_board returns Tuple"):  # from a kernel: in numba's TypingError
+        board_of(board)
+
+
+def test_a_kernel_compiled_inside_a_forceinline_kernel_is_not_inlined_unless_it_says_so():
+    # numba hands a kernel's forceinline to the kernels first compiled while it compiles; engine.jit
+    # makes it each kernel's own (not cached here: both are compiled in this test, in this order)
+    helper = njit(lambda v: v + 1)
+    asked = njit(forceinline=True)(lambda v: v * 2)
+    outer = njit(forceinline=True)(lambda v: helper(v) + asked(v))
+    assert njit(lambda v: outer(v))(3) == 4 + 6
+    assert outer.overloads[(int64,)].fndesc.inline
+    assert not helper.overloads[(int64,)].fndesc.inline
+    assert asked.overloads[(int64,)].fndesc.inline
