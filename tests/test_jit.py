@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from numba import float32, int64, njit, prange
+from numba import float32, int64, njit, prange, typeof
 
 from engine.jit import TWIN_SUFFIX, InlinedDispatcher, InnerDispatcher, KernelCall, inlined, inner
 
@@ -96,32 +96,46 @@ def test_a_kernel_call_compiles_the_signature_a_kernel_would_call_with():
 
 
 @inlined
-def clamp_add(v, k):
-    return min(v + k, 100)
+def masked_count(row, mask, out):
+    """The bits of ``row & mask`` set, each row's running count added into ``out``: a loop over two
+    arrays, which LLVM does not inline across numba's calling convention unless told to."""
+    n = 0
+    for i in range(row.shape[0]):
+        v = row[i] & mask[i % mask.shape[0]]
+        while v:
+            v &= v - 1
+            n += 1
+        out[i % out.shape[0]] += n
+    return n
 
 
-@njit(cache=True)
-def clamp_sum(a, k):
+@njit  # not cached: numba shows the code of a kernel it compiled, not of one it loaded
+def masked_counts(rows, mask, out):
     total = 0
-    for v in a:
-        total += clamp_add(v, k)
+    for row in rows:
+        total += masked_count(row, mask, out)
     return total
 
 
 def test_an_inlined_kernel_is_compiled_once_and_put_into_its_caller_by_llvm():
-    a = np.array([1, 50, 99], np.int64)
-    assert clamp_sum(a, 5) == 6 + 55 + 100 and clamp_add(98, 5) == 100  # the caller, and the twin from Python
-    assert isinstance(clamp_add, InlinedDispatcher) and clamp_add.targetoptions["forceinline"]
-    assert clamp_add.targetoptions["_nrt"] is False
-    clamp_add.compile((int64, int64))  # or loaded: a caller loaded from the cache compiles none of it
-    callee = clamp_add.overloads[(int64, int64)]
+    rows, mask = np.arange(12, dtype=np.int64).reshape(3, 4), np.array([3, 5], np.int64)
+    out, expected = np.zeros(2, np.int64), np.zeros(2, np.int64)
+    assert masked_counts(rows, mask, out) == sum(masked_count.py_func(row, mask, expected) for row in rows) == 11
+    assert out.tolist() == expected.tolist() == [7, 15]
+    assert masked_count(rows[0], mask, np.zeros(2, np.int64)) == 3  # from Python, through the twin
+    assert isinstance(masked_count, InlinedDispatcher) and masked_count.targetoptions["forceinline"]
+    assert masked_count.targetoptions["_nrt"] is False
+    sig = (typeof(rows[0]), typeof(mask), typeof(out))
+    masked_count.compile(sig)  # or loaded from the cache
+    callee = masked_count.overloads[sig]
     name = callee.fndesc.mangled_name
     ir = callee.library.get_llvm_str()
     defined = next(line for line in ir.splitlines() if line.startswith("define") and name in line)
     group = defined.rsplit("#", 1)[1].split()[0]  # the attribute group of its definition
     assert "alwaysinline" in next(line for line in ir.splitlines() if line.startswith(f"attributes #{group} "))
-    (caller,) = clamp_sum.signatures
-    assert name not in clamp_sum.inspect_asm(caller)  # no call left: its code is in the caller's
+    # neither called nor defined in the caller's machine code: its code is in the caller's (an inner
+    # kernel there is called through its address)
+    assert name not in masked_counts.inspect_asm(masked_counts.signatures[0])
 
 
 @inlined
