@@ -26,11 +26,11 @@ A small kernel on a search's inner path (the lock, the board's row operations, t
 generator's steps, an evaluator's value) is `inlined`: an inner kernel compiled once per signature
 and cached like any other, whose machine function carries LLVM's ``alwaysinline`` (numba's
 ``forceinline``), so LLVM puts its code into every kernel calling it when that kernel's module is
-optimised. numba's own inlining (``inline="always"``) gives the same machine code but types and
-lowers the callee's whole tree again in every caller it compiles: the 1-ply choice of one evaluator
-layout compiled in about half the time (`docs/performance.md`), and ran faster. Without it a call
-across numba's calling convention (each array argument passed as its seven fields) is not inlined
-by LLVM, and cost the 1-ply game half its speed. numba passes a kernel's ``forceinline`` down to
+optimised. numba's own inlining (``inline="always"``) also puts the callee's code into the caller,
+but types and lowers the callee's whole tree again in every caller it compiles: with LLVM's, the
+1-ply choice of one evaluator layout compiled in two thirds of the time and its game ran as fast or
+faster (`docs/performance.md`). A plain call is not inlined by LLVM across numba's calling
+convention (each array argument passes as its seven fields): it cost the 1-ply game half its speed. numba passes a kernel's ``forceinline`` down to
 the kernels first compiled while it compiles, so whether a kernel is inlined would depend on which
 caller compiled it first: here a kernel is inlined only when it says so (`_own_forceinline`).
 """
@@ -44,9 +44,9 @@ from typing import NamedTuple
 
 from numba import njit, typeof
 from numba.core import caching
-from numba.core.types import IntegerLiteral
 from numba.core.cpu import CPUTargetOptions
 from numba.core.registry import CPUDispatcher
+from numba.core.types import IntegerLiteral
 
 #: the suffix of the qualified name of a kernel's Python-callable twin (its cache entries' name)
 TWIN_SUFFIX = "_from_python"
