@@ -22,17 +22,18 @@ called with its slot's number, one per slot. An inner kernel is compiled for the
 type instead (`InnerDispatcher.get_call_template`); a boolean constant stays a compile-time value, as
 kernels use it to choose code (``search(..., store=True)``).
 
-A small kernel on a search's inner path (the lock, the board's row operations, the move
-generator's steps, an evaluator's value) is `inlined`: an inner kernel compiled once per signature
-and cached like any other, whose machine function carries LLVM's ``alwaysinline`` (numba's
-``forceinline``), so LLVM puts its code into every kernel calling it when that kernel's module is
-optimised. numba's own inlining (``inline="always"``) also puts the callee's code into the caller,
-but types and lowers the callee's whole tree again in every caller it compiles: with LLVM's, the
-1-ply choice of one evaluator layout compiled in two thirds of the time and its game ran as fast or
-faster (`docs/performance.md`). A plain call is not inlined by LLVM across numba's calling
-convention (each array argument passes as its seven fields): it cost the 1-ply game half its speed. numba passes a kernel's ``forceinline`` down to
-the kernels first compiled while it compiles, so whether a kernel is inlined would depend on which
-caller compiled it first: here a kernel is inlined only when it says so (`_own_forceinline`).
+A small kernel on a search's inner path (the lock, the board's row operations, the move generator's
+steps, an evaluator's value) is `inlined`: an inner kernel compiled once per signature and cached
+like any other, whose machine function carries LLVM's ``alwaysinline`` (numba's ``forceinline``), so
+LLVM puts its code into every kernel calling it when that kernel's module is optimised. numba's own
+inlining (``inline="always"``) also puts the callee's code into the caller, but types and lowers the
+callee's whole tree again in every caller it compiles: with LLVM's, the 1-ply choice of one
+evaluator layout compiled in two thirds of the time and its game ran as fast or faster
+(`docs/performance.md`). A plain call is not inlined by LLVM across numba's calling convention (each
+array argument passes as its seven fields): it cost the 1-ply game half its speed. numba passes a
+kernel's ``forceinline`` down to the kernels first compiled while it compiles, so whether a kernel
+is inlined would depend on which caller compiled it first: here a kernel is inlined only when it
+says so (`_own_forceinline`).
 """
 
 from __future__ import annotations
@@ -116,30 +117,25 @@ class KernelCall(NamedTuple):
         return False
 
 
-def _plain_return(dispatcher, cres) -> None:
-    """TypeError when the kernel ``cres`` compiled returns anything reference-counted (`inlined`)."""
-    ret = cres.signature.return_type
-    if dispatcher.targetctx.data_model_manager[ret].contains_nrt_meminfo():
-        name = dispatcher.py_func.__qualname__.removesuffix(TWIN_SUFFIX)
-        raise TypeError(f"{name} returns {ret}: an inlined kernel returns plain values only (its callers may count "
-                        "references, it does not)")
+class _PlainReturns:
+    """A dispatcher refusing a kernel that returns anything reference-counted (`inlined`)."""
+
+    def add_overload(self, cres):
+        ret = cres.signature.return_type
+        if self.targetctx.data_model_manager[ret].contains_nrt_meminfo():
+            name = self.py_func.__qualname__.removesuffix(TWIN_SUFFIX)
+            raise TypeError(f"{name} returns {ret}: an inlined kernel returns plain values only (its callers may "
+                            "count references, it does not)")
+        return super().add_overload(cres)
 
 
-class InlinedDispatcher(InnerDispatcher):
+class InlinedDispatcher(_PlainReturns, InnerDispatcher):
     """An `inner` kernel with LLVM's ``alwaysinline``, compiled without numba's reference counting
     (`inlined`); its twin, called from Python, is held to the same return types."""
 
-    def add_overload(self, cres):
-        _plain_return(self, cres)
-        return super().add_overload(cres)
 
-
-class _InlinedTwin(CPUDispatcher):
+class _InlinedTwin(_PlainReturns, CPUDispatcher):
     """An inlined kernel's twin (`_twin`)."""
-
-    def add_overload(self, cres):
-        _plain_return(self, cres)
-        return super().add_overload(cres)
 
 
 def inlined(fn=None, /, **options):
