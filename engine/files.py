@@ -6,7 +6,7 @@ folder, which is flushed and fsynced, then renamed over the target (`os.replace`
 run killed at any moment) finds the old file or the new one, never a part. The temporary file is
 removed on any failure. It is created with mode ``0o666`` less the user's umask, the mode an
 ordinary ``open(path, "w")`` gives (not `tempfile.mkstemp`'s private ``0o600``). Missing folders
-are made.
+are made. The fsyncs make a write durable as well as atomic; `DURABLE` turns them off.
 
 Reading (`read_bytes`, `read_text`, `read_json`, `load_yaml`, `read_pickle`): every file a command
 reads is read through these, no further than a limit fitting its kind (`MAX_CONFIG_BYTES`,
@@ -38,6 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+#: Whether writes are fsynced: a file's data before its rename, a set's folder after its renames.
+#: Atomicity does not depend on it: with it off, a killed process still leaves the old file or the
+#: new one, and only a power cut could lose a write that seemed done. tests/conftest.py turns it off
+#: for the test suite's scratch files (each fsync costs a few milliseconds on a disk).
+DURABLE = True
 
 #: names tried for a temporary file before giving up (each is random: a clash is already unlikely)
 TEMPORARY_NAME_ATTEMPTS = 100
@@ -94,7 +100,8 @@ def write_bytes(path: str | Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if DURABLE:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -459,6 +466,8 @@ def _alive(pid: int) -> bool:
 
 
 def _fsync_dir(path: Path) -> None:
+    if not DURABLE:
+        return
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -24,8 +24,23 @@ def test_a_write_replaces_the_file_whole(tmp_path):
     assert listing(path.parent) == ["out.txt"]  # no temporary file left beside it
 
 
+@pytest.fixture
+def durable(monkeypatch):
+    """Writes fsynced, as in every command (tests/conftest.py turns it off for the suite)."""
+    monkeypatch.setattr(files, "DURABLE", True)
+
+
+def test_writes_are_durable_unless_the_test_suite_says():
+    import subprocess
+    import sys
+
+    code = "from engine import files; print(files.DURABLE)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "True\n"
+    assert files.DURABLE is False  # tests/conftest.py
+
+
 @pytest.mark.parametrize("failing", ["fsync", "replace"])
-def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch, failing):
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch, durable, failing):
     path = tmp_path / "out.bin"
     write_bytes(path, b"old")
 
@@ -39,7 +54,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     assert listing(tmp_path) == ["out.bin"]
 
 
-def test_an_interrupted_write_leaves_no_temporary(tmp_path, monkeypatch):
+def test_an_interrupted_write_leaves_no_temporary(tmp_path, monkeypatch, durable):
     def interrupt(*args):
         raise KeyboardInterrupt
 
@@ -49,13 +64,15 @@ def test_an_interrupted_write_leaves_no_temporary(tmp_path, monkeypatch):
     assert listing(tmp_path) == []
 
 
-def test_the_data_are_fsynced_before_the_rename(tmp_path, monkeypatch):
+@pytest.mark.parametrize("durable_, expected", [(True, ["fsync", "replace"]), (False, ["replace"])])
+def test_the_data_are_fsynced_before_the_rename(tmp_path, monkeypatch, durable_, expected):
+    monkeypatch.setattr(files, "DURABLE", durable_)
     events = []
     real_fsync, real_replace = os.fsync, os.replace
     monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync") or real_fsync(fd))
     monkeypatch.setattr(os, "replace", lambda a, b: events.append("replace") or real_replace(a, b))
     write_text(tmp_path / "x.txt", "data")
-    assert events == ["fsync", "replace"]
+    assert events == expected and (tmp_path / "x.txt").read_text() == "data"
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])

@@ -43,6 +43,8 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
+from engine import files
+
 from .._base import NUMPY_SEED_BOUND, Optimizer
 from .._settings import TunerSettings
 from . import register
@@ -200,8 +202,14 @@ class OptunaTuner(Optimizer):
 
     def _open(self, path: Path):
         optuna = _optuna()
-        return optuna.storages.RDBStorage(f"sqlite:///{path.resolve()}",
-                                          engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT}})
+        storage = optuna.storages.RDBStorage(f"sqlite:///{path.resolve()}",
+                                             engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT}})
+        if not files.DURABLE:  # commits not fsynced, as the project's other writes (`engine.files.DURABLE`)
+            from sqlalchemy import event
+
+            event.listen(storage.engine, "connect", lambda connection, _: connection.execute("PRAGMA synchronous=OFF"))
+            storage.engine.dispose()  # the connections opened so far, without it
+        return storage
 
     def _storage(self):
         """study.db's storage, holding exactly the ``told`` trials of this tuner's study."""
