@@ -193,9 +193,13 @@ def test_warm_up_calls_every_kernel_the_bot_uses_and_reads_nothing(tmp_path):
     assert {k: [s for s in sigs if s not in warmed.get(k, [])] for k, sigs in played.items()} == {k: [] for k in played}
 
 
-def test_help_shows_the_rotation_table():
-    out = subprocess.run([sys.executable, "-m", "experiments.bot", "--help"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=TIMEOUT).stdout
+def test_help_shows_the_rotation_table(capsys):
+    from experiments.bot import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
     assert "rotation table" in out and "180" in out and "270" in out
     assert "####" in out  # the horizontal I
 

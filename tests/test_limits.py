@@ -111,11 +111,12 @@ def run_limited(args, limit, cwd):
                           preexec_fn=limited, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
 
 
-@pytest.mark.parametrize("args, key", [
-    (["experiments.solve", ROOT / "configs/solver.yaml", "beam.width=1000000000", "--out", "OUT"], "beam.width"),
+@pytest.mark.parametrize("args, key", [  # (the everyday loop runs one case of each command)
+    pytest.param(["experiments.solve", ROOT / "configs/solver.yaml", "beam.width=1000000000", "--out", "OUT"],
+                 "beam.width", marks=pytest.mark.slow),
     (["experiments.solve", ROOT / "configs/solver.yaml", "beam.width=20000", "--out", "OUT"], "beam.width"),
-    (["experiments.solve", ROOT / "configs/segment.yaml", "segment.nodes=10000000000", "--out", "OUT"],
-     "segment.nodes"),
+    pytest.param(["experiments.solve", ROOT / "configs/segment.yaml", "segment.nodes=10000000000", "--out", "OUT"],
+                 "segment.nodes", marks=pytest.mark.slow),
     (["experiments.run", ROOT / "configs/ga.yaml", "ga.population=1000000000", "runs_dir=OUT"], "ga.population"),
 ])
 def test_under_rlimit_as_a_size_is_refused_in_one_line_and_nothing_is_made(tmp_path, args, key):

@@ -124,19 +124,24 @@ def test_numba_caches_the_project_kernels_with_this_locator():
 FOLDER = "from engine import _numba_cache; print(_numba_cache.CACHE_DIR)"
 
 
-def test_the_cache_is_the_machines_outside_the_checkout_unless_numba_cache_dir_says(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+def test_the_cache_is_the_machines_outside_the_checkout_unless_numba_cache_dir_says(tmp_path, monkeypatch):
+    from engine import _numba_cache
 
-    def folder(**extra) -> Path:
-        out = subprocess.run([sys.executable, "-c", FOLDER], env={**env, **extra}, cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout
-        return Path(out.strip())
-
-    assert folder(XDG_CACHE_HOME=str(tmp_path / "xdg")) == tmp_path / "xdg" / "tetris-workbench" / "numba"
-    assert folder(XDG_CACHE_HOME=str(tmp_path / "xdg"), NUMBA_CACHE_DIR=str(tmp_path / "mine")) == tmp_path / "mine"
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _numba_cache._cache_base() == tmp_path / "xdg" / "tetris-workbench" / "numba"
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
+    assert _numba_cache._cache_base() == tmp_path / "mine"
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")  # no cache folder can be made under it: the checkout's
-    assert folder(XDG_CACHE_HOME=str(blocked)) == ROOT / ".numba_cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert _numba_cache._cache_base() == ROOT / ".numba_cache"
+    # a process takes the folder so chosen when it imports the engine
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    out = subprocess.run([sys.executable, "-c", FOLDER], env={**env, "XDG_CACHE_HOME": str(tmp_path / "xdg2")},
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert Path(out.strip()) == tmp_path / "xdg2" / "tetris-workbench" / "numba"
 
 
 STARTUP = ("import sys, engine, evaluators, solver, optimizers.run, experiments.run; "

@@ -160,20 +160,20 @@ def test_replay_cli(tmp_path, replays_dir, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text("N,D0")
     good = replays_dir / "geek-881026.txt"
-    run = lambda *a: subprocess.run([sys.executable, "-m", "experiments.replay", *a], capture_output=True, text=True)
-    out = run("--json", str(good), str(bad))
+    out = subprocess.run([sys.executable, "-m", "experiments.replay", "--json", str(good), str(bad)],
+                         capture_output=True, text=True)
     assert out.returncode == 1
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert lines[0] == {"file": str(good), "valid": True, "score": 881026, "bricks": 10000,
                         "end": "piece_limit", "error": None}
     assert lines[1]["valid"] is False and "D needs a number" in lines[1]["error"]
     assert set(lines[1]) == {"file", "valid", "score", "bricks", "end", "error"}
-    human = run(str(good))
-    assert human.returncode == 0 and "score 881,026, 10,000 pieces, piece_limit" in human.stdout
-
-    # the user's errors, through the command's main in this process (a process start each spared)
+    # the human form and the user's errors, through the command's main in this process (a process
+    # start each spared)
     from experiments.replay import main
 
+    assert main([str(good)]) == 0
+    assert "score 881,026, 10,000 pieces, piece_limit" in capsys.readouterr().out
     assert main([str(good), str(tmp_path / "nope.txt")]) == 2
     assert "nope.txt" in capsys.readouterr().err
     binary = tmp_path / "bin.txt"

@@ -494,7 +494,8 @@ def test_view_on_a_full_disk_is_one_line_and_leaves_no_folder(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("cli", [["-m", "experiments.solve", "/dev/zero"], ["-m", "experiments.bot", "/dev/zero"],
+@pytest.mark.parametrize("cli", [["-m", "experiments.solve", "/dev/zero"],  # (the everyday loop runs one command)
+                                 pytest.param(["-m", "experiments.bot", "/dev/zero"], marks=pytest.mark.slow),
                                  pytest.param(["-m", "experiments.run", "/dev/zero"], marks=pytest.mark.slow)],
                          ids=["solve", "bot", "run"])
 def test_a_config_given_as_dev_zero_is_refused(cli):

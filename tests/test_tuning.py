@@ -321,6 +321,7 @@ def test_same_results_with_one_and_two_workers(tmp_path):
     assert best[0] == best[1]
 
 
+@pytest.mark.slow  # a cluster of worker processes; test_same_results_with_one_and_two_workers holds the pool's
 def test_dask_local_cluster_gives_the_same_results(tmp_path):
     pytest.importorskip("dask.distributed")
     one, _ = start(tmp_path / "a", overrides=["ga.generations=2"])
