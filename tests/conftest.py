@@ -73,3 +73,13 @@ def pytest_collection_finish(session):
 
     gc.collect()
     gc.freeze()
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """So too, after each test module, what its tests left that outlives them (kernels loaded from
+    the cache, registries, fixtures' data): collected first, then frozen."""
+    if nextitem is None or nextitem.module is not item.module:
+        import gc
+
+        gc.collect()
+        gc.freeze()
