@@ -3,6 +3,7 @@
 import os
 import pickle
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -31,11 +32,12 @@ def durable(monkeypatch):
 
 
 def test_writes_are_durable_unless_the_test_suite_says():
-    import subprocess
-    import sys
+    import ast
 
-    code = "from engine import files; print(files.DURABLE)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "True\n"
+    tree = ast.parse(Path(files.__file__).read_text(encoding="utf-8"))
+    assigned = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                and [getattr(t, "id", None) for t in node.targets] == ["DURABLE"]]
+    assert [ast.literal_eval(v) for v in assigned] == [True]  # as every command imports it
     assert files.DURABLE is False  # tests/conftest.py
 
 
