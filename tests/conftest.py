@@ -78,7 +78,7 @@ def pytest_collection_finish(session):
 def pytest_runtest_teardown(item, nextitem):
     """So too, after each test module, what its tests left that outlives them (kernels loaded from
     the cache, registries, fixtures' data): collected first, then frozen."""
-    if nextitem is None or nextitem.module is not item.module:
+    if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
         import gc
 
         gc.collect()
