@@ -65,8 +65,12 @@ def game_of(data: dict) -> tuple[str, int, bool]:
 
 
 def player_name(evaluator: str) -> str:
-    """A preset's name, or a player file's stem."""
-    return Path(evaluator).stem if evaluator.endswith((".yaml", ".yml")) else evaluator
+    """A preset's name, or a player file's stem; a tuning run's export (``best.yaml``,
+    ``recommendation.yaml`` in its folder) named with its run: ``cmaes_standard_dt-seed3-run/best``."""
+    if not evaluator.endswith((".yaml", ".yml")):
+        return evaluator
+    path = Path(evaluator)
+    return f"{path.parent.name}/{path.stem}" if path.stem in ("best", "recommendation") else path.stem
 
 
 def proxies(series: dict, height: int | None, proxy_height: int, min_games: int, left_out: list) -> dict:

@@ -421,6 +421,14 @@ def test_splitting_rank_pairs_estimates_with_played_series_board_by_board(tmp_pa
     assert left_out == ["d on 10 x 20: no played series on 10 x 14"]
 
 
+def test_splitting_rank_names_a_tuning_runs_export_by_its_run():
+    rank = load_benchmark("splitting_rank")
+    assert rank.player_name("results/standard/cmaes_standard_dt-seed3-run/best.yaml") == "cmaes_standard_dt-seed3-run/best"
+    assert rank.player_name("runs/x/recommendation.yaml") == "x/recommendation"
+    assert rank.player_name("results/standard/cmaes_standard_dt.yaml") == "cmaes_standard_dt"
+    assert rank.player_name("bcts") == "bcts"
+
+
 def test_splitting_rank_agreement_by_hand():
     rank = load_benchmark("splitting_rank")
     pd = pytest.importorskip("pandas")
