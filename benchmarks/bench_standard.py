@@ -502,7 +502,11 @@ def games(args) -> int:
     tasks = [{"evaluator": args.evaluator, "rules": args.rules, "height": args.height, "seed": seed, "cap": args.cap}
              for seed in range(args.seed, args.seed + args.games) if seed not in done]
     if args.json is not None:
-        going_on = keep_states(args.json, tasks, done, args.force)
+        try:
+            going_on = keep_states(args.json, tasks, done, args.force)
+        except BaseException:  # a state refused: the journal, empty, is closed
+            series.journal.close()
+            raise
         if going_on:
             print("going on from their kept states: "
                   + ", ".join(f"seed {seed} at piece {n:,}" for seed, n in going_on), flush=True)

@@ -77,6 +77,8 @@ class Judge:
         status = self.proc.wait(timeout=TIMEOUT)
         err = self.proc.stderr.read()
         self.timer.cancel()
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            pipe.close()
         return status, err
 
 

@@ -163,6 +163,7 @@ def test_solve_cli_ctrl_c_writes_the_best_path_so_far(tmp_path):
         seen += p.stderr.read(1)
     p.send_signal(signal.SIGINT)
     err = seen + p.stderr.read()
+    p.stderr.close()
     assert p.wait(timeout=120) == 130, err
     assert "interrupted: the best path found so far was written" in err
     summary = json.loads((out / "summary.json").read_text())
