@@ -190,3 +190,30 @@ def test_a_bundle_is_typed_as_numba_types_it_field_by_field():
     assert typeof(Inner(Pair(1, 2), 0)) != typeof(Inner(Pair(1, 3), 0))
     with pytest.raises(ValueError, match="too large"):
         typeof(Inner(2**64, 1))
+
+
+def test_a_bundle_passed_again_is_typed_by_its_identity_and_its_arrays_checked():
+    """The same bundle object is found by its identity; an array of it changed in place (its
+    writeable flag, its shape) changes its type all the same; a bundle with a field of another
+    kind (a list, a string) is not kept by identity."""
+    from numba.core.typing.typeof import Purpose, _TypeofContext
+
+    from engine import GEEK, typeof as bundles
+    from engine.typeof import _numba_tuple_typeof
+
+    a = np.zeros(6)
+    inner = Inner(a, Pair(1, 2))
+    for value in (inner, Bundle(inner, 3, (True, 1.5)), GEEK.kernel):
+        first = typeof(value)
+        assert bundles._by_identity[id(value)][0] is value and typeof(value) == first
+    assert typeof(inner).types[0].mutable
+    a.flags.writeable = False
+    assert typeof(inner) == _numba_tuple_typeof(inner, _TypeofContext(Purpose.argument))
+    assert not typeof(inner).types[0].mutable
+    a.flags.writeable = True
+    a.shape = (2, 3)  # in place
+    assert typeof(inner).types[0].ndim == 2
+    for value in (Inner([1], 2), Inner("text", 2)):
+        typeof(value)
+        assert id(value) not in bundles._by_identity
+    assert typeof(inner, Purpose.constant) == _numba_tuple_typeof(inner, _TypeofContext(Purpose.constant))
