@@ -361,7 +361,8 @@ def load_series(path: Path) -> dict:
 
 
 class SeriesFile:
-    """The series' file, rewritten atomically at bounded cost, and its journal, appended per game."""
+    """The series' file, rewritten atomically at bounded cost, and its journal, appended per game
+    (held open from the first game on: a command stopped before one leaves no handle open)."""
 
     def __init__(self, path: Path, out: dict):
         self.path, self.journal_path, self.out = path, journal_path(path), out
@@ -381,7 +382,7 @@ class SeriesFile:
             summarize(self.out)
         write_json(self.path, self.out)
         if self.journal is None:
-            self.journal = open(self.journal_path, "w", encoding="utf-8")
+            open(self.journal_path, "w", encoding="utf-8").close()
         else:
             self.journal.seek(0)
             self.journal.truncate()
@@ -390,6 +391,8 @@ class SeriesFile:
 
     def add(self, game: dict) -> None:
         """A finished game: appended to the journal at once; FILE rewritten when it is due."""
+        if self.journal is None:
+            self.journal = open(self.journal_path, "a", encoding="utf-8")
         self.journal.write(json.dumps(game) + "\n")
         self.journal.flush()
         if time.monotonic() - self.written_at >= max(REWRITE_SECONDS, self.cost / REWRITE_SHARE):
@@ -400,7 +403,8 @@ class SeriesFile:
         handlers = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             self.rewrite()
-            self.journal.close()
+            if self.journal is not None:
+                self.journal.close()
             self.journal_path.unlink(missing_ok=True)
         finally:
             for s, handler in handlers.items():
@@ -502,11 +506,7 @@ def games(args) -> int:
     tasks = [{"evaluator": args.evaluator, "rules": args.rules, "height": args.height, "seed": seed, "cap": args.cap}
              for seed in range(args.seed, args.seed + args.games) if seed not in done]
     if args.json is not None:
-        try:
-            going_on = keep_states(args.json, tasks, done, args.force)
-        except BaseException:  # a state refused: the journal, empty, is closed
-            series.journal.close()
-            raise
+        going_on = keep_states(args.json, tasks, done, args.force)
         if going_on:
             print("going on from their kept states: "
                   + ", ".join(f"seed {seed} at piece {n:,}" for seed, n in going_on), flush=True)
