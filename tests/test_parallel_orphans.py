@@ -40,6 +40,7 @@ def test_workers_end_when_the_run_is_killed(tmp_path):
     assert all(alive(p) for p in workers)
     driver.send_signal(signal.SIGKILL)
     driver.wait(timeout=10)
+    driver.stdout.close()
     deadline = time.monotonic() + 10
     while any(alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.1)

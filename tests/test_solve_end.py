@@ -191,7 +191,7 @@ def test_a_kill_in_the_commit_leaves_a_whole_set(tmp_path, config, exchange):
             assert set_of(out) == before
             time.sleep(0.01)
     p.kill()
-    p.wait(timeout=60)
+    p.communicate(timeout=60)
     assert out.is_dir() == exchange
     done = subprocess.run([sys.executable, "-m", "experiments.replay", str(out / "record.txt")], cwd=tmp_path,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -266,7 +266,8 @@ def test_two_segment_searches_into_one_folder_never_share_a_checkpoint(tmp_path)
     assert second.returncode == 2 and err.strip() == (
         f"error: {out}: another process (pid {first.pid}) is working in it; wait for it to end or stop it first")
     saved = (tmp_path / "run.checkpoint.pkl").read_bytes()
-    assert first.wait(timeout=300) == 0
+    first.communicate(timeout=300)
+    assert first.returncode == 0
     assert (tmp_path / "run.checkpoint.pkl").read_bytes() == saved
     third = start(args, tmp_path)
     _, err = third.communicate(timeout=120)

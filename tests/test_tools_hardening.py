@@ -324,6 +324,7 @@ def test_bench_killed_with_kill_9_resumes_from_its_journal(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
+        proc.stderr.close()
     kept = json.loads(path.read_text())  # whole, although killed
     played = journal.read_text().count("\n")
     assert played >= 4 and len(kept["games"]) < 400
