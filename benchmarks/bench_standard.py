@@ -800,19 +800,39 @@ def pit(program: Path, data: Path, cases: list, runs: int, tmp: Path, load) -> N
                 t = theirs(features, height, n)
                 o = ours(evaluator, height, n, seed)
             pairs.append((o, t))
+            f = pair_rates(o, t)
             print(f"  pair {i + 1} ({'ours' if i % 2 == 0 else 'MdpTetris'} first): ours {o[0]:,} rows in "
-                  f"{o[1]:.2f} s ({o[0] / o[1]:,.0f}/s; {o[2]:.2f} s in its games), MdpTetris {t[0]:,} rows in "
-                  f"{t[1]:.2f} s ({t[0] / t[1]:,.0f}/s): ratio {(o[0] / o[1]) / (t[0] / t[1]):.3f}", flush=True)
+                  f"{o[1]:.2f} s ({f['ours']:,.0f}/s; {o[2]:.2f} s in its games), MdpTetris {t[0]:,} rows in "
+                  f"{t[1]:.2f} s ({f['theirs']:,.0f}/s): ratio {f['ratio']:.3f}", flush=True)
+        f = versus_figures(pairs)
+        spread = lambda k: f"{f[k][0]:>9,.0f} ({f[k][1]:,.0f}-{f[k][2]:,.0f})"  # noqa: E731
         print(f"  rows per CPU second, median (min-max) of {runs}, load average now {load()}:")
-        spread = lambda xs: f"{np.median(xs):>9,.0f} ({min(xs):,.0f}-{max(xs):,.0f})"  # noqa: E731
-        print(f"    MdpTetris {spread([t[0] / t[1] for _, t in pairs])}; "
-              f"{np.median([t[1] for _, t in pairs]):.2f} s of CPU a process")
-        print(f"    ours      {spread([o[0] / o[1] for o, _ in pairs])}; "
-              f"{np.median([o[1] for o, _ in pairs]):.2f} s of CPU a process, "
-              f"{np.median([o[1] - o[2] for o, _ in pairs]):.2f} s of it outside its games")
-        ratios = [(o[0] / o[1]) / (t[0] / t[1]) for o, t in pairs]
-        print(f"  ratio ours / MdpTetris (above 1: ours clears more rows per CPU second): {np.median(ratios):.3f} "
-              f"({min(ratios):.3f}-{max(ratios):.3f})", flush=True)
+        print(f"    MdpTetris {spread('theirs')}; {f['theirs_cpu']:.2f} s of CPU a process")
+        print(f"    ours      {spread('ours')}; {f['ours_cpu']:.2f} s of CPU a process, "
+              f"{f['ours_outside']:.2f} s of it outside its games")
+        print(f"  ratio ours / MdpTetris (above 1: ours clears more rows per CPU second): {f['ratio'][0]:.3f} "
+              f"({f['ratio'][1]:.3f}-{f['ratio'][2]:.3f})", flush=True)
+
+
+def pair_rates(o: tuple, t: tuple) -> dict:
+    """One pair's rows per CPU second, ours (``o``: rows, CPU seconds of the process, of its games
+    alone) and MdpTetris's (``t``: rows, CPU seconds), and their ``ratio`` ours / MdpTetris."""
+    ours, theirs = o[0] / o[1], t[0] / t[1]
+    return {"ours": ours, "theirs": theirs, "ratio": ours / theirs}
+
+
+def versus_figures(pairs: list) -> dict:
+    """`pit`'s figures for one player's ``pairs`` (ours, MdpTetris's), as `pair_rates` takes them:
+    ``ours``, ``theirs`` (rows per CPU second) and ``ratio``, each the (median, min, max) over the
+    pairs of `pair_rates`; ``ours_cpu`` and ``theirs_cpu``, the median CPU seconds of a process, and
+    ``ours_outside``, the median CPU seconds of our process outside its games."""
+    each = [pair_rates(o, t) for o, t in pairs]
+    spread = lambda k: (float(np.median([p[k] for p in each])), min(p[k] for p in each),  # noqa: E731
+                        max(p[k] for p in each))
+    return {"ours": spread("ours"), "theirs": spread("theirs"), "ratio": spread("ratio"),
+            "ours_cpu": float(np.median([o[1] for o, _ in pairs])),
+            "ours_outside": float(np.median([o[1] - o[2] for o, _ in pairs])),
+            "theirs_cpu": float(np.median([t[1] for _, t in pairs]))}
 
 
 def series_file(text: str) -> Path:

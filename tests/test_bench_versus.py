@@ -119,7 +119,92 @@ def versus(bench, capsys, *args: str) -> tuple[int, str, str]:
     return status, out, err.strip()
 
 
+#: a pair's line as `pit` prints it: (pair, first, our rows, our seconds, our rate, seconds in our games,
+#: their rows, their seconds, their rate, ratio)
+PAIR = re.compile(r"pair (\d) \((ours|MdpTetris) first\): ours ([\d,]+) rows in ([\d.]+) s \(([\d,]+)/s; ([\d.]+) s in "
+                  r"its games\), MdpTetris ([\d,]+) rows in ([\d.]+) s \(([\d,]+)/s\): ratio ([\d.]+)")
+#: the lines after a player's pairs: each side's rows per CPU second, median (min-max), and CPU seconds a
+#: process (ours: and outside its games), then the ratio, median (min-max)
+SUMMARY = re.compile(r"    MdpTetris +([\d,]+) \(([\d,]+)-([\d,]+)\); ([\d.]+) s of CPU a process\n"
+                     r"    ours +([\d,]+) \(([\d,]+)-([\d,]+)\); ([\d.]+) s of CPU a process, ([\d.]+) s of it outside "
+                     r"its games\n  ratio ours / MdpTetris \(above 1: ours clears more rows per CPU second\): ([\d.]+) "
+                     r"\(([\d.]+)-([\d.]+)\)")
+
+
+def printed(text: str) -> tuple[float, float]:
+    """The values a figure printed as ``text`` stands for: its number, give or take half its last digit."""
+    digits = text.replace(",", "")
+    half = 0.5 * 10.0 ** -len(digits.partition(".")[2])
+    return float(digits) - half, float(digits) + half
+
+
+def over(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    """The quotients of the positive values in ``a`` by those in ``b``."""
+    return a[0] / b[1], (a[1] / b[0] if b[0] > 0 else float("inf"))
+
+
+def shows(text: str, values: tuple[float, float]) -> bool:
+    """Whether ``text``, printed at its precision, can be one of ``values``."""
+    low, high = printed(text)
+    return low <= values[1] * (1 + 1e-12) and values[0] * (1 - 1e-12) <= high
+
+
+def test_the_figures_are_the_arithmetic_of_the_timings(bench):
+    """`pair_rates` and `versus_figures` on given rows and CPU seconds (exact in binary): each pair's
+    rates and ratio, then the medians (min-max); the ratio is the median of the pairs' ratios, not the
+    ratio of the medians (2.0 here, against 2,000 / 2,000)."""
+    a = ((1000, 1.0, 0.5), (2000, 0.5))
+    b = ((1000, 0.5, 0.25), (500, 0.5))
+    c = ((3000, 0.75, 0.125), (1500, 0.75))
+    assert bench.pair_rates(*a) == {"ours": 1000.0, "theirs": 4000.0, "ratio": 0.25}
+    assert bench.pair_rates(*b) == {"ours": 2000.0, "theirs": 1000.0, "ratio": 2.0}
+    assert bench.pair_rates(*c) == {"ours": 4000.0, "theirs": 2000.0, "ratio": 2.0}
+    assert bench.versus_figures([a, b, c]) == {
+        "ours": (2000.0, 1000.0, 4000.0), "theirs": (2000.0, 1000.0, 4000.0), "ratio": (2.0, 0.25, 2.0),
+        "ours_cpu": 0.75, "ours_outside": 0.5, "theirs_cpu": 0.5}
+    # two pairs: the medians are the means
+    assert bench.versus_figures([a, b]) == {
+        "ours": (1500.0, 1000.0, 2000.0), "theirs": (2500.0, 1000.0, 4000.0), "ratio": (1.125, 0.25, 2.0),
+        "ours_cpu": 0.75, "ours_outside": 0.375, "theirs_cpu": 0.5}
+    assert bench.versus_figures([c]) == {
+        "ours": (4000.0, 4000.0, 4000.0), "theirs": (2000.0, 2000.0, 2000.0), "ratio": (2.0, 2.0, 2.0),
+        "ours_cpu": 0.75, "ours_outside": 0.625, "theirs_cpu": 0.75}
+
+
+def test_what_is_printed_is_the_figures_of_the_measured_timings(bench, capsys, checkout, ours, monkeypatch):
+    """The processes run, and their CPU seconds are replaced by given ones: the lines are exact."""
+    given = {"ours": [0.25, 0.5, 0.75, 0.25], "MdpTetris": [0.25, 1.5, 0.25, 0.5]}  # warm-up, pairs 1-3
+    real = bench.run_timed
+
+    def run_timed(command, who, **options):
+        out, _ = real(command, who, **options)
+        return out, given["ours" if who.startswith("ours") else "MdpTetris"].pop(0)
+
+    monkeypatch.setattr(bench, "run_timed", run_timed)
+    status, out, err = versus(bench, capsys, str(checkout), "--only", "bcts", "--games", "3", "--runs", "3")
+    assert (status, err) == (0, ""), err
+    assert given == {"ours": [], "MdpTetris": []}
+    lines = out.splitlines()
+    at = lines.index("bcts on 10 x 10, 3 games a process (MdpTetris: features/record_du.dat):")
+    assert lines[at + 1:at + 5] == [
+        "  warm-up, 1 game each, not counted: ours 500 rows in 0.25 s of CPU, MdpTetris 1,000 rows in 0.25 s",
+        "  pair 1 (ours first): ours 1,500 rows in 0.50 s (3,000/s; 0.03 s in its games), MdpTetris 3,030 rows in "
+        "1.50 s (2,020/s): ratio 1.485",
+        "  pair 2 (MdpTetris first): ours 1,500 rows in 0.75 s (2,000/s; 0.03 s in its games), MdpTetris 3,030 rows "
+        "in 0.25 s (12,120/s): ratio 0.165",
+        "  pair 3 (ours first): ours 1,500 rows in 0.25 s (6,000/s; 0.03 s in its games), MdpTetris 3,030 rows in "
+        "0.50 s (6,060/s): ratio 0.990"]
+    assert lines[at + 5].startswith("  rows per CPU second, median (min-max) of 3, load average now ")
+    assert lines[at + 6:] == [
+        "    MdpTetris     6,060 (2,020-12,120); 0.50 s of CPU a process",
+        "    ours          3,000 (2,000-6,000); 0.50 s of CPU a process, 0.47 s of it outside its games",
+        "  ratio ours / MdpTetris (above 1: ours clears more rows per CPU second): 0.990 (0.165-1.485)"]
+
+
 def test_pairs_rows_and_ratio(bench, capsys, checkout, ours, monkeypatch, tmp_path):
+    """Both players, measured for real: the calls, the rows and the structure are exact; the printed
+    rates and ratios are checked against the printed rows and seconds at their printed precision only,
+    which holds whatever the machine's load (never a bound on the speed)."""
     log = tmp_path / "mdp.log"
     monkeypatch.setenv("FAKE_MDP_LOG", str(log))
     status, out, err = versus(bench, capsys, str(checkout), "--games", "3", "--runs", "2")
@@ -136,26 +221,34 @@ def test_pairs_rows_and_ratio(bench, capsys, checkout, ours, monkeypatch, tmp_pa
     assert "compiling is not" in out and "untimed run" in out and "load average" in out
     assert "allow_lines_after_overflow 0" in out and "state_then_column" in out
     assert "warm-up, 1 game each, not counted: ours 500 rows" in out and "MdpTetris 1,000 rows" in out
-    pairs = re.findall(r"pair (\d) \((ours|MdpTetris) first\): ours ([\d,]+) rows in ([\d.]+) s \(([\d,]+)/s; "
-                       r"([\d.]+) s in its games\), MdpTetris ([\d,]+) rows in ([\d.]+) s \(([\d,]+)/s\): ratio ([\d.]+)",
-                       out)
+    pairs = PAIR.findall(out)
     assert [(p[0], p[1]) for p in pairs] == [("1", "ours"), ("2", "MdpTetris")] * 2
-    num = lambda text: float(text.replace(",", ""))  # noqa: E731
     for p in pairs:
-        assert num(p[2]) == 1_500 and num(p[6]) == 1_000 + 1_010 + 1_020  # 3 games of each side
-        assert float(p[5]) == pytest.approx(0.03)
-        # the rates and the ratio from the rows and the seconds (printed to 0.01 s, of about 0.1 s here)
-        ours_rate, their_rate = num(p[2]) / float(p[3]), num(p[6]) / float(p[7])
-        assert ours_rate == pytest.approx(num(p[4]), rel=0.1) and their_rate == pytest.approx(num(p[8]), rel=0.1)
-        assert float(p[9]) == pytest.approx(num(p[4]) / num(p[8]), rel=0.01)
-    ratios = re.findall(r"ratio ours / MdpTetris \(above 1: ours clears more rows per CPU second\): ([\d.]+) "
-                        r"\(([\d.]+)-([\d.]+)\)", out)
-    assert len(ratios) == 2
-    for k, (median, low, high) in enumerate(ratios):
-        two = sorted(float(p[9]) for p in pairs[2 * k:2 * k + 2])
-        assert float(low) == pytest.approx(two[0], abs=0.0011) and float(high) == pytest.approx(two[1], abs=0.0011)
-        assert float(median) == pytest.approx(sum(two) / 2, abs=0.0011)
-    assert out.count("    MdpTetris ") == 2 and out.count("    ours      ") == 2
+        assert (p[2], p[5], p[6]) == ("1,500", "0.03", "3,030")  # 3 games of each side
+        # each rate is the rows over the seconds, the ratio the rates' (as printed: give or take the last digit)
+        assert shows(p[4], over((1500, 1500), printed(p[3]))), p
+        assert shows(p[8], over((3030, 3030), printed(p[7]))), p
+        assert shows(p[9], over(printed(p[4]), printed(p[8]))), p
+    summaries = SUMMARY.findall(out)
+    assert len(summaries) == 2 and out.count("    MdpTetris ") == 2 and out.count("    ours      ") == 2
+    number = lambda text: float(text.replace(",", ""))  # noqa: E731
+    for (theirs, low, high, cpu, mine, mine_low, mine_high, mine_cpu, outside, ratio, ratio_low, ratio_high), two in \
+            zip(summaries, (pairs[:2], pairs[2:])):
+        def median_of(column: int, median: str, lowest: str | None = None, highest: str | None = None) -> None:
+            """min-max: the pairs' figures themselves; the median of two: their mean (give or take)."""
+            figures = sorted((p[column] for p in two), key=number)
+            if lowest is not None:
+                assert (lowest, highest) == (figures[0], figures[1])
+            mean = [(a + b) / 2 for a, b in zip(printed(figures[0]), printed(figures[1]))]
+            assert shows(median, mean), (median, figures)
+
+        median_of(8, theirs, low, high)
+        median_of(4, mine, mine_low, mine_high)
+        median_of(9, ratio, ratio_low, ratio_high)
+        median_of(7, cpu)
+        median_of(3, mine_cpu)
+        spent = [(a - 0.03, b - 0.03) for a, b in (printed(p[3]) for p in two)]
+        assert shows(outside, ((spent[0][0] + spent[1][0]) / 2, (spent[0][1] + spent[1][1]) / 2)), outside
 
 
 def test_the_program_itself_one_player_and_the_tables_sizes(bench, capsys, checkout, ours):
