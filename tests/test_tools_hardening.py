@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -104,13 +105,13 @@ def test_the_shipped_yaml_files_have_no_key_twice():
 def test_stale_temporary_files_of_dead_writers_are_removed(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)  # a process that has ended
-    stale = tmp_path / f".checkpoint.pkl.{pid}.0123456789ab.tmp"
+    stale = tmp_path / f".checkpoint.npz.{pid}.0123456789ab.tmp"
     other = tmp_path / f".best.yaml.{pid}.abcdefabcdef.tmp"
-    live = tmp_path / f".checkpoint.pkl.{os.getpid()}.0123456789ab.tmp"  # a writer still at work
-    keep = tmp_path / "checkpoint.pkl"
+    live = tmp_path / f".checkpoint.npz.{os.getpid()}.0123456789ab.tmp"  # a writer still at work
+    keep = tmp_path / "checkpoint.npz"
     for p in (stale, other, live, keep):
         p.write_text("x")
-    assert remove_stale_temporaries(tmp_path, "checkpoint.pkl") == [stale]
+    assert remove_stale_temporaries(tmp_path, "checkpoint.npz") == [stale]
     assert remove_stale_temporaries(tmp_path) == [other]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, keep.name])
     # the writers name their temporary files so
@@ -260,14 +261,24 @@ def test_bench_resume_reads_the_journal_and_settles_its_games(bench, tmp_path):
 
 
 def test_bench_series_file_is_rewritten_at_bounded_cost(bench, tmp_path, monkeypatch):
-    """2,000 games added within a second: each is in the journal at once, and the series file is
-    rewritten (atomically) at the start and the end only, not per game; it reads back the same."""
+    """On a clock of the test's (no wall time read): 2,000 games added at one instant are each in the
+    journal at once, and the series file is rewritten (atomically) at the start and the end only, not
+    per game; it reads back the same. A rewrite is due REWRITE_SECONDS after the last one, or
+    1 / REWRITE_SHARE times its cost when that is longer."""
+    clock, cost = [0.0], [0.0]  # the time now; what a rewrite takes
+    monkeypatch.setattr(bench, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     path = tmp_path / "s.json"
     out = _series(games=[])
     series = bench.SeriesFile(path, out)
     rewrites = []
     real = bench.write_json
-    monkeypatch.setattr(bench, "write_json", lambda p, d: (rewrites.append(len(d["games"])), real(p, d)))
+
+    def write_json(p, d):
+        rewrites.append(len(d["games"]))
+        clock[0] += cost[0]
+        real(p, d)
+
+    monkeypatch.setattr(bench, "write_json", write_json)
     series.open()
     for i in range(2000):
         g = {"seed": 1000 + i, "rows": i, "pieces": 3 * i, "end": "stuck", "cpu_seconds": 0.0}
@@ -284,12 +295,23 @@ def test_bench_series_file_is_rewritten_at_bounded_cost(bench, tmp_path, monkeyp
     assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == handlers  # left as they were
     data = json.loads(path.read_text())
     assert data["n"] == 2000 and data["games"] == out["games"] and bench.load_series(path)["games"] == out["games"]
-    # past REWRITE_SECONDS (or REWRITE_SHARE of the time), a rewrite is due
+    assert (bench.REWRITE_SECONDS, bench.REWRITE_SHARE) == (10.0, 0.02)  # the instants below
+    clock[0], cost[0] = 100.0, 0.125  # a cheap rewrite (0.125 s: 6.25 s / REWRITE_SHARE): due REWRITE_SECONDS on
     series = bench.SeriesFile(path, out)
     series.open()
-    series.written_at -= bench.REWRITE_SECONDS
-    series.add({"seed": 3000, "rows": 1, "pieces": 3, "end": "stuck", "cpu_seconds": 0.0})
+    game = lambda seed: {"seed": seed, "rows": 1, "pieces": 3, "end": "stuck", "cpu_seconds": 0.0}  # noqa: E731
+    clock[0] = 100.125 + 9.5
+    series.add(game(3000))
+    assert len(rewrites) == 3 and series.journal_path.read_text().count("\n") == 1  # not yet
+    clock[0], cost[0] = 100.125 + 10.0, 1.0  # due; this rewrite takes 1 s: the next one 50 s after it
+    series.add(game(3001))
     assert len(rewrites) == 4 and series.journal_path.read_text() == ""
+    clock[0] = 111.125 + 10.0
+    series.add(game(3002))
+    assert len(rewrites) == 4 and series.journal_path.read_text().count("\n") == 1  # past 10 s, not yet 50 s
+    clock[0] = 111.125 + 50.0
+    series.add(game(3003))
+    assert len(rewrites) == 5 and series.journal_path.read_text() == ""
     series.close()
 
 
@@ -510,9 +532,9 @@ def test_a_segment_search_removes_its_checkpoints_stale_temporary_files(tmp_path
 
     dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                               text=True).stdout)
-    path = tmp_path / "out.checkpoint.pkl"
-    stale = tmp_path / f".out.checkpoint.pkl.{dead}.0123456789ab.tmp"
-    other = tmp_path / f".other.checkpoint.pkl.{dead}.0123456789ab.tmp"  # another search's: not this one's to remove
+    path = tmp_path / "out.checkpoint.npz"
+    stale = tmp_path / f".out.checkpoint.npz.{dead}.0123456789ab.tmp"
+    other = tmp_path / f".other.checkpoint.npz.{dead}.0123456789ab.tmp"  # another search's: not this one's to remove
     stale.write_bytes(b"half a checkpoint")
     other.write_bytes(b"half a checkpoint")
     result = solve(small_config(), checkpoint=path, record=False)
@@ -622,7 +644,7 @@ def test_a_segment_checkpoint_on_a_full_disk_is_one_line_and_keeps_the_previous_
     write_yaml(config, small_config().model_dump(mode="json", include={"policy", "evaluator", "pieces", "threads",
                                                                        "segment"}))
     out = tmp_path / "out"
-    saved = tmp_path / "out.checkpoint.pkl"
+    saved = tmp_path / "out.checkpoint.npz"
     assert stopped_at_first_report(saved, record=False).stop == "interrupted"
     before = saved.read_bytes()
 
