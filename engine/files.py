@@ -25,6 +25,7 @@ writes reads back as it was.
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
@@ -492,29 +493,74 @@ def _amount(n: int) -> str:
     return f"{n >> 20} MiB" if n % 2**20 == 0 else f"{n:,} bytes"
 
 
+#: how a file that is not a regular file (nor a folder) is named in a refusal
+SPECIAL_FILES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                 (stat.S_ISBLK, "a block device"))
+
+
+def _special(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is neither a regular file nor a folder (None otherwise)."""
+    return next((name for test, name in SPECIAL_FILES if test(mode)), None)
+
+
 def read_bytes(path: str | Path, limit: int, kind: str, stream=None) -> bytes:
-    """The bytes of the file ``path`` (or of the binary ``stream``, e.g. ``sys.stdin.buffer``, named
-    ``path`` in messages), reading no more than ``limit`` + 1 bytes: `TooLarge` beyond ``limit``
-    (``"<file>: more than 1 MiB: too large for <kind>"``), `ReadError` when the file is missing, a
-    folder or unreadable."""
+    """The bytes of the regular file ``path`` (or of the binary ``stream``, e.g. ``sys.stdin.buffer``,
+    named ``path`` in messages: the one way to read a pipe or a terminal on purpose), reading no more
+    than ``limit`` + 1 bytes: `TooLarge` beyond ``limit`` (``"<file>: more than 1 MiB: too large for
+    <kind>"``), `ReadError` when the file is missing, a folder, unreadable or not a regular file
+    (``"<file>: not a regular file (a FIFO)"``: a FIFO, a socket or a device).
+
+    Bounded in time as well as in bytes: ``path`` is opened with ``O_NONBLOCK``, so opening a FIFO
+    does not wait for a writer, and what it is is checked on the open descriptor (``fstat``) before a
+    byte is read; only a regular file is read, and a regular file ends. The flag stays on while
+    reading, so a kernel file that would wait for data is refused too ("cannot read: Resource
+    temporarily unavailable") instead of blocking."""
     data = None
     try:
         if stream is not None:
             data = stream.read(limit + 1)
         else:
-            with open(path, "rb") as f:
-                info = os.fstat(f.fileno())
-                if not (stat.S_ISREG(info.st_mode) and info.st_size > limit):  # a plain file's size is known
-                    data = f.read(limit + 1)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_BINARY", 0))
+            try:
+                info = os.fstat(fd)
+                if stat.S_ISDIR(info.st_mode):
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+                if not stat.S_ISREG(info.st_mode):
+                    raise ReadError(path, f"not a regular file ({_special(info.st_mode) or 'of no known kind'})")
+                if info.st_size <= limit:  # (a regular file's size is known: a larger one is not read)
+                    data = _read_at_most(fd, limit + 1, info.st_size)
+            finally:
+                os.close(fd)
     except FileNotFoundError:
         if stream is None and recover_output(Path(path).parent):  # a set a killed commit left aside
             return read_bytes(path, limit, kind)
         raise ReadError(path, "file not found") from None
     except OSError as e:
+        special = None
+        if stream is None:  # a socket cannot be opened at all (ENXIO): say what it is
+            try:
+                special = _special(os.stat(path).st_mode)
+            except OSError:
+                pass
+        if special is not None:
+            raise ReadError(path, f"not a regular file ({special})") from None
         raise ReadError(path, f"cannot read: {e.strerror or e}") from None
     if data is None or len(data) > limit:
         raise TooLarge(path, f"more than {_amount(limit)}: too large for {kind}")
     return data
+
+
+def _read_at_most(fd: int, n: int, size: int) -> bytes:
+    """Up to ``n`` bytes of the descriptor ``fd`` of a regular file of ``size`` bytes (it may have
+    grown since: read to its end or to ``n``, whichever comes first)."""
+    chunks, left = [], n
+    while left > 0:
+        chunk = os.read(fd, min(left, max(size + 1, 1 << 16)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_text(path: str | Path, limit: int, kind: str, stream=None) -> str:

@@ -228,13 +228,15 @@ def test_replay_cli_batch_goes_on_after_bad_records_and_bounds_its_input(tmp_pat
     assert lines[0]["error"].endswith("add up to more than 100")
     assert "more than the 4,000,000" in lines[2]["error"]
     assert lines[3]["score"] == 881026
-    # an endless input is read only as far as the bound
+    # an endless input on standard input is read only as far as the bound; as a file, a device is not read
     peak = "[line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM')][0]"
-    zero = subprocess.run([sys.executable, "-c", "import sys; from experiments.replay import main; "
-                           f"code = main(['/dev/zero']); print({peak}); sys.exit(code)"],
-                          capture_output=True, text=True, timeout=60)
-    assert zero.returncode == 1
-    assert "/dev/zero: invalid record: the file holds more than" in zero.stdout
+    with open("/dev/zero", "rb") as endless:
+        zero = subprocess.run([sys.executable, "-c", "import sys; from experiments.replay import main; "
+                               f"code = main(['-', '/dev/zero']); print({peak}); sys.exit(code)"],
+                              stdin=endless, capture_output=True, text=True, timeout=60)
+    assert zero.returncode == 2
+    assert "-: invalid record: the file holds more than" in zero.stdout
+    assert zero.stderr == "error: /dev/zero: not a regular file (a character device)\n"
     assert int(zero.stdout.split()[-1]) < 300_000  # KiB (about 110 MB): the bound, not the endless input
 
 

@@ -45,11 +45,13 @@ def test_reads_stop_at_the_limit_of_their_kind(tmp_path):
     with pytest.raises(YamlError) as info:
         load_yaml(big)
     assert str(info.value) == f"{big}: more than 1 MiB: too large for a configuration file"
-    # an endless file is read no further than the limit, in a moment
-    with pytest.raises(TooLarge, match=r"^/dev/zero: more than 1,000 bytes: too large for a record$"):
+    # an endless device is not read at all (only a regular file is); a stream is read no further than the limit
+    with pytest.raises(ReadError, match=r"^/dev/zero: not a regular file \(a character device\)$"):
         read_bytes("/dev/zero", 1000, "a record")
-    with pytest.raises(YamlError, match="^/dev/zero: more than 1 MiB: too large for a configuration file$"):
+    with pytest.raises(YamlError, match=r"^/dev/zero: not a regular file \(a character device\)$"):
         load_yaml("/dev/zero")
+    with open("/dev/zero", "rb") as endless, pytest.raises(TooLarge, match="^-: more than 1,000 bytes: too large"):
+        read_bytes("-", 1000, "a record", stream=endless)
     # at the limit is fine; missing, a folder
     exact = tmp_path / "exact.txt"
     exact.write_bytes(b"x" * 10)
@@ -503,7 +505,7 @@ def _limited(**limits):
 def test_view_of_dev_zero_is_refused_within_bounded_memory():
     """Under a 1 GiB address-space limit (it grew to 24 GB before)."""
     done = command("-m", "experiments.view", "/dev/zero", preexec_fn=_limited(RLIMIT_AS=2**30))
-    assert one_line_error(done) == "error: /dev/zero: more than 4,001,000 bytes: too large for a record"
+    assert one_line_error(done) == "error: /dev/zero: not a regular file (a character device)"
     summary = ROOT / "results" / "beam-w100" / "summary.json"
     assert summary.stat().st_size < 32 * 2**20
 
@@ -523,7 +525,7 @@ def test_view_on_a_full_disk_is_one_line_and_leaves_no_folder(tmp_path):
                          ids=["solve", "bot", "run"])
 def test_a_config_given_as_dev_zero_is_refused(cli):
     done = command(*cli, preexec_fn=_limited(RLIMIT_AS=2**30), stdin=subprocess.DEVNULL)
-    assert one_line_error(done) == "error: /dev/zero: more than 1 MiB: too large for a configuration file"
+    assert one_line_error(done) == "error: /dev/zero: not a regular file (a character device)"
 
 
 def test_a_segment_search_removes_its_checkpoints_stale_temporary_files(tmp_path):
