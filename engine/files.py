@@ -8,9 +8,9 @@ removed on any failure. It is created with mode ``0o666`` less the user's umask,
 ordinary ``open(path, "w")`` gives (not `tempfile.mkstemp`'s private ``0o600``). Missing folders
 are made. The fsyncs make a write durable as well as atomic; `DURABLE` turns them off.
 
-Reading (`read_bytes`, `read_text`, `read_json`, `load_yaml`, `read_pickle`): every file a command
+Reading (`read_bytes`, `read_text`, `read_json`, `load_yaml`; state files: `engine.statefile`): every file a command
 reads is read through these, no further than a limit fitting its kind (`MAX_CONFIG_BYTES`,
-`MAX_RECORD_BYTES`, `MAX_JSON_BYTES`, `MAX_TABLE_BYTES`, `MAX_CHECKPOINT_BYTES`): a larger file, or
+`MAX_RECORD_BYTES`, `MAX_JSON_BYTES`, `MAX_TABLE_BYTES`): a larger file, or
 an endless one such as ``/dev/zero``, is refused after at most that many bytes, never read whole.
 Every problem (missing, a folder, unreadable, too large, not UTF-8, not JSON, not YAML) is one
 `ReadError` line naming the file, e.g. ``/dev/zero: more than 1 MiB: too large for a configuration
@@ -29,12 +29,10 @@ import errno
 import glob
 import json
 import os
-import pickle
 import re
 import secrets
 import shutil
 import stat
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -125,14 +123,6 @@ def write_yaml(path: str | Path, data: Any, header: str = "") -> None:
     write_text(path, (header + "\n" if header else "") + body)
 
 
-def write_pickle(path: str | Path, obj: Any, compress: bool = False) -> None:
-    """``obj`` pickled with the highest protocol; with ``compress``, as a zlib stream (level 6:
-    a segment search's saved state shrinks 10-15 times, in a fraction of a second). `read_pickle`
-    reads either."""
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    write_bytes(path, zlib.compress(data, 6) if compress else data)
-
-
 #: a temporary file `_new_temporary` makes: target name, writer's pid
 TEMPORARY_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{12}\.tmp$")
 
@@ -156,27 +146,6 @@ def remove_stale_temporaries(folder: str | Path, name: str | None = None) -> lis
         except OSError:
             continue
     return removed
-
-
-def read_pickle(path: str | Path, limit: int | None = None) -> Any:
-    """The object pickled in ``path`` (only for files this program wrote: unpickling runs code);
-    `TooLarge` for a file of more than ``limit`` bytes (default `MAX_CHECKPOINT_BYTES`), an endless
-    one read no further than that."""
-    limit = MAX_CHECKPOINT_BYTES if limit is None else limit
-    with open(path, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):  # a device or a pipe: its size is not known before reading
-            data = read_bytes(path, limit, "a checkpoint", stream=f)
-        elif info.st_size > limit:
-            raise TooLarge(path, f"more than {_amount(limit)}: too large for a checkpoint")
-        else:
-            data = f.read()
-    if data[:1] == b"\x78":  # a zlib stream (`write_pickle(compress=True)`); a pickle begins with 0x80
-        inflate = zlib.decompressobj()
-        data = inflate.decompress(data, limit + 1)
-        if len(data) > limit or inflate.unconsumed_tail:
-            raise TooLarge(path, f"more than {_amount(limit)} once decompressed: too large for a checkpoint")
-    return pickle.loads(data)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -486,7 +455,6 @@ MAX_CONFIG_BYTES = 2**20  # a configuration or evaluator YAML (the largest shipp
 MAX_RECORD_BYTES = 4_001_000  # a record file: `engine.record.MAX_RECORD_CHARS` and a console line around it
 MAX_JSON_BYTES = 32 * 2**20  # a summary.json, provenance.json or benchmark series (the largest in results/: 210 KB)
 MAX_TABLE_BYTES = 256 * 2**20  # a run's CSV or JSON-lines file (rows of 100-500 bytes: about a million of them)
-MAX_CHECKPOINT_BYTES = 4 * 2**30  # a pickled run or search state (a segment search at 24 states: hundreds of MB)
 
 
 def _amount(n: int) -> str:

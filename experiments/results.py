@@ -6,7 +6,7 @@
 
 Each entry runs ``python -m experiments.solve`` with the listed config and overrides into
 ``results/<name>/`` of the checkout; a resumable search whose checkpoint is there
-(``results/<name>.checkpoint.pkl``) is continued (``--resume``): delete the checkpoint to start it
+(``results/<name>.checkpoint.npz``) is continued (``--resume``): delete the checkpoint to start it
 afresh. The README's score table quotes ``summary.json``'s score and seconds (for a search spread
 over sittings, the sum of their search seconds).
 """

@@ -6,7 +6,7 @@
 CONFIG is a run YAML (see configs/ga.yaml); ``key=value`` overrides any dotted key
 (``ga.generations=3``). A run writes ``<runs_dir>/<name>-<YYYYmmdd-HHMMSS>/``: config.yaml (the
 resolved config), evaluations.csv, generations.csv, best.yaml (run it with python -m
-experiments.solve RUN/best.yaml), fitness.png, run.log and checkpoint.pkl. An interrupted run
+experiments.solve RUN/best.yaml), fitness.png, run.log and checkpoint.npz. An interrupted run
 (Ctrl-C, kill) continues with ``--resume RUN_DIR`` from its last finished generation, reading the
 evaluations already written back; only ``parallel.*`` may be overridden on resume.
 
@@ -16,7 +16,7 @@ cannot be written or has under 32 MB free, and a dask scheduler that does not an
 has a worker that cannot import this project (or runs other sources of it): nothing is made then. Two runs started in the same
 second get two directories. A process holds ``run.lock`` in its run directory while it works there:
 a ``--resume`` of a run that is still running is refused (exit status 2), and the lock goes with
-the process, however it ends. A resume refuses a run whose files disagree: a checkpoint.pkl that
+the process, however it ends. A resume refuses a run whose files disagree: a checkpoint.npz that
 cannot be read, an evaluations.csv lacking rows the checkpoint counts (a damaged, edited or
 deleted file), or a config.yaml that differs from the copy the checkpoint keeps (edited after the
 run began: the first key that differs is named); the message says which and how to go on. A

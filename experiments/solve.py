@@ -30,7 +30,8 @@ a cgroup's limit, ``ulimit -v``) is refused in one line naming the key, the esti
 memory (exit status 2, nothing made).
 
 A resumable policy (``segment``) also saves its whole search beside the folder, in
-``DIR.checkpoint.pkl``, every ``segment.checkpoint_seconds`` and when it stops; ``--resume DIR``
+``DIR.checkpoint.npz`` (data only, `engine.statefile`), every ``segment.checkpoint_seconds`` and
+when it stops; ``--resume DIR``
 continues that search (same configuration and overrides: a checkpoint made by other settings is
 refused) and ends exactly as an uninterrupted run would, so a run of many hours can be done over
 several sittings: stop it with Ctrl-C (its best path so far is written), resume it later. The
@@ -107,8 +108,8 @@ def progress_bar(desc: str, shown: bool):
 
 
 def checkpoint_path(out: Path) -> Path:
-    """Where a resumable policy's search writing to ``out`` is saved: ``<out>.checkpoint.pkl``."""
-    return out.with_name(out.name + ".checkpoint.pkl")
+    """Where a resumable policy's search writing to ``out`` is saved: ``<out>.checkpoint.npz``."""
+    return out.with_name(out.name + ".checkpoint.npz")
 
 
 def resumable(config: SolverConfig) -> bool:
@@ -131,6 +132,11 @@ def checkpoint_for(config: SolverConfig, out: Path, resume: bool) -> Path | None
         if resume:
             raise ConfigError(f"--resume: policy {config.policy!r} cannot resume a search (it saves none)")
         return None
+    legacy = path.with_suffix(".pkl")
+    if not path.exists() and legacy.exists():
+        from engine.statefile import legacy_problem
+
+        raise ConfigError(f"{legacy}: {legacy_problem(legacy)}")
     if resume and not path.exists():
         raise ConfigError(f"--resume {out}: no saved search there ({path} does not exist)")
     if not resume and path.exists():
@@ -146,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="output folder: a new one, or one holding an earlier solve's files, "
                                                  "which are replaced as a set (default: solves/<config>-<time>-<pid>)")
     parser.add_argument("--resume", type=Path, metavar="DIR",
-                        help="continue the search a resumable policy (segment) saved beside DIR (DIR.checkpoint.pkl); "
+                        help="continue the search a resumable policy (segment) saved beside DIR (DIR.checkpoint.npz); "
                              "the output goes to DIR")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_intermixed_args(argv)

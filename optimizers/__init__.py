@@ -10,6 +10,7 @@ The public API (what `experiments.run`, the command line, uses too):
     from optimizers import tune, resume
     run = tune("configs/ga.yaml", ["ga.generations=3"])     # or a mapping of the same keys
     run.best, run.dir, run.evaluations(), run.best_config()
+    state = saved_state(run.dir)      # the checkpoint's state: state.optimizer, state.history, ...
 
     from optimizers import load_run_config, make_space, make_optimizer   # a loop of one's own
     config = load_run_config("configs/ga.yaml")
@@ -33,13 +34,13 @@ The modules:
 """
 
 __all__ = ["Optimizer", "Param", "Run", "RunConfig", "Space", "load_run_config", "make_optimizer", "make_space",
-           "resolve", "resume", "tune"]
+           "resolve", "resume", "saved_state", "tune"]
 
 #: where each public name lives, imported on first use: `import optimizers` alone loads neither
 #: DEAP nor pyswarms
 _LAZY = {"RunConfig": ".config", "Param": ".space", "Space": ".space", "Optimizer": "._base",
          "make_optimizer": ".tuner", "make_space": ".tuner",
-         **{name: ".run" for name in ("Run", "load_run_config", "resolve", "resume", "tune")}}
+         **{name: ".run" for name in ("Run", "load_run_config", "resolve", "resume", "saved_state", "tune")}}
 
 
 def __getattr__(name):

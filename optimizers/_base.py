@@ -2,8 +2,9 @@
 
 A tuner proposes one generation of candidate vectors at a time (`ask`) and is told their fitness
 (`tell`, higher is better). The run loop (`optimizers.tuner`) evaluates them, writes them down and
-pickles the tuner between generations, so a tuner keeps all its state, its random state included,
-in plain attributes.
+saves the tuner's state between generations as data (`state_dict`, restored by `Optimizer.restore`
+and `load_state`): a tuner's state is what it was made with (its settings, initial point and
+step) and everything it carries from one generation to the next, its random states included.
 
 Randomness: one numpy `Generator` per run, seeded from the config's seed. DEAP draws from Python's
 `random` module and pyswarms from numpy's global state; a tuner keeps private copies of those states
@@ -19,6 +20,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from engine.statefile import Fields
+
 from .space import Space
 
 #: seeds of the private library states are drawn below these bounds: Python's `random` takes any
@@ -29,8 +32,7 @@ NUMPY_SEED_BOUND = 2**32
 
 class Optimizer(ABC):
     name: str = ""
-    #: the restart this tuner was made for (0: the run's first; `optimizers.noise` sets it); a class
-    #: default, so tuners pickled before restarts existed read as 0
+    #: the restart this tuner was made for (0: the run's first; `optimizers.noise` sets it)
     restart: int = 0
 
     def __init__(self, space: Space, settings, rng: np.random.Generator, init: str = "point",
@@ -118,3 +120,85 @@ class Optimizer(ABC):
             self._np_state = np.random.get_state()
             random.setstate(outer_py)
             np.random.set_state(outer_np)
+
+    # ------------------------------------------------------------------ state (the checkpoint)
+    def state_dict(self) -> dict:
+        """This tuner's state as data (`engine.statefile`): what it was made with and the random
+        states and generation it has reached. A tuner with more state extends it
+        (``{**super().state_dict(), ...}``) and reads it back in `load_state`."""
+        return {"tuner": self.name, "restart": self.restart, "settings": self.settings.model_dump(mode="json"),
+                "init": self.init, "init_point": self.init_point, "init_sigma": self.init_sigma,
+                "generation": self.generation, "rng": self.rng.bit_generator.state,
+                "python_random": self._py_state, "numpy_random": self._np_state}
+
+    def load_state(self, f: Fields) -> None:
+        """Take back the state `state_dict` saved (the tuner made from its settings, `restore`);
+        `engine.statefile.StateError` naming the key of a value that is not what it should be."""
+        self.generation = f.int("generation", 0, self.generations)
+        self.rng = generator(f, "rng")
+        self._py_state = python_random_state(f, "python_random")
+        self._np_state = numpy_random_state(f, "numpy_random")
+
+    @staticmethod
+    def restore(space: Space, f: Fields) -> "Optimizer":
+        """The tuner whose `state_dict` ``f`` holds, made again from its settings in ``space`` and
+        given its state back."""
+        from .tuners import TUNERS
+
+        name = f.str("tuner")
+        if name not in TUNERS:
+            f.fail(f.name("tuner"), f"{name!r} is not a tuner of this version ({', '.join(TUNERS)})")
+        cls = TUNERS[name]
+        try:
+            settings = cls.Settings.model_validate(f.dict("settings"))
+        except ValueError as e:
+            f.fail(f.name("settings"), f"not {name}'s settings ({str(e).splitlines()[-1].strip()})")
+        init = f.str("init")
+        if init not in ("point", "random"):
+            f.fail(f.name("init"), f"point or random, not {init!r}")
+        point = f.array("init_point", np.float64, shape=(space.dim,), finite=True)
+        tuner = cls(space, settings, np.random.default_rng(0), init=init, init_point=point,
+                    init_sigma=f.float("init_sigma"))
+        tuner.restart = f.int("restart", 0)
+        tuner.load_state(f)
+        return tuner
+
+
+def generator(f: Fields, key: str) -> np.random.Generator:
+    """The numpy `Generator` whose bit generator's state ``f[key]`` holds (PCG64, as
+    ``default_rng`` makes)."""
+    state = f.dict(key)
+    if state.get("bit_generator") != "PCG64":
+        f.fail(f.name(key), f"a PCG64 generator's state, not {state.get('bit_generator')!r}")
+    rng = np.random.Generator(np.random.PCG64())
+    try:
+        rng.bit_generator.state = state
+    except (TypeError, ValueError, KeyError, OverflowError) as e:
+        f.fail(f.name(key), f"not a generator's state ({e})")
+    return rng
+
+
+def python_random_state(f: Fields, key: str) -> tuple:
+    """A state of Python's `random` (``random.getstate()``) from ``f[key]``, checked by loading it."""
+    state = f.raw(key)
+    try:
+        if not (isinstance(state, tuple) and len(state) == 3 and isinstance(state[1], tuple)
+                and all(type(v) is int for v in state[1])):
+            raise ValueError("not (version, words, gauss)")
+        random.Random().setstate(state)
+    except (TypeError, ValueError, OverflowError) as e:
+        f.fail(f.name(key), f"not a state of Python's random ({e})")
+    return state
+
+
+def numpy_random_state(f: Fields, key: str) -> tuple:
+    """A state of numpy's `RandomState` (``get_state()``) from ``f[key]``, checked by loading it."""
+    state = f.raw(key)
+    try:
+        if not (isinstance(state, tuple) and len(state) == 5 and state[0] == "MT19937"
+                and isinstance(state[1], np.ndarray) and state[1].dtype == np.uint32 and state[1].shape == (624,)):
+            raise ValueError("not (MT19937, 624 words, position, gauss flag, gauss)")
+        np.random.RandomState().set_state(state)
+    except (TypeError, ValueError, OverflowError) as e:
+        f.fail(f.name(key), f"not a state of numpy's RandomState ({e})")
+    return state

@@ -77,8 +77,6 @@ def _lagged(curve: np.ndarray, lag: int) -> np.ndarray:
 
 
 class EarlyAbort:
-    reference: np.ndarray | None = None  # a class default: checkpoints written before it existed have none
-
     def __init__(self, settings: EarlyAbortConfig, reference: np.ndarray | None = None):
         self.settings = settings
         self.reference = reference
@@ -94,6 +92,22 @@ class EarlyAbort:
             reference = reference_curve(settings.reference, config.solver["rules"])
         return cls(settings, reference)
 
+    def state_dict(self) -> dict:
+        """What the pruner carries between generations: its K best finished candidates (the
+        settings and the reference come from the run's config)."""
+        return {"best": [{"fitness": f, "generation": g, "index": i, "key": k, "curve": c}
+                         for f, g, i, k, c in self.best]}
+
+    def load_state(self, f) -> None:
+        """Take back the candidates `state_dict` saved (`engine.statefile.Fields`)."""
+        best = []
+        for e in f.subs("best"):
+            best.append((e.float("fitness"), e.int("generation", 0), e.int("index", 0), e.str("key"),
+                         e.array("curve", np.int64, ndim=1)))
+        if len(best) > self.settings.k:
+            f.fail("best", f"{len(best)} candidates, more than k = {self.settings.k}")
+        self.best = best
+
     @property
     def ready(self) -> bool:
         return self.settings.enabled and len(self.best) >= self.settings.k
@@ -107,10 +121,9 @@ class EarlyAbort:
             curves = [c for *_, c in self.best]
             n = max(len(c) for c in curves)
             kth = np.min([_extended(c, n) for c in curves], axis=0)
-            # (settings pickled before a lag existed have none)
-            floors.append(_lagged(kth, getattr(self.settings, "lag", 0)))
+            floors.append(_lagged(kth, self.settings.lag))
         if self.reference is not None:
-            floors.append(_lagged(self.reference, getattr(self.settings, "reference_lag", 0)))
+            floors.append(_lagged(self.reference, self.settings.reference_lag))
         if not floors:
             return None
         n = max(len(f) for f in floors)

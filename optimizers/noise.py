@@ -53,7 +53,7 @@ tuner starts from ``start``: a uniform draw (``random``, as IPOP), the run's ini
 The run keeps its number of generations; its best, the pooled means and the sample size carry
 over.
 
-All of it is the state of `Noise`, pickled in the checkpoint beside the tuner, so a resumed run
+All of it is the state of `Noise`, saved in the checkpoint beside the tuner, so a resumed run
 re-evaluates, grows and restarts as an uninterrupted one. ``noise.csv`` in the run directory has
 a row per generation (`NOISE_COLUMNS`).
 """
@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 import numpy as np
@@ -202,6 +202,41 @@ class Noise:
             return None
         online = space.base.get("online") or {}
         return cls(config.noise, config.restart, online.get("games", 1), config.population, config.seed)
+
+    # ------------------------------------------------------------------ state (the checkpoint)
+    def state_dict(self) -> dict:
+        """Everything but the settings (the run's config has them), as data."""
+        return {"points": [asdict(p) for p in self.points.values()], "games": self.games, "played": self.played,
+                "rows": self.rows, "population": self.population, "restarts": self.restarts, "large": self.large,
+                "largest": self.largest, "since": self.since, "stalled": self.stalled,
+                "rng": self.rng.bit_generator.state}
+
+    def load_state(self, f) -> None:
+        """Take back what `state_dict` saved (`engine.statefile.Fields`)."""
+        from ._base import generator
+
+        points = {}
+        for p in f.subs("points"):
+            first = p.list("first", 2)
+            point = Point(values=p.list("values"), first=(p.int("first", 0, value=first[0]),
+                                                          p.int("first", 0, value=first[1])),
+                          games=p.int("games", 0), fitness_sum=p.float("fitness_sum"),
+                          score_sum=p.float("score_sum"), samples=p.int("samples", 0), last=p.int("last", -1))
+            points[point_key(point.values)] = point
+        self.points = points
+        self.games = f.int("games", 1)
+        self.played = [f.int("played", 1, value=v) for v in f.list("played")]
+        rows = f.list("rows")
+        if not all(isinstance(r, dict) and set(r) == set(NOISE_COLUMNS) for r in rows):
+            f.fail("rows", f"rows of noise.csv's columns ({', '.join(NOISE_COLUMNS)})")
+        self.rows = rows
+        self.population = f.int("population", 1)
+        self.restarts = f.int("restarts", 0)
+        self.large = f.int("large", 0)
+        self.largest = f.int("largest", 1)
+        self.since = f.optional("since", f.float)
+        self.stalled = f.int("stalled", 0)
+        self.rng = generator(f, "rng")
 
     # ------------------------------------------------------------------ settings of a generation
     @property

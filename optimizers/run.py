@@ -248,7 +248,7 @@ class Run:
 
     dir: Path
     config: RunConfig
-    state: dict  # as checkpoint.pkl holds it (`optimizers.state.RunState.to_checkpoint`)
+    state: dict  # as checkpoint.npz holds it (`optimizers.state.RunState.to_state`)
 
     @property
     def best(self) -> dict | None:
@@ -322,65 +322,33 @@ def load_resume(run_dir: str | Path, overrides: list[str] = ()) -> RunConfig:
             raise ConfigError(f"command line: {key}: only parallel.* may change when resuming (the run must "
                               "end as it would have)")
     written = load_mapping(path)
-    check_against_checkpoint(validate(RunConfig, written, str(path)), path, run_dir)
+    validate(RunConfig, written, str(path))
     data = apply_overrides(written, list(overrides))
     return validate(RunConfig, data, str(path))
 
 
-#: what may differ between config.yaml and the checkpoint's copy (a resume may change it)
-RESUME_MAY_CHANGE = ("parallel",)
+def saved_state(run_dir: str | Path):
+    """The state of the run in ``run_dir`` as its checkpoint holds it (`optimizers.state.RunState`:
+    the tuner, the early abort, the statistics, the best), made again from its config.yaml and
+    checkpoint.npz without running anything; `RunDamaged` or `ConfigError` in one line when they
+    cannot be read."""
+    from engine.statefile import Fields, StateError
 
-
-def check_against_checkpoint(config: RunConfig, path: Path, run_dir: Path) -> None:
-    """`ConfigError` naming the first key where ``config`` (config.yaml as it is now) differs from
-    the copy of the run's config its checkpoint keeps (`RunStore.save_checkpoint`): an edit after
-    the run began would score its later candidates at another fidelity. Nothing to compare when
-    the checkpoint is missing, predates the copy, or cannot be read (the resume then says so)."""
+    from .state import RunState, check_against_checkpoint
     from .store import RunDamaged, RunStore
 
+    run_dir = Path(run_dir)
+    config = load_resume(run_dir)
+    space = make_space(config)
+    store = RunStore(run_dir, space.params)
+    tree = store.load_checkpoint()
+    if tree is None:
+        raise RunDamaged(f"{store.checkpoint}: file not found (the run has no checkpoint yet)")
+    check_against_checkpoint(config, tree, run_dir / "config.yaml")
     try:
-        checkpoint = RunStore(run_dir, []).load_checkpoint()
-    except RunDamaged:
-        return
-    saved = (checkpoint or {}).get("config")
-    if not isinstance(saved, dict):
-        return
-    now = config.model_dump(mode="json")
-    for key in RESUME_MAY_CHANGE:
-        saved.pop(key, None)
-        now.pop(key, None)
-    found = _first_difference(saved, now)
-    if found is not None:
-        key, before, after = found
-        raise ConfigError(f"{path}: {key}: {show(after) if after is not _MISSING else 'missing'} here, "
-                          f"{show(before)} in the run's checkpoint: config.yaml was edited after the run began; "
-                          "only parallel.* may change when resuming (the run must end as it would have), so put "
-                          "it back")
-
-
-_MISSING = object()
-
-
-def _first_difference(saved: Any, now: Any, prefix: str = "") -> tuple[str, Any, Any] | None:
-    """(dotted key, value saved, value now) of the first value of ``saved`` that ``now`` holds
-    otherwise or lacks (``_MISSING``); keys only ``now`` has (a newer schema's defaults) are not
-    compared. None when they agree."""
-    if isinstance(saved, dict) and isinstance(now, dict):
-        for k, v in saved.items():
-            key = f"{prefix}.{k}" if prefix else str(k)
-            if k not in now:
-                return key, v, _MISSING
-            found = _first_difference(v, now[k], key)
-            if found is not None:
-                return found
-        return None
-    if isinstance(saved, list) and isinstance(now, list) and len(saved) == len(now):
-        for i, (a, b) in enumerate(zip(saved, now)):
-            found = _first_difference(a, b, f"{prefix}.{i}" if prefix else str(i))
-            if found is not None:
-                return found
-        return None
-    return None if saved == now else (prefix or "(top level)", saved, now)
+        return RunState.from_state(Fields(tree, store.checkpoint), config, space)
+    except StateError as e:
+        raise RunDamaged(str(e)) from None
 
 
 def resume(run_dir: str | Path, overrides: list[str] = (), *, quiet: bool = True,

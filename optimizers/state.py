@@ -1,20 +1,29 @@
 """A run's state between generations, as typed records.
 
-checkpoint.pkl holds it as the plain mapping it always was (`RunState.to_checkpoint`): ``generation``
-(the next one), ``optimizer`` (the tuner, its random states included), ``early_abort``, ``history``
-(a mapping per finished generation, the columns of generations.csv), ``best`` and ``rescored`` (a
-mapping each, or None) and ``done``, and ``noise`` (`optimizers.noise.Noise`) only in a run whose
-``noise`` or ``restart`` section is on; `RunState.from_checkpoint` reads any run's checkpoint back.
+checkpoint.npz holds it as data (`RunState.to_state`, an `engine.statefile` file): ``generation``
+(the next one), ``optimizer`` (the tuner's `state_dict`, its random states included),
+``early_abort`` and ``noise`` (theirs; ``noise`` None unless the run's ``noise`` or ``restart``
+section is on), ``history`` (a mapping per finished generation, the columns of generations.csv),
+``best`` and ``rescored`` (a mapping each, or None) and ``done``. `RunState.from_state` makes the
+tuner, the pruner and the noise state again from the run's config and gives them their state back,
+checking every value it takes in.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.statefile import Fields
+from engine.validation import show
 
 from ._base import Optimizer
+from .config import RunConfig
 from .early_abort import EarlyAbort
 from .noise import Noise
-from .store import Evaluation, GenerationStats, Rescoring
+from .store import Evaluation, GenerationStats, RunDamaged, Rescoring
 
 
 @dataclass
@@ -69,19 +78,112 @@ class RunState:
     noise: Noise | None = None
 
     @classmethod
-    def from_checkpoint(cls, data: dict) -> "RunState":
-        best, rescored = data.get("best"), data.get("rescored")
-        return cls(generation=data["generation"], optimizer=data["optimizer"], early_abort=data["early_abort"],
-                   history=[GenerationStats.from_dict(h) for h in data["history"]],
-                   best=None if best is None else Best(**best),
-                   rescored=None if rescored is None else Rescored(**rescored), done=data.get("done", False),
-                   noise=data.get("noise"))
+    def from_state(cls, f: Fields, config, space) -> "RunState":
+        """The state `to_state` saved (``f``), its tuner, pruner and noise state made from the run's
+        ``config`` and ``space``; `engine.statefile.StateError` naming the key of a value that is
+        not what it should be."""
+        from .early_abort import EarlyAbort
 
-    def to_checkpoint(self) -> dict:
-        out = {"generation": self.generation, "optimizer": self.optimizer, "early_abort": self.early_abort,
-               "history": [h.as_dict() for h in self.history],
-               "best": None if self.best is None else asdict(self.best),
-               "rescored": None if self.rescored is None else asdict(self.rescored), "done": self.done}
-        if self.noise is not None:
-            out["noise"] = self.noise
-        return out
+        optimizer = Optimizer.restore(space, f.sub("optimizer"))
+        early_abort = EarlyAbort.for_run(config)
+        early_abort.load_state(f.sub("early_abort"))
+        noise = Noise.for_run(config, space)
+        if (noise is None) != (f.get("noise") is None):
+            f.fail("noise", "saved by a run whose noise and restart sections differ from this config's")
+        if noise is not None:
+            noise.load_state(f.sub("noise"))
+        history = [_typed(h, GenerationStats, finite=False) for h in f.subs("history")]
+        return cls(generation=f.int("generation", 0, optimizer.generations), optimizer=optimizer,
+                   early_abort=early_abort, history=history, best=_record(f, "best", Best),
+                   rescored=_record(f, "rescored", Rescored), done=f.bool("done"), noise=noise)
+
+    def to_state(self) -> dict:
+        return {"generation": self.generation, "optimizer": self.optimizer.state_dict(),
+                "early_abort": self.early_abort.state_dict(), "history": [h.as_dict() for h in self.history],
+                "best": None if self.best is None else asdict(self.best),
+                "rescored": None if self.rescored is None else asdict(self.rescored), "done": self.done,
+                "noise": None if self.noise is None else self.noise.state_dict()}
+
+
+def _record(f: Fields, key: str, cls):
+    """The `Best` or `Rescored` under ``key`` (None when there is none), its fields checked (a
+    re-scored recommendation has no tuned fitness: NaN)."""
+    return None if f.get(key) is None else _typed(f.sub(key), cls, nan={"tuned_fitness"})
+
+
+def _typed(r: Fields, cls, finite: bool = True, nan: set = frozenset()):
+    """The dataclass ``cls`` made from ``r``, each field of the type it declares (``int``,
+    ``float``, ``str``, ``list``, or one of them ``| None``); floats finite with ``finite``, or
+    finite or NaN for the fields named in ``nan``."""
+    values = {}
+    for name, kind in cls.__annotations__.items():
+        kind, optional = (kind[:-len(" | None")], True) if kind.endswith(" | None") else (kind, False)
+        if optional and r.get(name) is None:
+            values[name] = None
+        elif kind == "float":
+            values[name] = r.float(name, finite=finite and name not in nan)
+            if name in nan and math.isinf(values[name]):
+                r.fail(r.name(name), f"{values[name]} is neither a finite number nor NaN")
+        elif kind == "int":
+            values[name] = r.int(name)
+        elif kind == "str":
+            values[name] = r.str(name)
+        elif kind == "list":
+            values[name] = r.list(name)
+        else:
+            raise TypeError(f"{cls.__name__}.{name}: a field of type {kind} is not read from a state")
+    return cls(**values)
+
+
+#: what may differ between config.yaml and the checkpoint's copy (a resume may change it)
+RESUME_MAY_CHANGE = ("parallel",)
+
+
+def check_against_checkpoint(config: RunConfig, checkpoint: dict, path: Path) -> None:
+    """`RunDamaged` naming the first key where ``config`` (the run's config.yaml, ``path``, as it
+    is now) differs from the copy of the run's config its ``checkpoint`` keeps
+    (`RunStore.save_checkpoint`): an edit after the run began would score its later candidates at
+    another fidelity. The run loop checks it once it holds the run's lock, before it takes any of
+    the checkpoint's state in."""
+    saved = checkpoint.get("config")
+    if isinstance(saved, dict):
+        saved = dict(saved)
+    else:
+        raise RunDamaged(f"{path.parent / 'checkpoint.npz'}: config: missing (the copy of the run's config every "
+                          "checkpoint keeps)")
+    now = config.model_dump(mode="json")
+    for key in RESUME_MAY_CHANGE:
+        saved.pop(key, None)
+        now.pop(key, None)
+    found = _first_difference(saved, now)
+    if found is not None:
+        key, before, after = found
+        raise RunDamaged(f"{path}: {key}: {show(after) if after is not _MISSING else 'missing'} here, "
+                          f"{show(before)} in the run's checkpoint: config.yaml was edited after the run began; "
+                          "only parallel.* may change when resuming (the run must end as it would have), so put "
+                          "it back")
+
+
+_MISSING = object()
+
+
+def _first_difference(saved: Any, now: Any, prefix: str = "") -> tuple[str, Any, Any] | None:
+    """(dotted key, value saved, value now) of the first value of ``saved`` that ``now`` holds
+    otherwise or lacks (``_MISSING``); keys only ``now`` has (a newer schema's defaults) are not
+    compared. None when they agree."""
+    if isinstance(saved, dict) and isinstance(now, dict):
+        for k, v in saved.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if k not in now:
+                return key, v, _MISSING
+            found = _first_difference(v, now[k], key)
+            if found is not None:
+                return found
+        return None
+    if isinstance(saved, list) and isinstance(now, list) and len(saved) == len(now):
+        for i, (a, b) in enumerate(zip(saved, now)):
+            found = _first_difference(a, b, f"{prefix}.{i}" if prefix else str(i))
+            if found is not None:
+                return found
+        return None
+    return None if saved == now else (prefix or "(top level)", saved, now)

@@ -6,7 +6,8 @@
   `fitness.encode_curve`), appended before its row, so a row always has its curve;
 - ``rescore.csv``: the final re-scoring, a row per candidate, appended likewise;
 - ``generations.csv``, ``best.yaml``, ``recommendation.yaml`` (a tuner with a search distribution:
-  its mean), ``fitness.png``, ``checkpoint.pkl``: rewritten atomically;
+  its mean), ``fitness.png``, ``checkpoint.npz`` (the run's state as data, `engine.statefile`):
+  rewritten atomically;
 - ``provenance.json``: where each session of the run ran (the commit, the versions, the machine).
 - ``in-play/``: the saved searches of candidates being simulated whose policy can save its search
   (`tuner.IN_PLAY`), each removed once its evaluation is written down.
@@ -25,14 +26,16 @@ import math
 from dataclasses import asdict, dataclass, fields as dataclass_fields
 from pathlib import Path
 
-from engine.files import (MAX_JSON_BYTES, MAX_TABLE_BYTES, ReadError, read_bytes, read_json, read_pickle, read_text,
-                          write_json, write_pickle, write_text)
+from engine.files import MAX_JSON_BYTES, MAX_TABLE_BYTES, ReadError, read_bytes, read_json, read_text, write_json, write_text
+from engine.statefile import MAX_RUN_STATE_BYTES, StateError, legacy_problem, read_state, write_state
 
 from .fitness import RECORD_FIELDS, TuningRecord, decode_curve, encode_curve
 from .space import Param
 
 #: decimals of the seconds and the statistics written (a millisecond; a thousandth of a point)
 DECIMALS = 3
+#: the run's state file (`engine.statefile`), what it says it holds, and the pickle of older versions
+CHECKPOINT, CHECKPOINT_KIND, LEGACY_CHECKPOINT = "checkpoint.npz", "a run's checkpoint", "checkpoint.pkl"
 
 
 class RunDamaged(ValueError):
@@ -142,7 +145,7 @@ def _opt(conv, s: str):
 class RunStore:
     """The files of the run in ``run_dir`` whose space has ``params``. ``config``: the resolved run
     config as plain data, which every checkpoint keeps a copy of (a resume compares config.yaml
-    with it); checkpoint.pkl also keeps the sessions of provenance.json, to rebuild that file from."""
+    with it); checkpoint.npz also keeps the sessions of provenance.json, to rebuild that file from."""
 
     def __init__(self, run_dir: str | Path, params: list[Param], config: dict | None = None):
         self.dir = Path(run_dir)
@@ -171,7 +174,12 @@ class RunStore:
 
     @property
     def checkpoint(self) -> Path:
-        return self.dir / "checkpoint.pkl"
+        return self.dir / CHECKPOINT
+
+    @property
+    def legacy_checkpoint(self) -> Path:
+        """Where an older version kept the checkpoint, pickled (never read: `legacy_problem`)."""
+        return self.dir / LEGACY_CHECKPOINT
 
     # ------------------------------------------------------------------ values
     def _value_text(self, p: Param, v) -> str:
@@ -353,8 +361,8 @@ class RunStore:
             problem = f"provenance.json could not be read ({self.provenance_problem})"
             sessions = list(self.sessions or [])
             session = {**session, "rebuilt": f"{problem}: its {len(sessions)} earlier session(s) rebuilt from "
-                                             "checkpoint.pkl's copy" if self.sessions is not None else
-                       f"{problem} and checkpoint.pkl holds no copy of it: its earlier sessions are lost"}
+                                             "checkpoint.npz's copy" if self.sessions is not None else
+                       f"{problem} and checkpoint.npz holds no copy of it: its earlier sessions are lost"}
         self.sessions = [*sessions, session]
         write_json(path, self.sessions)
 
@@ -375,31 +383,38 @@ class RunStore:
             return None
         return sessions
 
-    def save_checkpoint(self, checkpoint: dict) -> None:
-        """checkpoint.pkl: the run's state as plain data (`optimizers.state.RunState.to_checkpoint`),
-        with a copy of the run's config and of provenance.json's sessions."""
+    def save_checkpoint(self, state: dict) -> None:
+        """checkpoint.npz: the run's state as data (`optimizers.state.RunState.to_state`), with a
+        copy of the run's config and of provenance.json's sessions."""
         extra = {"config": self.config} if self.config is not None else {}
         if self.sessions is not None:
             extra["provenance"] = self.sessions
-        write_pickle(self.checkpoint, {**checkpoint, **extra})
+        write_state(self.checkpoint, {**state, **extra}, CHECKPOINT_KIND)
 
     def load_checkpoint(self) -> dict | None:
-        """The checkpoint (None when there is none); `RunDamaged`, saying how to go on, when it
-        cannot be read."""
-        if not self.checkpoint.exists():
+        """The checkpoint's tree (None when there is none; `optimizers.state.RunState.from_state`
+        makes the state of it); `RunDamaged`, saying how to go on, when it cannot be read, and for a
+        checkpoint an older version pickled (`engine.statefile.legacy_problem`)."""
+        if not self.checkpoint.exists() and not self.checkpoint.is_symlink():
+            if self.legacy_checkpoint.exists() or self.legacy_checkpoint.is_symlink():
+                raise RunDamaged(f"{self.legacy_checkpoint}: {legacy_problem(self.dir)}")
             return None
         try:
-            data = read_pickle(self.checkpoint)
-            if not isinstance(data, dict) or "generation" not in data:
-                raise ValueError("not a run's checkpoint")
-            saved = data.get("provenance")
-            if self.sessions is None and isinstance(saved, list):
-                self.sessions = list(saved)
-            return data
-        except Exception as e:  # unpickling damaged bytes raises almost anything
-            raise RunDamaged(f"{self.checkpoint}: cannot be read ({type(e).__name__}: {str(e)[:80]}); move it "
-                             "aside (mv checkpoint.pkl checkpoint.pkl.bad) and resume again: the run then "
-                             "starts over from evaluations.csv, simulating none of the evaluations it holds") from None
+            data = read_state(self.checkpoint, CHECKPOINT_KIND, MAX_RUN_STATE_BYTES)
+        except StateError as e:
+            raise RunDamaged(f"{e}; {self.checkpoint_advice}") from None
+        if not isinstance(data, dict) or "generation" not in data:
+            raise RunDamaged(f"{self.checkpoint}: not a run's checkpoint; {self.checkpoint_advice}")
+        saved = data.get("provenance")
+        if self.sessions is None and isinstance(saved, list) and all(isinstance(s, dict) for s in saved):
+            self.sessions = list(saved)
+        return data
+
+    @property
+    def checkpoint_advice(self) -> str:
+        """How to go on past a damaged checkpoint (the end of a `RunDamaged` line)."""
+        return (f"move it aside (mv {CHECKPOINT} {CHECKPOINT}.bad) and resume again: the run then starts over from "
+                "evaluations.csv, simulating none of the evaluations it holds")
 
     def check_against(self, rows: list[Evaluation], history: list[GenerationStats]) -> None:
         """`RunDamaged` when ``rows`` (evaluations.csv as read) lack evaluations of the finished
@@ -425,4 +440,4 @@ class RunStore:
         gens = ", ".join(str(g + 1) for g in sorted(missing))
         raise RunDamaged(f"{self.evaluations}: {sum(missing.values())} of the evaluations the checkpoint counts in "
                          f"generation{'s' if len(missing) > 1 else ''} {gens} are not there ({where}); restore the "
-                         "file, or move checkpoint.pkl aside to resume from the evaluations that remain")
+                         "file, or move checkpoint.npz aside to resume from the evaluations that remain")

@@ -13,7 +13,7 @@ One generation g (`Tuner.run_generation`):
    goes (`IN_PLAY`); a run stopped and resumed plays such a candidate on from there, to the result
    of one never stopped, and its file goes once the evaluation is written down;
 4. `Tuner.conclude`: the tuner is told the fitness, the early abort takes in the finished
-   candidates, the statistics, ``best.yaml``, ``fitness.png`` and ``checkpoint.pkl`` are written.
+   candidates, the statistics, ``best.yaml``, ``fitness.png`` and ``checkpoint.npz`` are written.
 
 With a ``noise`` or ``restart`` section (`optimizers.noise`), a generation also re-evaluates the
 incumbent and the elite (candidates after the tuner's), its candidates play the generation's
@@ -49,8 +49,8 @@ from .early_abort import EarlyAbort
 from .fitness import Evaluated, Memo, TuningRecord, canonical, evaluate
 from .noise import NOISE_COLUMNS, Noise, point_key
 from .space import Param, Space, with_settings
-from .state import Best, Rescored, RunState
-from .store import RECOMMENDATION, Evaluation, GenerationStats, Rescoring, RunStore
+from .state import Best, Rescored, RunState, check_against_checkpoint
+from .store import RECOMMENDATION, Evaluation, GenerationStats, Rescoring, RunDamaged, RunStore
 from .tuners import get as get_tuner
 
 log = logging.getLogger("optimizers.run")
@@ -61,7 +61,7 @@ PLOT_INCHES, PLOT_DPI = (7, 4.2), 100
 #: pieces of the game each policy plays in `Tuner.warm_up`: enough to call every kernel once
 WARM_UP_PIECES = 20
 #: the folder of a run directory where the candidates in play whose policy can save its search keep
-#: it (``g<generation>-<config key>.pkl``; `Tuner.simulate`)
+#: it (``g<generation>-<config key>.npz``, an `engine.statefile` file; `Tuner.simulate`)
 IN_PLAY = "in-play"
 #: the file in a run directory whose lock a process holds while it works in the run
 LOCK_FILE = "run.lock"
@@ -187,6 +187,15 @@ class Tuner:
         if lost:
             self.store.rewrite_evaluations(sorted(self.evaluations.values(), key=lambda e: e.slot))
 
+    def _check_in_play(self) -> None:
+        """`RunDamaged` for a search in ``in-play/`` that an older version pickled (never read:
+        `engine.statefile.legacy_problem`), before the run does any work."""
+        from engine.statefile import legacy_problem
+
+        old = sorted((self.dir / IN_PLAY).glob("*.pkl")) if (self.dir / IN_PLAY).is_dir() else []
+        if old:
+            raise RunDamaged(f"{old[0]}: {legacy_problem(self.dir)}")
+
     def warm_up(self, pool: Pool) -> None:
         """Compile (or load) the policy kernels before the candidates play, so that the workers
         find them in numba's cache instead of all compiling at once: with the workers' numba
@@ -209,7 +218,8 @@ class Tuner:
     # ------------------------------------------------------------------ the run
     def run(self, resume: bool = False) -> dict:
         """Run to the end (or from the last checkpoint with ``resume``); returns the final state as
-        the checkpoint holds it (`RunState.to_checkpoint`)."""
+        the checkpoint holds it (`RunState.to_state`). The run directory is locked before any of
+        its state is read."""
         with FolderLock(self.dir, LOCK_FILE), self._run_log():
             from engine.files import remove_stale_temporaries
 
@@ -220,7 +230,7 @@ class Tuner:
                 while self.state.generation < self.state.optimizer.generations:
                     self.run_generation(pool, self.state.generation)
                 self._finish(pool)
-                return self.state.to_checkpoint()
+                return self.state.to_state()
             except KeyboardInterrupt:
                 self._interrupted()
                 raise
@@ -244,12 +254,21 @@ class Tuner:
     def _begin(self, resume: bool, pool: Pool) -> None:
         """The state from the checkpoint (``resume``) or a fresh one, checkpointed at once."""
         checkpoint = self.store.load_checkpoint() if resume else None
+        if resume:
+            self._check_in_play()
         if checkpoint is None:
             self.state = self.fresh_state()
-            self.store.save_checkpoint(self.state.to_checkpoint())
+            self.state.optimizer.attach(self.dir)
+            self.store.save_checkpoint(self.state.to_state())
         else:
-            self.state = RunState.from_checkpoint(checkpoint)
-        self.state.optimizer.attach(self.dir)
+            from engine.statefile import Fields, StateError
+
+            check_against_checkpoint(self.config, checkpoint, self.dir / "config.yaml")
+            try:
+                self.state = RunState.from_state(Fields(checkpoint, self.store.checkpoint), self.config, self.space)
+            except StateError as e:
+                raise RunDamaged(f"{e}; {self.store.checkpoint_advice}") from None
+            self.state.optimizer.attach(self.dir)
         self.store.add_provenance({**provenance(), "resumed_at": self.state.generation if resume else None})
         if resume:
             self._restore()
@@ -266,7 +285,7 @@ class Tuner:
         if self.config.rescore is not None and self.state.rescored is None:
             self.run_rescore(pool)
         self.state.done = True
-        self.store.save_checkpoint(self.state.to_checkpoint())
+        self.store.save_checkpoint(self.state.to_state())
         with contextlib.suppress(OSError):
             (self.dir / IN_PLAY).rmdir()  # every candidate written down: nothing in play
         self.write_artifacts(final=True)
@@ -303,7 +322,7 @@ class Tuner:
         policy = get_policy(config.get("policy", "beam")).policy  # (a policy for unknown pieces has no search to save)
         if pool.settings.scheduler or not getattr(policy, "resumable", False):
             return None
-        return self.dir / IN_PLAY / f"{name}.pkl"
+        return self.dir / IN_PLAY / f"{name}.npz"
 
     def candidate_config(self, values: list, g: int) -> dict:
         """The solver config of a candidate of generation ``g``: the space's, with the generation's
@@ -455,8 +474,8 @@ class Tuner:
             state.optimizer = noise.restarted(self.config, self.space, None if state.best is None else state.best.values,
                                               gen.number)
             state.optimizer.attach(self.dir)
-        self.store.save_checkpoint(state.to_checkpoint())
-        for stale in (self.dir / IN_PLAY).glob(f"g{gen.number}-*.pkl"):  # a stop between a result and its unlink
+        self.store.save_checkpoint(state.to_state())
+        for stale in (self.dir / IN_PLAY).glob(f"g{gen.number}-*.npz"):  # a stop between a result and its unlink
             stale.unlink(missing_ok=True)
         self.write_artifacts()
         extra = ""

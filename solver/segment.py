@@ -31,8 +31,9 @@ Paths: a state's segment is stored as its placements (int16, `solver.layered.pac
 of the state it grew from; states that are expanded (and the final ones) enter an append-only
 *history*, from which the best state's placements are read back and replayed by the engine.
 
-Long runs: the table, the history and the curves are saved (`engine.files.write_pickle`, atomic,
-compressed) every ``checkpoint_seconds`` and when the search stops; a solve given the checkpoint
+Long runs: the table, the history and the curves are saved as data (`engine.statefile`, atomic,
+compressed; every value checked when read back, `checkpoint_state`) every ``checkpoint_seconds``
+and when the search stops; a solve given the checkpoint
 with ``resume`` continues from the first piece index it had not expanded and ends exactly as an
 uninterrupted run would (what is saved is everything the search can still use: the history is
 cut to the states that paths from the table and from the best go back to, `History.compacted`,
@@ -64,7 +65,8 @@ from numba import njit, prange
 from pydantic import Field, field_validator
 
 from engine.board import popcount
-from engine.files import read_pickle, remove_stale_temporaries, write_pickle
+from engine.files import remove_stale_temporaries
+from engine.statefile import MAX_SEARCH_STATE_BYTES, Fields, StateError, legacy_problem, read_state, write_state
 from engine.jit import inlined, inner
 from engine.memory import Need
 from engine.parallel import ParallelConfig, Pool
@@ -83,8 +85,8 @@ from .result import Report, SolveResult
 CHUNK = 16
 #: children reserved per node of a layer before the buffers grow
 CHILDREN_PER_NODE = 48
-#: the checkpoint's format (a checkpoint of another format is refused)
-CHECKPOINT_VERSION = 2
+#: the checkpoint's format (a checkpoint of another format is refused) and what its file says it holds
+CHECKPOINT_VERSION, CHECKPOINT_KIND = 3, "a segment search's checkpoint"
 
 
 class SegmentConfig(Strict):
@@ -126,7 +128,7 @@ class SegmentConfig(Strict):
         keys x ``states``), and the history of the states expanded: at a piece index the cells
         on a board all differ by multiples of the width (4 cells a piece, a width per row cleared),
         so at most ``states`` x (rows above the cell floor + 1) states a piece index, each kept with
-        its placements and copied once more when the checkpoint is pickled."""
+        its placements and copied once more when the checkpoint is saved."""
         rules, pieces = config.game_rules(), config.played()
         height, width = rules.height, rules.width
         kcfg = settings(self, rules, pieces)
@@ -763,6 +765,51 @@ class History:
         return h
 
 
+def checkpoint_state(f: Fields, kcfg: SegmentSettings, height: int, n: int):
+    """(table, history, best_by_step, next_index, valued, best, sittings) of a checkpoint's tree,
+    every array of the dtype and shape this search makes and every index within its range (a value
+    out of range would be read out of bounds by the kernels); `StateError` naming the key otherwise."""
+    blank = new_table(kcfg, height)
+    t = f.sub("table")
+    table = Table(**{k: t.array(k, a.dtype, shape=a.shape) for k, a in blank._asdict().items()})
+    if table.count.min(initial=0) < 0 or table.count.max(initial=0) > kcfg.states:
+        t.fail("table.count", f"bucket counts outside [0, {kcfg.states}]")
+    h = f.sub("history")
+    first = [h.int("first", 0, value=v) for v in h.list("first")]
+    blocks, total = [], 0
+    for k, b in enumerate(h.subs("blocks")):
+        score = b.array("score", np.int64, ndim=1)
+        m = len(score)
+        block = {"index": b.int("index", 0, n), "score": score, "parent": b.array("parent", np.int64, shape=(m,)),
+                 "start": b.array("start", np.int64, shape=(m,)), "length": b.array("length", np.int64, shape=(m,)),
+                 "codes": b.array("codes", np.int16, ndim=1)}
+        ends = block["start"] + block["length"]
+        if m and (block["length"].min() < 0 or block["start"].min() < 0 or ends.max() > len(block["codes"])):
+            b.fail(b.where, "a segment's placements lie outside its codes")
+        if k >= len(first) or first[k] != total:
+            h.fail("history.first", "not the first id of each block")
+        if m and (block["parent"].min() < -1 or (block["parent"] >= total + np.arange(m)).any()):
+            b.fail(b.name("parent"), "a state's parent is not a state taken before it")
+        blocks.append(block)
+        total += m
+    if len(first) != len(blocks) or not blocks:
+        h.fail("history", "blocks and their first ids do not match")
+    history = History()
+    history.first, history.blocks, history.dropped = first, blocks, h.int("dropped", 0)
+    used = used_slots(table)
+    if (table.parent[used] < 0).any() or (table.parent[used] >= total).any():
+        t.fail("table.parent", f"a state's parent is not in the history ({total} states)")
+    if (table.length[used] < 0).any() or (table.length[used] > kcfg.max_depth).any():
+        t.fail("table.length", f"segments longer than {kcfg.max_depth} placements")
+    sittings = []
+    for s in f.subs("sittings"):
+        sittings.append({"started": s.str("started"), "first_index": s.int("first_index", 0),
+                         "next_index": s.int("next_index", 0), "seconds": s.float("seconds"),
+                         "cpu_seconds": s.float("cpu_seconds"), "peak_mib": s.float("peak_mib")})
+    return (table, history, f.array("best_by_step", np.int64, shape=(n,)), f.int("next_index", 0, n + 1),
+            f.int("valued", 0), f.int("best", 0), sittings)
+
+
 def saved_table(table: Table, new_id: np.ndarray) -> dict:
     """The table as a checkpoint keeps it: its entries' parents mapped to a compacted history's ids
     (`History.compacted`), and the slots past each bucket's count, which are never read, zeroed
@@ -881,7 +928,9 @@ class Segment(Policy):
         saving = self.checkpoint is not None and not self.warming
         if saving:  # the temporary files of a checkpoint whose writer was killed (kill -9)
             remove_stale_temporaries(self.checkpoint.parent, self.checkpoint.name)
-        state = self._load() if saving and self.resume and self.checkpoint.exists() else None
+        if saving and self.resume and not self.checkpoint.exists() and self.checkpoint.with_suffix(".pkl").exists():
+            raise CheckpointError(f"{self.checkpoint.with_suffix('.pkl')}: {legacy_problem(self.checkpoint.with_suffix('.pkl'))}")
+        state = self._load(kcfg) if saving and self.resume and self.checkpoint.exists() else None
         if state is None:
             table, history = new_table(kcfg, rules.height), History()
             best_by_step = np.zeros(n, np.int64)
@@ -979,31 +1028,29 @@ class Segment(Policy):
         `CheckpointError` in one line when it cannot be written (a full or read-only disk)."""
         compact, new_id = history.compacted(live_states(table))
         try:
-            write_pickle(self.checkpoint, {
+            write_state(self.checkpoint, {
                 "version": CHECKPOINT_VERSION, "fingerprint": self.fingerprint(), "next_index": i, "valued": valued,
                 "best": best, "best_by_step": best_by_step, "table": saved_table(table, new_id),
                 "history": compact.to_dict(), "sittings": sittings, "saved": time.strftime("%Y-%m-%d %H:%M:%S")},
-                compress=True)
+                CHECKPOINT_KIND, compress=True)
         except OSError as e:
             kept = "the previous checkpoint is kept" if self.checkpoint.exists() else "no checkpoint was saved"
             raise CheckpointError(f"{self.checkpoint}: cannot save the search: {e.strerror or e}; {kept} "
                                   "(once there is room, continue with --resume)") from None
 
-    def _load(self):
+    def _load(self, kcfg: SegmentSettings):
+        """The saved search (`checkpoint_state`); `CheckpointError` in one line when the file cannot be
+        read, was made by another search, or holds a value that is not what it should be."""
         path = self.checkpoint
-        if not path.exists():
-            raise CheckpointError(f"{path}: no checkpoint to resume")
         try:
-            data = read_pickle(path)
-        except Exception as e:  # a truncated or foreign file
-            raise CheckpointError(f"{path}: not a readable checkpoint ({e})") from None
-        if not isinstance(data, dict) or data.get("version") != CHECKPOINT_VERSION:
-            raise CheckpointError(f"{path}: a checkpoint of another format (version {data.get('version')!r}, "
-                                  f"expected {CHECKPOINT_VERSION})")
-        if data["fingerprint"] != self.fingerprint():
-            raise CheckpointError(f"{path}: made by another search (settings, rules, evaluator, pieces or sequence "
-                                  "differ); resume it with the configuration that made it")
-        table = Table(**data["table"])
-        return (table, History.from_dict(data["history"]), data["best_by_step"], data["next_index"],
-                data["valued"], data["best"], list(data.get("sittings", [])))
+            f = Fields(read_state(path, CHECKPOINT_KIND, MAX_SEARCH_STATE_BYTES), path)
+            version = f.get("version")
+            if version != CHECKPOINT_VERSION:
+                f.fail("version", f"a checkpoint of another format ({version!r}, expected {CHECKPOINT_VERSION})")
+            if f.str("fingerprint") != self.fingerprint():
+                raise CheckpointError(f"{path}: made by another search (settings, rules, evaluator, pieces or sequence "
+                                      "differ); resume it with the configuration that made it")
+            return checkpoint_state(f, kcfg, self.rules.height, self.pieces)
+        except StateError as e:
+            raise CheckpointError(str(e)) from None
 

@@ -4,13 +4,13 @@ its recorded (re-scored) fitness."""
 
 import csv
 import math
-import pickle
 from pathlib import Path
 
 import pytest
 
 from optimizers import run as tuning
 from optimizers.fitness import games_fitness
+from optimizers.run import saved_state
 from optimizers.store import RECOMMENDATION
 from solver import load_solver_config, solve
 
@@ -43,7 +43,7 @@ def test_classic_tuning_run(tmp_path, algorithm):
     assert [r["index"] == str(RECOMMENDATION) for r in rescored] == [False, False] + [True] * (algorithm == "cem")
     meta = best.meta
     if algorithm == "cem":
-        optimizer = pickle.loads((run_dir / "checkpoint.pkl").read_bytes())["optimizer"]
+        optimizer = saved_state(run_dir).optimizer
         mean = optimizer.space.scaled(optimizer.space.decode(optimizer.recommendation()))
         assert meta["index"] == RECOMMENDATION and meta["generation"] == 2 and "recommendation" in meta
         assert list(meta["parameters"].values()) == mean and math.isnan(meta["tuned_fitness"])

@@ -1,14 +1,13 @@
 """engine.files: atomic writes (complete or absent, fsynced, the umask's mode) and the YAML reader."""
 
 import os
-import pickle
 import stat
 from pathlib import Path
 
 import pytest
 
 from engine import files
-from engine.files import YamlError, load_yaml, read_pickle, write_bytes, write_json, write_pickle, write_text, write_yaml
+from engine.files import YamlError, load_yaml, write_bytes, write_json, write_text, write_yaml
 
 
 def listing(folder):
@@ -88,12 +87,9 @@ def test_the_file_mode_follows_the_umask(tmp_path, umask, mode):
     assert stat.S_IMODE((tmp_path / "x.txt").stat().st_mode) == mode
 
 
-def test_json_pickle_and_yaml_writers(tmp_path):
+def test_json_and_yaml_writers(tmp_path):
     write_json(tmp_path / "a.json", {"b": [1, 2]})
     assert (tmp_path / "a.json").read_text() == '{\n "b": [\n  1,\n  2\n ]\n}\n'
-    write_pickle(tmp_path / "a.pkl", {"x": (1, 2.5)})
-    assert read_pickle(tmp_path / "a.pkl") == {"x": (1, 2.5)}
-    assert pickle.loads((tmp_path / "a.pkl").read_bytes()) == {"x": (1, 2.5)}
     data = {"z": 1, "a": "1e9", "f": 1e9, "big": 1e20, "name": "text"}
     write_yaml(tmp_path / "a.yaml", data, header="# a header")
     text = (tmp_path / "a.yaml").read_text()

@@ -5,7 +5,6 @@ tuner's mean beside its best draws. On hand-made samples and
 on the synthetic fitness of tests/toy_fitness.py (no game is played)."""
 
 import csv
-import pickle
 from types import SimpleNamespace
 
 import numpy as np
@@ -286,7 +285,7 @@ def test_noise_settings_need_a_policy_of_seeded_games(tmp_path):
 def test_off_by_default_a_run_keeps_no_noise_state(tmp_path, monkeypatch):
     toy_fitness.install(monkeypatch)
     run = tuning.tune(config(tmp_path))
-    assert "noise" not in run.state and not (run.dir / "noise.csv").exists()
+    assert run.state["noise"] is None and not (run.dir / "noise.csv").exists()
     assert "pooled" not in yaml.safe_load((run.dir / "best.yaml").read_text())["meta"]
 
 
@@ -303,9 +302,9 @@ def test_the_rescoring_plays_the_tuners_mean_beside_its_best_draws(tmp_path, mon
                              rescore={"top": 3, "overrides": {"online.games": 100, "seed": 100000}}))
     table = rows(run.dir, "rescore.csv")
     assert [int(r["index"]) for r in table][3:] == [RECOMMENDATION] and table[3]["tuned_fitness"] == "nan"
-    checkpoint = pickle.loads((run.dir / "checkpoint.pkl").read_bytes())
-    space = checkpoint["optimizer"].space
-    centroid = space.decode(space.from_unit(np.asarray(checkpoint["optimizer"].strategy.centroid)))
+    optimizer = tuning.saved_state(run.dir).optimizer
+    space = optimizer.space
+    centroid = space.decode(space.from_unit(np.asarray(optimizer.strategy.centroid)))
     assert weights(table[3]) == centroid and int(table[3]["generation"]) == 12
     truth = [toy_fitness.true_value(weights(r)) for r in table]
     assert truth[3] == max(truth) and round(truth[3]) == 9807

@@ -4,7 +4,6 @@ loads, early-aborted candidates as pruned trials, and resume (stopped during a g
 between telling the study and writing the checkpoint) ending as an uninterrupted run."""
 
 import csv
-import pickle
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ import yaml
 
 optuna = pytest.importorskip("optuna")
 
+from engine.statefile import Fields  # noqa: E402
 from optimizers import run as tuning  # noqa: E402
 from optimizers.space import Param, Space  # noqa: E402
 from optimizers.store import RunDamaged, RunStore  # noqa: E402
@@ -56,9 +56,8 @@ def test_ask_tell_on_a_bowl_with_pruned_trials(sampler):
     assert all(t.value == t.intermediate_values[7] for t in pruned)  # its fitness at the abort
     best = max(firsts)
     assert best > max(firsts[:2]) and best > -0.25  # it learns: the top is 0, the first generations -0.66 and below
-    # the tuner pickles (the checkpoint) with its in-memory study
-    again = pickle.loads(pickle.dumps(tuner))
-    assert len(again.study().trials) == 120
+    with pytest.raises(ValueError, match="attach it to a run directory first"):  # its state lives beside study.db
+        tuner.state_dict()
 
 
 def test_a_choice_of_plain_values_is_categorical_and_a_vector_round_trips():
@@ -170,10 +169,10 @@ def test_a_study_behind_the_checkpoint_is_refused(tmp_path):
     tuner = OptunaTuner(box(), OptunaConfig(population=3), np.random.default_rng(0))
     tuner.attach(tmp_path)
     tuner.tell(np.array([bowl(v) for v in tuner.ask()]))
-    saved = pickle.dumps(tuner)  # as the checkpoint holds it: 3 trials told
+    saved = tuner.state_dict()  # as the checkpoint holds it: 3 trials told
     (tmp_path / STUDY_FILE).unlink()
     with pytest.raises(RunDamaged, match=r"study.db: the study .* holds 0 trials where the checkpoint has told 3"):
-        pickle.loads(saved).attach(tmp_path)
+        OptunaTuner.restore(box(), Fields(saved, tmp_path / "checkpoint.npz")).attach(tmp_path)
 
 
 @pytest.mark.parametrize("ours, theirs", [("cmaes.yaml", "optuna.yaml"),

@@ -96,7 +96,7 @@ def test_a_damaged_provenance_json_is_rebuilt_from_the_checkpoint(stopped):
     sessions = json.loads(path.read_text())
     assert sessions[0] == first[0] and len(sessions) == 2
     assert sessions[1]["rebuilt"].startswith("provenance.json could not be read (not JSON: line 1, column")
-    assert sessions[1]["rebuilt"].endswith("its 1 earlier session(s) rebuilt from checkpoint.pkl's copy")
+    assert sessions[1]["rebuilt"].endswith("its 1 earlier session(s) rebuilt from checkpoint.npz's copy")
     path.write_text('{"not": "a list"}')
     assert run_main("--resume", stopped) == 0
     assert json.loads(path.read_text())[:2] == sessions
@@ -115,7 +115,7 @@ def test_evaluations_whose_curves_were_lost_are_simulated_again(stopped, runs):
 def test_without_its_checkpoint_a_run_ends_as_the_uninterrupted_one(finished, runs):
     """The checkpoint moved aside (as the refusal of a damaged one says to): every evaluation is
     read back from evaluations.csv, and best_so_far counts only the generations up to each."""
-    (finished / "checkpoint.pkl").rename(finished / "checkpoint.pkl.bad")
+    (finished / "checkpoint.npz").rename(finished / "checkpoint.npz.bad")
     assert run_main("--resume", finished) == 0
     rows = generations(finished)
     assert rows == generations(runs[0])

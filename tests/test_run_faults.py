@@ -93,14 +93,14 @@ def test_a_run_another_process_works_in_is_not_resumed(run_copy, capsys):
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
 def test_a_damaged_checkpoint_says_how_to_go_on(run_copy, capsys, damage):
-    path = run_copy / "checkpoint.pkl"
+    path = run_copy / "checkpoint.npz"
     data = path.read_bytes()
-    path.write_bytes(b"this is not a pickle" if damage == "garbage" else data[: len(data) // 2])
+    path.write_bytes(b"this is not a state file" if damage == "garbage" else data[: len(data) // 2])
     assert run_main("--resume", run_copy) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"error: {path}: cannot be read (")
-    assert "move it aside (mv checkpoint.pkl checkpoint.pkl.bad) and resume again" in err[0]
-    path.rename(run_copy / "checkpoint.pkl.bad")  # as the message says
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: not a state file (not a zip archive)")
+    assert "move it aside (mv checkpoint.npz checkpoint.npz.bad) and resume again" in err[0]
+    path.rename(run_copy / "checkpoint.npz.bad")  # as the message says
     assert run_main("--resume", run_copy) == 0
 
 
@@ -125,7 +125,7 @@ def test_missing_evaluations_are_refused_not_simulated_again(run_copy, capsys, d
     assert run_main("--resume", run_copy) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {path}: ")
-    assert f"are not there ({where}); restore the file, or move checkpoint.pkl aside" in err[0]
+    assert f"are not there ({where}); restore the file, or move checkpoint.npz aside" in err[0]
 
 
 def test_files_follow_the_users_umask(finished):
@@ -136,7 +136,7 @@ def test_files_follow_the_users_umask(finished):
     umask = os.umask(0)
     os.umask(umask)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in finished.iterdir()}
-    assert {"checkpoint.pkl", "evaluations.csv", "best.yaml", "run.lock"} <= set(modes)
+    assert {"checkpoint.npz", "evaluations.csv", "best.yaml", "run.lock"} <= set(modes)
     assert all(m == 0o666 & ~umask for m in modes.values()), modes
 
 
@@ -205,9 +205,10 @@ def test_the_last_line_numbers_generations_and_candidates_as_the_run_does(run_co
     """From 0, as the per-generation lines ("generation 1 (2 of 2)") and the CSV files do."""
     import csv
 
-    from engine.files import read_pickle
+    from engine.statefile import read_state
+    from optimizers.store import CHECKPOINT_KIND
 
-    best = read_pickle(run_copy / "checkpoint.pkl")["best"]
+    best = read_state(run_copy / "checkpoint.npz", CHECKPOINT_KIND, 2**20)["best"]
     assert run_main("--resume", run_copy) == 0
     last = capsys.readouterr().out.splitlines()[0]
     assert f"(generation {best['generation']}, candidate {best['index']});" in last
@@ -223,7 +224,7 @@ def test_a_resume_removes_the_temporary_files_of_a_killed_process(run_copy, caps
 
     dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                               text=True).stdout)
-    stale = [run_copy / f".checkpoint.pkl.{dead}.0123456789ab.tmp", run_copy / f".generations.csv.{dead}.abcdef012345.tmp"]
+    stale = [run_copy / f".checkpoint.npz.{dead}.0123456789ab.tmp", run_copy / f".generations.csv.{dead}.abcdef012345.tmp"]
     for path in stale:
         path.write_bytes(b"half")
     assert run_main("--resume", run_copy) == 0

@@ -6,20 +6,22 @@ number of threads; a search stopped and resumed from its checkpoint ends as an u
 
 import os
 import signal
+import zipfile
 
 import numpy as np
 import pytest
 
 import reference as ref
 from engine.board import from_strings
-from engine.files import read_pickle
 from engine.lock import lock_piece
 from engine.rules import GEEK, SHAPE_NAMES
+from engine.statefile import MAX_SEARCH_STATE_BYTES, read_state
 from solver import SolverConfig, solve
 from solver._base import CheckpointError
 from solver.layered import board_hash, unpack
 from solver.segment import (
-    History, Roots, SegmentConfig, expand_chunk, found_leaves, insert_found, new_leaves, new_table, settings, take,
+    CHECKPOINT_KIND, History, Roots, SegmentConfig, expand_chunk, found_leaves, insert_found, new_leaves, new_table,
+    settings, take,
 )
 from evaluators import load_evaluator
 
@@ -233,12 +235,13 @@ def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
     """A first Ctrl-C (at the first progress report, piece 50) stops the search with its best path
     so far, saved; resumed from the checkpoint, it ends exactly as a search never stopped."""
     whole = solve(small_config(), record=False)
-    path = tmp_path / "run.checkpoint.pkl"
+    path = tmp_path / "run.checkpoint.npz"
     stopped = stopped_at_first_report(path, record=True)
     assert stopped.stop == "interrupted" and 0 < stopped.pieces < PIECES and path.exists()
     assert ref.replay(stopped.record)["score"] == stopped.score
-    saved = read_pickle(path)  # compressed, its history cut to what the table and the best go back to
-    assert path.read_bytes()[:1] == b"\x78" and saved["history"]["dropped"] > 0
+    saved = read_state(path, CHECKPOINT_KIND, MAX_SEARCH_STATE_BYTES)  # its history cut to what the table
+    assert saved["history"]["dropped"] > 0                                     # and the best go back to
+    assert zipfile.ZipFile(path).getinfo("arrays/0.npy").compress_type == zipfile.ZIP_DEFLATED  # compressed
     resumed = solve(small_config(), checkpoint=path, resume=True)
     assert resumed.stop == "done" and resumed.score == whole.score
     assert resumed.report.states == whole.report.states  # the states the compacted history left out still count
@@ -282,7 +285,7 @@ def test_a_search_stopped_in_one_process_resumes_in_two(tmp_path):
     """The checkpoint does not depend on where states are expanded: stopped in this process and
     resumed on 2 loky processes, the search ends as an uninterrupted one."""
     whole = solve(small_config(), record=False)
-    path = tmp_path / "run.checkpoint.pkl"
+    path = tmp_path / "run.checkpoint.npz"
     stopped = stopped_at_first_report(path, record=False)
     assert stopped.stop == "interrupted"
     resumed = solve(small_config(parallel={"n_jobs": 2}), checkpoint=path, resume=True, record=False)
@@ -290,7 +293,7 @@ def test_a_search_stopped_in_one_process_resumes_in_two(tmp_path):
 
 
 def test_the_command_line_saves_beside_the_folder_and_resumes_from_it(tmp_path, capsys):
-    """``experiments.solve`` keeps a segment search in DIR.checkpoint.pkl; a new solve into DIR
+    """``experiments.solve`` keeps a segment search in DIR.checkpoint.npz; a new solve into DIR
     that would overwrite it is refused (exit 2, the file named), ``--resume DIR`` continues it, and
     a policy that saves nothing cannot be resumed."""
     from experiments.solve import main
@@ -298,11 +301,11 @@ def test_the_command_line_saves_beside_the_folder_and_resumes_from_it(tmp_path, 
     out = tmp_path / "run"
     args = ["configs/segment.yaml", "--quiet", "pieces=60", "threads=1", *(f"segment.{k}={v}" for k, v in SMALL.items())]
     assert main([*args, "--out", str(out)]) == 0
-    saved = tmp_path / "run.checkpoint.pkl"
+    saved = tmp_path / "run.checkpoint.npz"
     assert saved.exists() and (out / "record.txt").exists()
     first = (out / "record.txt").read_text()
     assert main([*args, "--out", str(out)]) == 2
-    assert "run.checkpoint.pkl holds a saved search: continue it with --resume" in capsys.readouterr().err
+    assert "run.checkpoint.npz holds a saved search: continue it with --resume" in capsys.readouterr().err
     assert main([*args, "--resume", str(out)]) == 0
     assert (out / "record.txt").read_text() == first
     assert main(["configs/solver.yaml", "--quiet", "pieces=5", "--resume", str(out)]) == 2

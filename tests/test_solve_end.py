@@ -214,10 +214,10 @@ def test_a_segment_search_signalled_after_it_ended_writes_its_record(tmp_path):
     assert p.returncode == 130 and "Traceback" not in stderr, stderr
     assert stderr.strip().splitlines() == ["interrupted (SIGINT) after the search: the record was written"]
     record = (out / "record.txt").read_text()
-    assert (tmp_path / "run.checkpoint.pkl").exists()
+    assert (tmp_path / "run.checkpoint.npz").exists()
     assert cli.main([str(ROOT / SEGMENT[0]), *SEGMENT[1:], "--resume", str(out), "--quiet"]) == 0
     assert (out / "record.txt").read_text() == record
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "run.checkpoint.pkl"]  # no lock left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "run.checkpoint.npz"]  # no lock left
 
 
 # ------------------------------------------------------------------------------------------------
@@ -265,10 +265,10 @@ def test_two_segment_searches_into_one_folder_never_share_a_checkpoint(tmp_path)
     _, err = second.communicate(timeout=120)
     assert second.returncode == 2 and err.strip() == (
         f"error: {out}: another process (pid {first.pid}) is working in it; wait for it to end or stop it first")
-    saved = (tmp_path / "run.checkpoint.pkl").read_bytes()
+    saved = (tmp_path / "run.checkpoint.npz").read_bytes()
     first.communicate(timeout=300)
     assert first.returncode == 0
-    assert (tmp_path / "run.checkpoint.pkl").read_bytes() == saved
+    assert (tmp_path / "run.checkpoint.npz").read_bytes() == saved
     third = start(args, tmp_path)
     _, err = third.communicate(timeout=120)
-    assert third.returncode == 2 and "run.checkpoint.pkl holds a saved search: continue it with --resume" in err
+    assert third.returncode == 2 and "run.checkpoint.npz holds a saved search: continue it with --resume" in err

@@ -584,23 +584,6 @@ def test_a_solver_config_with_splitting_levels_that_fit_is_accepted():
     assert config.splitting.levels[-1] == 9
 
 
-def test_a_checkpoint_is_read_no_further_than_its_limit(tmp_path):
-    from engine.files import read_pickle, write_pickle
-
-    path = tmp_path / "checkpoint.pkl"
-    write_pickle(path, {"generation": 3, "data": list(range(1000))})
-    assert read_pickle(path)["generation"] == 3
-    with pytest.raises(TooLarge, match=r"checkpoint\.pkl: more than 100 bytes: too large for a checkpoint$"):
-        read_pickle(path, limit=100)
-    with pytest.raises(TooLarge, match="^/dev/zero: more than 1,000 bytes: too large for a checkpoint$"):
-        read_pickle("/dev/zero", limit=1000)
-    # compressed, the limit holds for what it inflates to (a small file of a huge pickle is refused)
-    write_pickle(path, {"generation": 4, "data": bytes(100_000)}, compress=True)
-    assert path.stat().st_size < 1_000 and read_pickle(path)["generation"] == 4
-    with pytest.raises(TooLarge, match=r"checkpoint\.pkl: more than 10,000 bytes once decompressed: too large"):
-        read_pickle(path, limit=10_000)
-
-
 def test_a_run_store_reads_its_files_bounded(tmp_path, monkeypatch):
     from optimizers import store as store_module
     from optimizers.store import RunDamaged, RunStore
@@ -650,10 +633,10 @@ def test_a_segment_checkpoint_on_a_full_disk_is_one_line_and_keeps_the_previous_
     assert stopped_at_first_report(saved, record=False).stop == "interrupted"
     before = saved.read_bytes()
 
-    def full(path, obj, compress=False):
+    def full(path, tree, kind, compress=False):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(segment, "write_pickle", full)
+    monkeypatch.setattr(segment, "write_state", full)
     assert solve_main([str(config), "--resume", str(out), "--quiet"]) == 2
     assert capsys.readouterr().err == (f"error: {saved}: cannot save the search: No space left on device; the "
                                        "previous checkpoint is kept (once there is room, continue with --resume)\n")

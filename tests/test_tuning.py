@@ -406,8 +406,8 @@ def test_a_candidate_stopped_in_its_search_goes_on_from_it_when_the_run_resumes(
             raise Interrupt()
         return layer_stop(self, t, *args)
 
-    def loading(self):
-        state = load(self)
+    def loading(self, kcfg):
+        state = load(self, kcfg)
         loaded.append(state[3])  # the piece index it goes on from
         return state
 
@@ -494,7 +494,7 @@ def test_best_yaml_runs_in_the_solver_with_the_tuned_score(tmp_path, algorithm):
     over = SMALL_RUNS[algorithm]
     run_dir, state = start(tmp_path, overrides=over)
     for name in ("config.yaml", "evaluations.csv", "generations.csv", "best.yaml", "fitness.png", "run.log",
-                 "checkpoint.pkl"):
+                 "checkpoint.npz"):
         assert (run_dir / name).stat().st_size > 0, name
     assert (run_dir / "fitness.png").read_bytes()[:4] == b"\x89PNG"
     gens = rows(run_dir, "generations.csv")
@@ -621,13 +621,16 @@ def test_settings_by_dotted_path():
         with_settings(base, {"beam.clear_min_height.2": 1})
 
 
-def test_the_run_state_round_trips_through_the_legacy_checkpoint_mapping(tmp_path):
+def test_the_run_state_round_trips_through_its_state_file(tmp_path):
+    from engine.statefile import Fields, read_state, write_state
     from optimizers.state import RunState
     from optimizers.tuner import Tuner
 
     config = tuning.load_run_config(write_config(tmp_path), ["ga.generations=2"])
-    checkpoint = Tuner(config, tmp_path).fresh_state().to_checkpoint()
-    assert list(checkpoint) == ["generation", "optimizer", "early_abort", "history", "best", "rescored", "done"]
+    tuner = Tuner(config, tmp_path)
+    checkpoint = tuner.fresh_state().to_state()
+    assert list(checkpoint) == ["generation", "optimizer", "early_abort", "history", "best", "rescored", "done",
+                                "noise"]
     history = {"generation": 0, "best": 2.0, "mean": 1.5, "median": 1.5, "worst": 1.0, "evaluations": 2,
                "simulated": 2, "aborted": 0, "pieces": 240, "eval_seconds": 0.5, "wall_seconds": 0.6,
                "best_so_far": 2.0, "kth_best": None}
@@ -635,9 +638,11 @@ def test_the_run_state_round_trips_through_the_legacy_checkpoint_mapping(tmp_pat
     rescored = {"fitness": 3.0, "score": 3, "generation": 0, "index": 1, "key": "r", "tuned_key": "k",
                 "tuned_fitness": 2.0, "values": [300, -600, 0.1], "rank": 0}
     checkpoint.update(generation=1, history=[history], best=best, rescored=rescored, done=True)
-    state = RunState.from_checkpoint(checkpoint)
+    write_state(tmp_path / "state.npz", checkpoint, "a run")
+    read = Fields(read_state(tmp_path / "state.npz", "a run", 2**20), tmp_path / "state.npz")
+    state = RunState.from_state(read, config, tuner.space)
     assert state.history[0].pieces == 240 and state.best.index == 1 and state.rescored.tuned_key == "k"
-    again = state.to_checkpoint()
+    again = state.to_state()
     assert {k: again[k] for k in ("generation", "history", "best", "rescored", "done")} == \
            {k: checkpoint[k] for k in ("generation", "history", "best", "rescored", "done")}
     assert [list(h) for h in again["history"]] == [list(history)]  # the columns in their order

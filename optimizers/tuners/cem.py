@@ -69,6 +69,16 @@ class CEM(Optimizer):
         self.std = np.full(space.dim, float(settings.sigma))
         self.drawn: np.ndarray | None = None
 
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "mean": self.mean, "std": self.std, "drawn": self.drawn}
+
+    def load_state(self, f) -> None:
+        super().load_state(f)
+        d = self.space.dim
+        self.mean = f.array("mean", np.float64, shape=(d,), finite=True)
+        self.std = f.array("std", np.float64, shape=(d,), finite=True)
+        self.drawn = f.optional("drawn", f.array, np.float64, shape=(self.settings.samples, d), finite=True)
+
     def ask(self) -> np.ndarray:
         n = self.settings.samples
         u = np.clip(self.mean + self.std * self.rng.standard_normal((n, self.space.dim)), 0.0, 1.0)

@@ -19,7 +19,8 @@ is too weak to pull the strategy back, and the candidates pile up on a bound.
 With ``init: point`` the centroid starts at the initial point and the first candidate of the first
 generation is that point itself (like every tuner here); with ``init: random`` the centroid is a
 uniform draw. DEAP draws from numpy's global random state: every call runs under
-`library_random`, the tuner's own state, pickled with it.
+`library_random`, the tuner's own state, saved with it. The checkpoint keeps the strategy's
+moving parts (`STRATEGY_STATE`); the rest follows from the settings it is made with again.
 """
 
 from __future__ import annotations
@@ -34,10 +35,14 @@ from .._base import Optimizer
 from .._settings import TunerSettings
 from ..space import SpaceError
 from . import register
-from .ga import Individual
+from .ga import Individual, individuals_from_state, individuals_state
 
 #: ``bounds: resample``: rounds of lambda draws taken to fill a generation with draws inside the box
 RESAMPLE_ROUNDS = 100
+#: the attributes of DEAP's `cma.Strategy` that move as it runs (the others are made from the
+#: settings), with their shape: ``vector`` (dim,), ``matrix`` (dim, dim), ``number`` or ``count``
+STRATEGY_STATE = {"centroid": "vector", "sigma": "number", "pc": "vector", "ps": "vector", "C": "matrix",
+                  "diagD": "vector", "B": "matrix", "BD": "matrix", "cond": "number", "update_count": "count"}
 
 
 class CMAESConfig(TunerSettings):
@@ -87,6 +92,24 @@ class CMAES(Optimizer):
             options["mu"] = settings.parents
         self.strategy = cma.Strategy(centroid=list(start), sigma=settings.sigma, **options)
         self.draws: list[Individual] = []
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "strategy": {k: getattr(self.strategy, k) for k in STRATEGY_STATE},
+                "draws": individuals_state(self.draws, self.space.dim)}
+
+    def load_state(self, f) -> None:
+        super().load_state(f)
+        s, d = f.sub("strategy"), self.space.dim
+        for key, kind in STRATEGY_STATE.items():
+            if kind == "count":
+                value = s.int(key, 0)
+            elif kind == "number":
+                value = s.raw(key)
+                s.float(key)  # (checked: finite; kept as saved, a numpy float once the strategy has moved)
+            else:
+                value = s.array(key, np.float64, shape=(d,) if kind == "vector" else (d, d), finite=True)
+            setattr(self.strategy, key, value)
+        self.draws = individuals_from_state(f, "draws", self.space)
 
     def ask(self) -> np.ndarray:
         with self.library_random():

@@ -16,7 +16,8 @@ tables' keys):
 - `MUTATIONS`: ``mutate(individual, settings, bounds) -> (individual,)``, in place (``ga.mutation``).
 
 DEAP's operators draw from Python's `random`; every call runs under `library_random`, the GA's own
-state. Individuals are plain lists with a fitness (module-level classes, so they pickle).
+state. Individuals are plain lists with a fitness; the checkpoint keeps them as arrays of genes
+and fitness (`individuals_state`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,35 @@ class Individual(list):
         super().__init__(float(g) for g in genes)
         self.fitness = FitnessMax()
         self.decoded: tuple | None = None
+
+
+def individuals_state(individuals: list[Individual], dim: int) -> dict:
+    """Individuals as data: their genes (n, dim), their fitness (NaN where not evaluated) and
+    whether each was evaluated."""
+    valid = np.array([ind.fitness.valid for ind in individuals], dtype=bool)
+    return {"genes": np.array([list(ind) for ind in individuals], dtype=np.float64).reshape(len(individuals), dim),
+            "fitness": np.array([ind.fitness.values[0] if ind.fitness.valid else np.nan for ind in individuals],
+                                dtype=np.float64),
+            "evaluated": valid}
+
+
+def individuals_from_state(f, key: str, space) -> list[Individual]:
+    """The individuals `individuals_state` saved under ``key`` of ``f`` (`engine.statefile.Fields`),
+    each evaluated one's decoded parameters made again (`same_setting` compares them)."""
+    g = f.sub(key)
+    genes = g.array("genes", np.float64, shape=(None, space.dim), finite=True)
+    fitness = g.array("fitness", np.float64, shape=(len(genes),))
+    evaluated = g.array("evaluated", np.bool_, shape=(len(genes),))
+    if not np.isfinite(fitness[evaluated]).all():
+        g.fail(g.name("fitness"), "an evaluated individual's fitness is not a finite number")
+    out = []
+    for x, fit, valid in zip(genes, fitness, evaluated):
+        ind = Individual(x)
+        if valid:
+            ind.fitness.values = (float(fit),)
+            ind.decoded = tuple(space.decode(ind))
+        out.append(ind)
+    return out
 
 
 def same_setting(a: Individual, b: Individual) -> bool:
@@ -271,6 +301,23 @@ class GA(Optimizer):
         self.population: list[Individual] = []
         self.offspring: list[Individual] = []
         self.hof = tools.HallOfFame(settings.hall_of_fame, similar=same_setting)
+
+    def state_dict(self) -> dict:
+        d = self.space.dim
+        return {**super().state_dict(), "population": individuals_state(self.population, d),
+                "offspring": individuals_state(self.offspring, d), "hall_of_fame": individuals_state(self.hof.items, d)}
+
+    def load_state(self, f) -> None:
+        super().load_state(f)
+        self.population = individuals_from_state(f, "population", self.space)
+        self.offspring = individuals_from_state(f, "offspring", self.space)
+        best = individuals_from_state(f, "hall_of_fame", self.space)
+        if len(best) > self.hof.maxsize or not all(ind.fitness.valid for ind in best):
+            f.fail("hall_of_fame", f"at most {self.hof.maxsize} evaluated individuals")
+        if any(a.fitness < b.fitness for a, b in zip(best, best[1:])):
+            f.fail("hall_of_fame", "not in order of fitness, best first")
+        self.hof.items = best  # best first; its keys are their fitness in rising order (DEAP's insert)
+        self.hof.keys = [ind.fitness for ind in reversed(best)]
 
     def toolbox(self) -> base.Toolbox:
         """DEAP's toolbox of the configured operators (``select``, ``mate``, ``mutate``)."""

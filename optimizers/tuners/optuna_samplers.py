@@ -24,8 +24,8 @@ trials, each generation's written when they are told, so that ``optuna-dashboard
 sqlite:///runs/<run>/study.db`` shows it while the run goes on. Its study is named after the run
 directory (``-restart-<k>`` for a restart's tuner). The sampler's queries never touch the file:
 through the RDB storage every ask read the study back from SQLite, which cost more than a cheap
-fitness. The sampler, its random state included, is pickled with the tuner in the run's
-checkpoint; in a run the study is not (outside a run its in-memory study is). A session (a resume) reopens
+fitness. The checkpoint keeps what the sampler is made with (its seed, and CMA-ES's ``x0``) and
+its random states (`sampler_random_states`); its history is the study, in study.db. A session (a resume) reopens
 study.db, first cuts it back to the trials the checkpoint had told (a session stopped while a
 generation was being told leaves trials the checkpoint does not know), and reads them into
 memory. The file is then rewritten through Optuna's storage API (every study copied, the cut one
@@ -45,7 +45,7 @@ from pydantic import Field
 
 from engine import files
 
-from .._base import NUMPY_SEED_BOUND, Optimizer
+from .._base import NUMPY_SEED_BOUND, Optimizer, numpy_random_state
 from .._settings import TunerSettings
 from . import register
 
@@ -100,6 +100,8 @@ class OptunaTuner(Optimizer):
     def __init__(self, space, settings, rng, **kw):
         super().__init__(space, settings, rng, **kw)
         self.seed = int(rng.integers(NUMPY_SEED_BOUND))
+        #: CMA-ES's initial mean as the trial's parameters (None for TPE)
+        self.x0 = self._params(self.space.from_unit(self.unit_start())) if settings.sampler == "cmaes" else None
         self.sampler = self._make_sampler()
         self.study_name: str | None = None  # fixed by the first `attach`
         self.path: Path | None = None  # study.db; None: in memory
@@ -110,16 +112,36 @@ class OptunaTuner(Optimizer):
         self._study = None
         self._trials: list = []
 
-    # ------------------------------------------------------------------ pickling (the checkpoint)
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_study"], state["_trials"], state["_file"], state["_file_study"] = None, [], None, None
-        if self.path is not None:  # in a run the study is read back from study.db
-            state["_memory"] = None
-        return state
+    # ------------------------------------------------------------------ state (the checkpoint)
+    def state_dict(self) -> dict:
+        """The tuner's state: the sampler's seed, ``x0`` and random states, the study's name and
+        the trials told; the trials themselves are study.db's (so only a tuner attached to a run
+        directory has a state to save)."""
+        if self.path is None:
+            raise ValueError("an optuna tuner's state is saved beside its study: attach it to a run directory first")
+        if self._trials:
+            raise ValueError("an optuna tuner's state is saved between generations, not while trials are asked")
+        states = {k: rs.get_state() for k, rs in sampler_random_states(self.sampler).items()}
+        return {**super().state_dict(), "seed": self.seed, "x0": self.x0, "study_name": self.study_name,
+                "told": self.told, "random_states": states}
 
-    def __setstate__(self, state):
-        self.__dict__.update(state)
+    def load_state(self, f) -> None:
+        super().load_state(f)
+        self.seed = f.int("seed", 0, NUMPY_SEED_BOUND - 1)
+        if self.settings.sampler == "cmaes":
+            x0 = f.dict("x0")
+            if sorted(x0) != sorted(p.path for p in self.space.params):
+                f.fail("x0", "not a value for each parameter of the space")
+            self.x0 = x0
+        self.sampler = self._make_sampler()
+        self.study_name = f.str("study_name")
+        self.told = f.int("told", 0)
+        saved, mine = f.sub("random_states"), sampler_random_states(self.sampler)
+        if sorted(saved.data) != sorted(mine):
+            f.fail("random_states", f"the random states of another sampler ({', '.join(sorted(saved.data))}; "
+                                    f"this version's: {', '.join(sorted(mine))})")
+        for key, rs in mine.items():
+            rs.set_state(numpy_random_state(saved, key))
 
     # ------------------------------------------------------------------ the space as Optuna sees it
     def _distributions(self) -> dict:
@@ -160,9 +182,8 @@ class OptunaTuner(Optimizer):
                 return optuna.samplers.TPESampler(
                     seed=self.seed, n_startup_trials=s.population if s.startup is None else s.startup,
                     multivariate=s.multivariate, constant_liar=s.constant_liar)
-            x0 = self._params(self.space.from_unit(self.unit_start()))
             return optuna.samplers.CmaEsSampler(
-                x0=x0, sigma0=s.sigma, seed=self.seed, n_startup_trials=0, popsize=s.population,
+                x0=dict(self.x0), sigma0=s.sigma, seed=self.seed, n_startup_trials=0, popsize=s.population,
                 consider_pruned_trials=s.consider_pruned, warn_independent_sampling=False)
 
     def _first_generation(self, n: int) -> np.ndarray:
@@ -288,6 +309,23 @@ class OptunaTuner(Optimizer):
         self.told += len(self._trials)
         self._trials = []
         self.generation += 1
+
+
+def sampler_random_states(sampler, prefix: str = "sampler") -> dict:
+    """The numpy `RandomState`s a sampler draws from, by where they sit (``sampler._rng``,
+    ``sampler._random_sampler._rng``, ...), found in its attributes and its inner samplers'."""
+    from optuna.samplers import BaseSampler
+    from optuna.samplers._lazy_random_state import LazyRandomState
+
+    out = {}
+    for name, v in sorted(vars(sampler).items()):
+        if isinstance(v, LazyRandomState):
+            out[f"{prefix}.{name}"] = v.rng
+        elif isinstance(v, np.random.RandomState):
+            out[f"{prefix}.{name}"] = v
+        elif isinstance(v, BaseSampler):
+            out.update(sampler_random_states(v, f"{prefix}.{name}"))
+    return out
 
 
 def _choices(p) -> tuple:

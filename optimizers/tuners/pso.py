@@ -12,7 +12,9 @@ mean the same for every parameter. One iteration:
     position <- topology.compute_position (boundary handler)
 
 pyswarms draws from numpy's global random state; every call runs under `library_random`, the
-swarm's own state (seeded from the run's generator, pickled with the swarm).
+swarm's own state (seeded from the run's generator, saved with the swarm). The checkpoint keeps
+the swarm's arrays (`SWARM_STATE`) and the memory of the topology and the handlers; the operators
+are made again from the settings.
 """
 
 from __future__ import annotations
@@ -57,9 +59,11 @@ def _backend() -> SimpleNamespace:
         from pyswarms.backend.generators import create_swarm
         from pyswarms.backend.handlers import BoundaryHandler, VelocityHandler
         from pyswarms.backend.operators import compute_pbest
+        from pyswarms.backend.swarms import Swarm
         from pyswarms.backend.topology import Ring, Star
     return SimpleNamespace(create_swarm=create_swarm, BoundaryHandler=BoundaryHandler,
-                           VelocityHandler=VelocityHandler, compute_pbest=compute_pbest, Ring=Ring, Star=Star)
+                           VelocityHandler=VelocityHandler, compute_pbest=compute_pbest, Ring=Ring, Star=Star,
+                           Swarm=Swarm)
 
 
 class Topology(NamedTuple):
@@ -77,6 +81,11 @@ TOPOLOGIES: dict[str, Topology] = {
 #: pyswarms' names of its position and velocity handlers (`BoundaryHandler`, `VelocityHandler`)
 BOUNDARIES = ("reflective", "nearest", "periodic", "random", "shrink", "intermediate")
 VELOCITY_HANDLERS = ("unmodified", "adjust", "invert", "zero")
+#: the swarm's arrays the checkpoint keeps, each (particles, dimensions), (particles,), the
+#: neighbourhood best (dimensions,) for a star or (particles, dimensions) for a ring, or empty
+#: before the first evaluation; its best cost is kept beside them
+SWARM_STATE = {"position": "points", "velocity": "points", "pbest_pos": "points", "pbest_cost": "costs",
+               "best_pos": "best", "current_cost": "costs"}
 
 
 class PSOConfig(TunerSettings):
@@ -127,19 +136,38 @@ class PSO(Optimizer):
             self.bh = _backend().BoundaryHandler(strategy=self.settings.boundary)
             self.vh = _backend().VelocityHandler(strategy=self.settings.velocity)
 
-    def __getstate__(self):
-        # pyswarms' topology and handlers hold a Reporter (an open stream): pickle only their state
-        state = dict(self.__dict__)
-        for name in ("topology", "bh", "vh"):
-            state.pop(name, None)
-        state["_memory"] = (self.bh.memory, self.vh.memory, self.topology.neighbor_idx)
-        return state
+    def state_dict(self) -> dict:
+        swarm = None
+        if self.swarm is not None:
+            swarm = {k: getattr(self.swarm, k) for k in SWARM_STATE}
+            swarm["best_cost"] = self.swarm.best_cost
+        return {**super().state_dict(), "swarm": swarm, "boundary_memory": self.bh.memory,
+                "velocity_memory": self.vh.memory, "neighbors": self.topology.neighbor_idx}
 
-    def __setstate__(self, state):
-        bh_memory, vh_memory, neighbors = state.pop("_memory")
-        self.__dict__.update(state)
-        self._make_operators()
-        self.bh.memory, self.vh.memory, self.topology.neighbor_idx = bh_memory, vh_memory, neighbors
+    def load_state(self, f) -> None:
+        super().load_state(f)
+        n, d = self.settings.particles, self.space.dim
+        self.swarm = None
+        if f.get("swarm") is not None:
+            s = f.sub("swarm")
+            shapes = {"points": [(n, d)], "costs": [(n,), (0,)], "best": [(d,), (n, d), (0,)]}
+            arrays = {}
+            for key, kind in SWARM_STATE.items():
+                a = s.array(key, np.float64)
+                if a.shape not in shapes[kind]:
+                    s.fail(s.name(key), f"an array of shape {' or '.join(map(str, shapes[kind]))}, not {a.shape}")
+                arrays[key] = a
+            s.float("best_cost", finite=False)  # (checked; kept as saved: a numpy float once evaluated)
+            o = self.settings
+            self.swarm = _backend().Swarm(n_particles=n, dimensions=d, options={"c1": o.c1, "c2": o.c2, "w": o.w},
+                                          best_cost=s.raw("best_cost"), **arrays)
+        self.bh.memory = f.optional("boundary_memory", f.array, np.float64, shape=(n, d))
+        self.vh.memory = f.optional("velocity_memory", f.array, np.float64, shape=(n, d))
+        neighbors = f.optional("neighbors", f.array, shape=(n, None))
+        if neighbors is not None and (neighbors.dtype.kind not in "iu" or neighbors.size and (
+                neighbors.min() < 0 or neighbors.max() >= n)):
+            f.fail("neighbors", f"particle indices below {n}")
+        self.topology.neighbor_idx = neighbors
 
     def ask(self) -> np.ndarray:
         s = self.settings

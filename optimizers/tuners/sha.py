@@ -68,6 +68,13 @@ class SHA(Optimizer):
     def aborts_at(self, generation: int) -> bool:
         return self.settings.rungs[generation].early_abort
 
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "current": None if self.current is None else np.asarray(self.current)}
+
+    def load_state(self, f) -> None:
+        super().load_state(f)
+        self.current = f.optional("current", f.array, np.float64, shape=(None, self.space.dim), finite=True)
+
     def ask(self) -> np.ndarray:
         if self.generation == 0:
             self.current = self.initial(self.settings.size(0))
