@@ -4,7 +4,8 @@ Layers, lowest first: `rules` (a game as data, and `KernelRules`, the bundle ker
 `board` (bitboard place, count and clear), `lock` (the one lock rule: score and game over, and the
 spawn), `movegen` (placements and routes), `record` (the contest's record format), `replay` (the
 contest engine's replay), `state` (one game between pieces). Beside them, what every layer shares:
-`files` (files written whole or not at all, reads bounded by kind), `validation` (the base of
+`files` (files written whole or not at all, reads bounded by kind), `statefile` (a run's or a
+search's saved state as data, read back within bounds, never by running code), `validation` (the base of
 every configuration section, `validation.Strict`, and the one-line configuration error), `config`
 (configuration files and their ``key=value`` overrides), `paths` (dotted paths into configuration
 data), `registry` (the one idiom for whatever is found by name: rules presets, function tables,

@@ -620,7 +620,7 @@ def test_an_output_refused_for_want_of_room_leaves_no_folder_behind(tmp_path):
 def test_a_segment_checkpoint_on_a_full_disk_is_one_line_and_keeps_the_previous_one(tmp_path, monkeypatch, capsys):
     import errno
 
-    import solver.segment as segment
+    import solver.segment.driver as segment
     from engine.files import write_yaml
     from experiments.solve import main as solve_main
     from test_segment import small_config, stopped_at_first_report
