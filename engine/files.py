@@ -10,11 +10,14 @@ are made. The fsyncs make a write durable as well as atomic; `DURABLE` turns the
 
 Reading (`read_bytes`, `read_text`, `read_json`, `load_yaml`; state files: `engine.statefile`): every file a command
 reads is read through these, no further than a limit fitting its kind (`MAX_CONFIG_BYTES`,
-`MAX_RECORD_BYTES`, `MAX_JSON_BYTES`, `MAX_TABLE_BYTES`): a larger file, or
-an endless one such as ``/dev/zero``, is refused after at most that many bytes, never read whole.
-Every problem (missing, a folder, unreadable, too large, not UTF-8, not JSON, not YAML) is one
-`ReadError` line naming the file, e.g. ``/dev/zero: more than 1 MiB: too large for a configuration
-file``.
+`MAX_RECORD_BYTES`, `MAX_JSON_BYTES`, `MAX_TABLE_BYTES`): a larger file is refused after at most
+that many bytes, never read whole. Only a regular file is read: one that is not (a FIFO, a socket, a
+device such as ``/dev/zero``) is refused at once, opened without waiting for a writer
+(``O_NONBLOCK``), so that every read ends in bounded time; a command reads a stream only where it
+says so (``read_bytes(stream=...)``: replay's ``-`` for standard input). Every problem (missing, a
+folder, not a regular file, unreadable, too large, not UTF-8, not JSON, not YAML) is one `ReadError`
+line naming the file, e.g. ``big.yaml: more than 1 MiB: too large for a configuration file`` or
+``/tmp/f: not a regular file (a FIFO)``.
 
 YAML: safe loading, numbers written the YAML 1.2 way (``1e9``, ``-1e-3``) read as floats as well as
 ``1.0e+9``, a key given twice in one mapping refused; every problem is one `YamlError` line naming

@@ -1,0 +1,149 @@
+"""Files a command meets that are not what they seem (issue 61): a FIFO, a socket or a device where a
+file is read; a YAML alias bomb; a record's path that holds markup, embedded in the replay page;
+a link planted as a lock file; the terminal player's ``--save`` that cannot be written. Each is one
+line and exit status 2, at once, and writes nothing where it should not."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import engine.files as files
+from engine.files import FolderLock, Locked, ReadError, TooLarge, YamlError, load_yaml, parse_yaml, read_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORD = ROOT / "results" / "greedy-lecture_v1" / "record.txt"  # 33 pieces: replayed at once
+SOLVE = "policy: greedy\nevaluator: pierre_dellacherie\npieces: 6\n"
+
+
+def one_line_error(done: subprocess.CompletedProcess, *parts: str) -> str:
+    """The stderr of a command that failed as a user error: exit status 2, one line, no traceback."""
+    err = done.stderr.strip()
+    assert done.returncode == 2, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    for part in parts:
+        assert part in err, (part, err)
+    return err
+
+
+def command(*args: str, cwd: Path = ROOT, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    """``python ARGS``; a command that would wait forever (the FIFO it reads) is killed at ``timeout``
+    and the test fails there."""
+    kw.setdefault("stdin", subprocess.DEVNULL)
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def _address_space(limit: int):
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+# ------------------------------------------------------------------------------------------------
+# Only regular files are read
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "config.yaml"
+    os.mkfifo(path)
+    return path
+
+
+def _promptly(fn, fifo: Path | None = None, seconds: float = 30):
+    """``fn()``'s exception (or its value), failing the test when it has not returned within
+    ``seconds`` (a read that waits for a FIFO's writer: the FIFO is then opened for writing, so
+    that the waiting thread ends)."""
+    out = {}
+
+    def call():
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 (handed to the test)
+            out["error"] = e
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        if fifo is not None:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the reader's open returns, then EOF
+        thread.join(seconds)
+        pytest.fail(f"still waiting after {seconds} s")
+    return out.get("error", out.get("value"))
+
+
+def test_a_fifo_a_socket_or_a_device_is_refused_at_once(fifo, tmp_path):
+    e = _promptly(lambda: read_bytes(fifo, 1000, "a record"), fifo)
+    assert type(e) is ReadError and str(e) == f"{fifo}: not a regular file (a FIFO)"
+    e = _promptly(lambda: load_yaml(fifo), fifo)
+    assert isinstance(e, YamlError) and str(e) == f"{fifo}: not a regular file (a FIFO)"
+    e = _promptly(lambda: files.read_json(fifo), fifo)
+    assert str(e) == f"{fifo}: not a regular file (a FIFO)"
+    sock = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(sock))
+        server.listen()
+        e = _promptly(lambda: read_bytes(sock, 1000, "a record"))
+    assert type(e) is ReadError and str(e) == f"{sock}: not a regular file (a socket)"
+    for device in ("/dev/zero", "/dev/null"):
+        with pytest.raises(ReadError, match=rf"^{device}: not a regular file \(a character device\)$"):
+            read_bytes(device, 1000, "a record")
+    # a regular file, a link to one, a folder, a missing file: as before
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(b"N,D")
+    (tmp_path / "link.txt").symlink_to(plain)
+    assert read_bytes(tmp_path / "link.txt", 10, "a record") == b"N,D"
+    with pytest.raises(ReadError, match="cannot read: Is a directory$"):
+        read_bytes(tmp_path, 10, "a record")
+    with pytest.raises(TooLarge):
+        read_bytes(plain, 2, "a record")
+
+
+def test_a_stream_passed_on_purpose_is_still_read(fifo, monkeypatch, capsys):
+    """A command reads a pipe only as a stream it opened itself (replay's ``-``), no further than
+    the limit; a writer on the FIFO is read that way too."""
+    writer = subprocess.Popen(["sh", "-c", f"printf 'N,D' > '{fifo}'"])
+    try:
+        with open(fifo, "rb") as stream:
+            assert read_bytes(fifo, 10, "a record", stream=stream) == b"N,D"
+    finally:
+        writer.wait(30)
+    with open("/dev/zero", "rb") as endless, pytest.raises(TooLarge, match="^-: more than 1,000 bytes"):
+        read_bytes("-", 1000, "a record", stream=endless)
+    from experiments import replay
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(RECORD.read_bytes())))
+    assert replay.main(["-"]) == 0  # replay's "-": standard input, whatever it is
+    assert capsys.readouterr().out.startswith("-: score ")
+
+
+@pytest.mark.parametrize("cli", [
+    ["-m", "experiments.solve", "{fifo}", "--out", "{tmp}/out"],
+    pytest.param(["-m", "experiments.solve", "{config}", "evaluator={fifo}", "--out", "{tmp}/out"],
+                 marks=pytest.mark.slow),
+    pytest.param(["-m", "experiments.run", "{fifo}"], marks=pytest.mark.slow),
+    pytest.param(["-m", "experiments.replay", "{fifo}"], marks=pytest.mark.slow),
+    pytest.param(["-m", "experiments.view", "{fifo}", "--out", "{tmp}/r.html"], marks=pytest.mark.slow),
+], ids=["solve", "solve-evaluator", "run", "replay", "view"])
+def test_a_command_given_a_fifo_refuses_it_in_one_line(fifo, tmp_path, cli):
+    """Each of these waited for a writer until the time limit killed it, printing nothing."""
+    config = tmp_path / "greedy.yaml"
+    config.write_text(SOLVE)
+    done = command(*(a.format(fifo=fifo, tmp=tmp_path, config=config) for a in cli))
+    err = one_line_error(done, f"{fifo}: not a regular file (a FIFO)")
+    if "evaluator=" in " ".join(cli):
+        assert err == f"error: {config}: evaluator: {fifo}: not a regular file (a FIFO)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["config.yaml", "greedy.yaml"])
