@@ -439,7 +439,8 @@ class CompileLocks:
 
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            # (a link planted as the lock is not followed: O_NOFOLLOW fails, and the compile goes on unlocked)
+            fd = os.open(self.folder / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError:
             return False
         deadline = time.monotonic() + self.wait

@@ -86,7 +86,8 @@ def _new_temporary(path: Path) -> tuple[int, Path]:
     for _ in range(TEMPORARY_NAME_ATTEMPTS):
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+            # (O_EXCL: never a file or a link already there; O_NOFOLLOW says so again where O_EXCL is weak)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_BINARY", 0)
             return os.open(tmp, flags, NEW_FILE_MODE), tmp
         except FileExistsError:
             continue
@@ -373,7 +374,8 @@ class OutputSet:
 
 
 class Locked(OSError):
-    """A folder another process holds the lock of; the message is one line naming it and the pid."""
+    """A folder whose lock cannot be taken: another process holds it (the message, one line, names the
+    folder and the pid), or its lock file is not one this program made (a link planted there)."""
 
 
 class FolderLock:
@@ -383,7 +385,12 @@ class FolderLock:
     Taking a lock another process holds raises `Locked` (naming ``label``, by default the folder).
     With ``remove``, the file is removed when the block ends (still locked then: a process that
     opened it meanwhile finds it gone once it has the lock, and takes a new one), so nothing is
-    left beside an output folder after a normal end; a killed process leaves it, unlocked."""
+    left beside an output folder after a normal end; a killed process leaves it, unlocked.
+
+    The lock file is opened without following a symbolic link (``O_NOFOLLOW``) and written only when
+    it is a regular file of one name: a link planted in its place (symbolic or hard: the pid would
+    go into the file it names), or a FIFO or a device, is refused in one `Locked` line and nothing
+    is written anywhere."""
 
     #: how often a lock whose file was removed under it is taken again
     ATTEMPTS = 100
@@ -398,7 +405,7 @@ class FolderLock:
         import fcntl
 
         for _ in range(self.ATTEMPTS):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, NEW_FILE_MODE)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -419,6 +426,27 @@ class FolderLock:
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._fd = fd
         return self
+
+    def _open(self) -> int:
+        """A descriptor of the lock file (made when missing); `Locked` when it is not a regular file
+        of one name (a symbolic link is not followed: O_NOFOLLOW; a FIFO does not block: O_NONBLOCK)."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        try:
+            fd = os.open(self.path, flags, NEW_FILE_MODE)
+        except OSError:
+            if os.path.islink(self.path):  # (ELOOP on Linux; other systems say it otherwise)
+                raise self._refused("a symbolic link") from None
+            if os.path.isdir(self.path):
+                raise self._refused("a folder") from None
+            raise
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+            os.close(fd)
+            raise self._refused(_special(info.st_mode) or f"a file of {info.st_nlink} names (hard links)")
+        return fd
+
+    def _refused(self, what: str) -> Locked:
+        return Locked(f"{self.label}: its lock file {self.path} is {what}, not a lock file; remove it")
 
     def __exit__(self, *exc) -> None:
         if self._fd is not None:

@@ -147,3 +147,89 @@ def test_a_command_given_a_fifo_refuses_it_in_one_line(fifo, tmp_path, cli):
     if "evaluator=" in " ".join(cli):
         assert err == f"error: {config}: evaluator: {fifo}: not a regular file (a FIFO)"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["config.yaml", "greedy.yaml"])
+
+
+# ------------------------------------------------------------------------------------------------
+# Lock files are not followed
+
+
+@pytest.fixture
+def victim(tmp_path):
+    path = tmp_path / "victim.txt"
+    path.write_text("precious\n")
+    return path
+
+
+@pytest.mark.parametrize("plant, what", [
+    (lambda lock, victim: lock.symlink_to(victim), "a symbolic link"),
+    (lambda lock, victim: os.link(victim, lock), "a file of 2 names (hard links)"),
+    (lambda lock, victim: os.mkfifo(lock), "a FIFO"),
+    (lambda lock, victim: lock.mkdir(), "a folder"),
+], ids=["symlink", "hardlink", "fifo", "folder"])
+def test_a_lock_file_that_is_not_one_is_refused_and_nothing_is_written(tmp_path, victim, plant, what):
+    lock = tmp_path / "out.lock"
+    plant(lock, victim)
+    with pytest.raises(Locked) as info:
+        with FolderLock(tmp_path, "out.lock", label="out", remove=True):
+            pytest.fail("the lock was taken")
+    assert str(info.value) == f"out: its lock file {lock} is {what}, not a lock file; remove it"
+    assert victim.read_text() == "precious\n"
+    assert os.path.lexists(lock)  # left for its owner to look at
+    lock.unlink() if not lock.is_dir() or lock.is_symlink() else lock.rmdir()
+    with FolderLock(tmp_path, "out.lock", remove=True):  # a real one is taken
+        assert lock.read_text() == f"{os.getpid()}\n" and lock.stat().st_nlink == 1
+    assert not lock.exists()
+
+
+def test_a_solve_with_a_planted_link_as_its_lock_leaves_the_target_unchanged(tmp_path, victim, capsys):
+    from experiments import solve as cli
+
+    config = tmp_path / "g.yaml"
+    config.write_text(SOLVE)
+    out = tmp_path / "out"
+    (tmp_path / "out.lock").symlink_to(victim)
+    before = victim.stat()
+    assert cli.main([str(config), "--out", str(out), "--quiet"]) == 2
+    assert capsys.readouterr().err == f"error: {out}: its lock file {tmp_path}/out.lock is a symbolic link, not a lock file; remove it\n"
+    assert victim.read_text() == "precious\n" and victim.stat().st_mtime_ns == before.st_mtime_ns
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml", "out.lock", "victim.txt"]
+
+
+@pytest.mark.slow
+def test_a_run_with_a_planted_link_as_its_lock_leaves_the_target_unchanged(tmp_path, victim):
+    from optimizers import run as tuning
+    from test_tuning import TINY, write_config
+
+    config = tuning.load_run_config(write_config(tmp_path, {**TINY, "ga": {**TINY["ga"], "generations": 1},
+                                                            "pieces": 30}), [])
+    run_dir = tuning.tune(config).dir
+    (run_dir / "run.lock").unlink(missing_ok=True)
+    (run_dir / "run.lock").symlink_to(victim)
+    files_before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file() and not p.is_symlink()}
+    done = command("-m", "experiments.run", "--resume", str(run_dir), "--quiet")
+    assert one_line_error(done) == (f"error: {run_dir}: its lock file {run_dir}/run.lock is a symbolic link, "
+                                    "not a lock file; remove it")
+    assert victim.read_text() == "precious\n"
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file() and not p.is_symlink()} == files_before
+
+
+def test_a_temporary_is_never_a_file_or_link_already_there(tmp_path, victim, monkeypatch):
+    names = iter(["000000000000", "111111111111"])
+    monkeypatch.setattr(files.secrets, "token_hex", lambda n: next(names))
+    target = tmp_path / "t.txt"
+    (tmp_path / f".t.txt.{os.getpid()}.000000000000.tmp").symlink_to(victim)
+    files.write_text(target, "new\n")
+    assert target.read_text() == "new\n" and victim.read_text() == "precious\n"
+
+
+def test_a_compile_lock_planted_as_a_link_is_not_followed(tmp_path, victim):
+    from engine._numba_cache import CompileLocks
+
+    locks = CompileLocks(tmp_path / "locks")
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "k.lock").symlink_to(victim)
+    os.utime(victim, ns=(10**18, 10**18))
+    assert locks.acquire("k") is False  # the compile goes on without it
+    assert victim.stat().st_mtime_ns == 10**18 and victim.read_text() == "precious\n"
+    assert locks.acquire("other") is True
+    locks.release("other")
