@@ -31,6 +31,7 @@ import argparse
 import base64
 import io
 import json
+import re
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -153,15 +154,32 @@ def clear_kinds(res: ReplayResult, n: int) -> list[int]:
 @cache
 def page_template() -> str:
     """The replay page's HTML, CSS and JavaScript (templates/replay.html, package data) with two
-    placeholders: ``__TITLE__`` (the title, HTML-escaped) and ``__DATA__`` (`page_data` as JSON)."""
+    placeholders: ``__TITLE__`` (the title, HTML-escaped) and ``__DATA__`` (`page_data` as JSON,
+    `script_json`)."""
     return (files(__package__) / "templates" / "replay.html").read_text(encoding="utf-8")
 
 
 def html(game: Game) -> str:
-    """The self-contained replay page."""
-    data = json.dumps(page_data(game), separators=(",", ":"))
+    """The self-contained replay page: the template's two placeholders filled in one pass (a name
+    that holds a placeholder's text is not filled in again)."""
     title = f"{Path(game.name).name}: {game.result.score:,} points"
-    return page_template().replace("__TITLE__", _escape(title)).replace("__DATA__", data.replace("</", "<\\/"))
+    fill = {"__TITLE__": _escape(title), "__DATA__": script_json(page_data(game))}
+    return re.sub("__TITLE__|__DATA__", lambda m: fill[m.group()], page_template())
+
+
+#: what `script_json` writes for each character that could end or change a script element's text
+SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def script_json(data) -> str:
+    """``data`` as JSON text to embed in an HTML ``<script>`` element (the one way data goes into a
+    page): ``<``, ``>`` and ``&`` written as JSON escapes, and the line separators U+2028 and
+    U+2029, so no string in it (a record's path holding ``</script>`` or ``<!--<script>``) can end
+    the element, open a comment or be read as markup, and the text still reads back, by JSON or by
+    JavaScript, as ``data``. Those characters stand only inside JSON strings, where an escape means
+    the same character."""
+    text = json.dumps(data, separators=(",", ":"))
+    return re.sub("[<>&\u2028\u2029]", lambda m: SCRIPT_ESCAPES[m.group()], text)
 
 
 def _escape(s: str) -> str:

@@ -150,6 +150,58 @@ def test_a_command_given_a_fifo_refuses_it_in_one_line(fifo, tmp_path, cli):
 
 
 # ------------------------------------------------------------------------------------------------
+# The replay page's embedded data
+
+
+HOSTILE = ["<!--<script>", "</script>", "]]>", "</SCRIPT ><script>alert(1)</script>", "a & b > c",
+           "\u2028\u2029", "__DATA__", "__TITLE__", "<\\/", "\\u003c"]
+
+
+def test_embedded_json_has_no_markup_and_reads_back():
+    from experiments.view import script_json
+
+    data = {"name": "".join(HOSTILE), "list": HOSTILE, "n": 3}
+    text = script_json(data)
+    assert json.loads(text) == data
+    assert not set(text) & set("<>&\u2028\u2029")
+
+
+@pytest.mark.parametrize("folder", ["<!--<script>", "<!--/<script>/x", "</script><script>x=1<", "]]>", "__DATA__"])
+def test_a_record_under_a_hostile_folder_name_leaves_the_page_whole(tmp_path, folder):
+    """The name in the data and, HTML-escaped, in the title. (A path's separators make the rest:
+    ``<`` / ``script>`` reads ``</script>``.)"""
+    from experiments import view
+
+    path = tmp_path / folder / f"{Path(folder).name}.txt"
+    path.parent.mkdir(parents=True)
+    shutil.copy(RECORD, path)
+    page = view.html(view.load(path))
+    template = view.page_template()
+    head, tail = template.split("__DATA__")
+    assert page.endswith(tail)  # the template's script after the data, untouched
+    embedded = page.split("const D = ", 1)[1].split(";\n", 1)[0]
+    assert "<" not in embedded and ">" not in embedded
+    data = json.loads(embedded)
+    assert data["name"] == str(path) and data["pieces"] == 33
+    # the name reaches the page only there and, HTML-escaped, in its title: no more script elements
+    assert page.count("<script") == template.count("<script") and page.count("</script") == template.count("</script")
+    assert page.count('"boards":') == 1
+    title = page.split("<title>", 1)[1].split("</title>", 1)[0]
+    assert title == view._escape(f"{path.name}: {data['score']:,} points") and "<" not in title
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_embedded_data_reads_back_in_javascript(tmp_path):
+    from experiments.view import script_json
+
+    data = {"name": "".join(HOSTILE)}
+    script = tmp_path / "d.js"
+    script.write_text(f"const D = {script_json(data)};\nprocess.stdout.write(JSON.stringify(D));\n")
+    done = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout) == data
+
+
+# ------------------------------------------------------------------------------------------------
 # Lock files are not followed
 
 
