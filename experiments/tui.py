@@ -6,14 +6,21 @@ Keys: arrows or WASD (left/right move, up/w rotates clockwise, down/s moves down
 drops the piece to rest and locks it, v toggles autoplay by the agent, p pauses, q quits. Under
 the classic rules the piece also falls by itself (faster every 30 lines: the level); under the Geek
 rules it plays the contest's 10,000-piece sequence without gravity (a record holds no time) and
-``--save FILE`` writes the human's record when the game ends or on quit, after the project's
-replayer has confirmed its score.
+``--save FILE`` writes the human's record when the game ends or on quit (q or Ctrl-C), after the
+project's replayer has confirmed its score.
+
+``--save`` is checked before the game starts (a file that can be written: not a folder, not under a
+file or a folder this process may not write in) and written atomically (`engine.files.write_text`):
+when writing it still fails after the game, the record is kept in a new file in the current folder
+(else printed) and the error line says where. Without a terminal (standard input or output
+redirected, an unknown TERM) the player does not start. Every such problem is one line, exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import curses
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,6 +29,7 @@ import configs
 from engine import GameState, Rules, encode, get_rules, replay
 from engine.board import is_valid
 from engine.config import ConfigError
+from engine.files import not_a_folder, write_text
 from engine.movegen import STEP_C, STEP_D, STEP_L, STEP_R, route
 from engine.rules import SHAPE_NAMES
 from evaluators import EvaluatorError
@@ -217,14 +225,64 @@ def play(win, game: Game, agent, tick_ms: int) -> None:
                 game.lock()
 
 
+class SaveError(OSError):
+    """A record that could not be written where ``--save`` said; the message (one line) says where it
+    was kept instead."""
+
+
 def save(game: Game, path: Path) -> str:
-    """Write the game's record after the replayer has confirmed its score; returns a message."""
+    """Write the game's record (atomically) after the replayer has confirmed its score; returns a
+    message. When ``path`` cannot be written, the record is kept (`keep`) and `SaveError` says where."""
     record = game.record()
     verdict = replay(record, game.rules)
     if verdict.score != game.score:
         raise RuntimeError(f"the replayer scores the record {verdict.score}, the game showed {game.score}")
-    path.write_text(record + "\n")
+    try:
+        write_text(path, record + "\n")
+    except OSError as e:
+        up = not_a_folder(path)  # (a folder replaced by a file since the start: "File exists" says less)
+        why = f"{up} is not a folder" if up is not None else e.strerror or str(e)
+        raise SaveError(f"{path}: cannot write there: {why}; {keep(record)}") from None
     return f"record of {game.t} pieces, {game.score} points (confirmed by the replayer) written to {path}"
+
+
+def keep(record: str) -> str:
+    """Keep a record that could not be written where asked: in a new file ``tui-record-N.txt`` of the
+    current folder, else on standard output; returns where, for the error line."""
+    for n in range(1, 1000):
+        fallback = Path(f"tui-record-{n}.txt")
+        try:
+            fd = os.open(fallback, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        except FileExistsError:
+            continue
+        except OSError:
+            break
+        try:
+            with os.fdopen(fd, "w", encoding="ascii") as f:
+                f.write(record + "\n")
+        except OSError:
+            fallback.unlink(missing_ok=True)
+            break
+        return f"the record is kept in {fallback.resolve()}"
+    print(record, flush=True)
+    return "the record is printed on standard output above"
+
+
+def terminal_problem() -> str | None:
+    """Why the player cannot take the screen, or None: standard input or output is not a terminal,
+    or curses does not know the terminal (TERM)."""
+    for name, stream in (("standard input", sys.stdin), ("standard output", sys.stdout)):
+        try:
+            tty = stream is not None and stream.isatty()
+        except ValueError:  # closed
+            tty = False
+        if not tty:
+            return f"{name} is not a terminal; the player runs in one (not with < FILE, > FILE or a pipe)"
+    try:
+        curses.setupterm()
+    except curses.error as e:
+        return f"the terminal cannot be driven ({e}); check TERM"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,11 +291,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", choices=("geek", "classic"), default="classic")
     parser.add_argument("--agent", type=Path, default=DEFAULT_AGENT, help="solver YAML of the autoplay agent")
     parser.add_argument("--seed", type=int, help="piece seed (classic; default the preset's)")
-    parser.add_argument("--save", type=Path, help="geek: write the record here at the end")
+    parser.add_argument("--save", help="geek: write the record here at the end")
     parser.add_argument("--tick", type=int, default=500, help="classic: ms per row of fall at level 0")
     args = parser.parse_args(argv)
-    if args.save and args.rules != "geek":
+    if args.save is not None and args.rules != "geek":
         print("error: --save: records are the Geek contest's format (use --rules geek)", file=sys.stderr)
+        return 2
+    if args.save is not None:  # before the game: a place that cannot be written is known at once
+        from experiments.view import ViewError, output_path
+
+        try:
+            args.save = output_path(args.save, "record.txt", "--save")
+        except ViewError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    problem = terminal_problem()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     if not args.agent.is_file():
         print(f"error: --agent: {args.agent}: file not found", file=sys.stderr)
@@ -248,11 +318,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --agent: {e}", file=sys.stderr)
         return 2
     game = Game(get_rules(args.rules), args.seed)
-    curses.wrapper(play, game, agent, args.tick)
-    if args.save and game.routes:
-        print(save(game, args.save))
+    status = 0
+    try:
+        curses.wrapper(play, game, agent, args.tick)
+    except KeyboardInterrupt:  # a quit too: the record is saved all the same
+        status = 130
+    if args.save is not None:
+        if not game.routes:
+            print(f"no piece was locked: nothing written to {args.save}")
+        else:
+            try:
+                print(save(game, args.save))
+            except SaveError as e:
+                print(f"error: {e}", file=sys.stderr)
+                status = 2
     print(f"{game.score} points, {game.lines} lines, {game.t} pieces" + (f" ({game.end})" if game.end else ""))
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import argparse
 import base64
 import io
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -235,13 +236,15 @@ def write_png(game: Game, n: int, out: Path) -> None:
     write_bytes(out, buf.getvalue())
 
 
-def output_path(text: str | None, default: str) -> Path:
-    """Where ``--out`` says to write (``default`` when not given); `ViewError` when it names no file
-    that can be written: empty, a folder, a file that is not a plain file, or a path under a file."""
+def output_path(text: str | None, default: str, option: str = "--out") -> Path:
+    """Where ``option`` (``--out``) says to write (``default`` when not given); `ViewError` when it
+    names no file that can be written: empty, a folder, a file that is not a plain file, a path
+    under a file, or under a folder this process may not write in (the terminal player's ``--save``
+    is checked so too, before its game)."""
     if text is None:
         return Path(default)
     if not text:
-        raise ViewError("--out: empty; name the file to write")
+        raise ViewError(f"{option}: empty; name the file to write")
     out = Path(text)
     if out.is_dir():
         raise ViewError(f"{out}: is a folder; name the file to write (e.g. {out / default})")
@@ -250,6 +253,9 @@ def output_path(text: str | None, default: str) -> Path:
     up = not_a_folder(out)
     if up is not None:
         raise ViewError(f"{out}: cannot write there: {up} is not a folder")
+    folder = next(p for p in out.parents if p.exists())  # (where the missing folders would be made)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ViewError(f"{out}: cannot write there: {folder} is not writable")
     return out
 
 

@@ -285,3 +285,139 @@ def test_a_compile_lock_planted_as_a_link_is_not_followed(tmp_path, victim):
     assert victim.stat().st_mtime_ns == 10**18 and victim.read_text() == "precious\n"
     assert locks.acquire("other") is True
     locks.release("other")
+
+
+# ------------------------------------------------------------------------------------------------
+# The terminal player
+
+
+def _played_game():
+    from engine import GEEK
+    from engine.movegen import STEP_L, STEP_R
+    from experiments.tui import Game
+
+    g = Game(GEEK)
+    for i in range(8):
+        g.step(STEP_L if i % 2 else STEP_R)
+        g.drop()
+    return g
+
+
+@pytest.mark.parametrize("save, problem", [
+    ("{tmp}/plain.txt/x", "{tmp}/plain.txt/x: cannot write there: {tmp}/plain.txt is not a folder"),
+    ("{tmp}", "{tmp}: is a folder; name the file to write (e.g. {tmp}/record.txt)"),
+    ("", "--save: empty; name the file to write"),
+    ("{tmp}/fifo", "{tmp}/fifo: not a plain file"),
+], ids=["under-a-file", "a-folder", "empty", "fifo"])
+def test_the_players_save_is_checked_before_the_game(tmp_path, capsys, save, problem):
+    from experiments import tui
+
+    (tmp_path / "plain.txt").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    before = sorted(tmp_path.iterdir())
+    assert tui.main(["--rules", "geek", "--save", save.format(tmp=tmp_path)]) == 2
+    assert capsys.readouterr().err == f"error: {problem.format(tmp=tmp_path)}\n"
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_the_players_save_under_a_folder_it_may_not_write_is_refused(tmp_path, capsys, monkeypatch):
+    """(As root every folder can be written: the refusal stands in for a read-only one.)"""
+    from experiments import tui, view
+
+    monkeypatch.setattr(view.os, "access", lambda path, mode: Path(path) != tmp_path)
+    assert tui.main(["--rules", "geek", "--save", str(tmp_path / "new" / "mine.txt")]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path}/new/mine.txt: cannot write there: {tmp_path} is not writable\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_player_without_a_terminal_is_one_line():
+    done = command("-m", "experiments.tui")  # (standard input: /dev/null)
+    assert one_line_error(done) == ("error: standard input is not a terminal; the player runs in one "
+                                    "(not with < FILE, > FILE or a pipe)")
+
+
+def test_a_save_that_fails_after_the_game_keeps_the_record(tmp_path, monkeypatch):
+    from engine import replay
+    from experiments.tui import SaveError, save
+
+    g = _played_game()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plain.txt").write_text("x")
+    with pytest.raises(SaveError) as info:
+        save(g, tmp_path / "plain.txt" / "record.txt")  # (a folder replaced by a file during the game)
+    kept = tmp_path / "tui-record-1.txt"
+    assert str(info.value) == f"{tmp_path}/plain.txt/record.txt: cannot write there: {tmp_path}/plain.txt is not a folder; " \
+                              f"the record is kept in {kept}"
+    verdict = replay(kept.read_text().strip())
+    assert (verdict.score, verdict.bricks) == (g.score, g.t) and g.t == 8
+    # a second one does not overwrite the first
+    with pytest.raises(SaveError, match="kept in .*tui-record-2.txt$"):
+        save(g, tmp_path / "plain.txt" / "record.txt")
+
+
+def test_the_players_save_is_atomic(tmp_path, monkeypatch):
+    """A write that fails at its last step (the rename) leaves the old file whole and no temporary."""
+    from experiments.tui import SaveError, save
+
+    g = _played_game()
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "record.txt"
+    target.write_text("an older record\n")
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "replace", refuse)
+    with pytest.raises(SaveError, match="cannot write there: No space left on device; the record is kept in "):
+        save(g, target)
+    assert target.read_text() == "an older record\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["record.txt", "tui-record-1.txt"]
+    monkeypatch.undo()
+    assert save(g, target).endswith(f"written to {target}") and target.read_text() == g.record() + "\n"
+
+
+def _screen(session):
+    return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-t", session], capture_output=True, text=True).stdout
+
+
+def _wait_for(session, predicate, timeout=120):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        text = _screen(session)
+        if predicate(text):
+            return text
+        time.sleep(0.2)
+    raise AssertionError(f"timed out; the screen shows:\n{_screen(session)}")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.parametrize("quit_key", ["q", "C-c"], ids=["q", "ctrl-c"])
+def test_the_player_keeps_a_record_it_cannot_save(tmp_path, quit_key):
+    """--save checked at the start, its folder replaced by a file during the game, the game quit:
+    one error line saying where the record is kept, and it replays to the game's score."""
+    from engine import replay
+
+    (tmp_path / "saves").mkdir()
+    session = f"tui-{uuid.uuid4().hex[:8]}"
+    cmd = (f"cd {tmp_path} && env -u LINES -u COLUMNS {sys.executable} -m experiments.tui --rules geek "
+           f"--save saves/mine.txt 2>err.txt; echo EXIT=$?; sleep 60")
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "35", cmd], check=True)
+    try:
+        _wait_for(session, lambda t: "rules  geek" in t and "x=" in t)
+        for _ in range(3):
+            subprocess.run(["tmux", "send-keys", "-t", session, "Space"], check=True)
+        text = _wait_for(session, lambda t: re.search(r"pieces 3\b", t))
+        score = int(re.search(r"score\s+(\d+)", text).group(1))
+        (tmp_path / "saves").rmdir()
+        (tmp_path / "saves").write_text("in the way\n")
+        subprocess.run(["tmux", "send-keys", "-t", session, quit_key], check=True)
+        text = _wait_for(session, lambda t: "EXIT=" in t)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    kept = tmp_path / "tui-record-1.txt"
+    err = (tmp_path / "err.txt").read_text().strip().splitlines()
+    assert err == [f"error: saves/mine.txt: cannot write there: saves is not a folder; the record is kept in {kept}"]
+    assert "EXIT=2" in text and re.search(r"\d+ points, \d+ lines, 3 pieces", text)
+    verdict = replay(kept.read_text().strip())
+    assert (verdict.score, verdict.bricks) == (score, 3)
