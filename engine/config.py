@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from engine.files import YamlError, load_yaml, parse_yaml
+from engine.files import LongInteger, YamlError, load_yaml, parse_yaml
 from engine.validation import format_validation_error
 from engine.paths import PathError, get_dotted, set_dotted
 
@@ -53,13 +53,18 @@ def load_mapping(path: str | Path) -> dict:
 
 def parse_override(item: str, origin: str = "command line") -> tuple[str, Any]:
     """(dotted key, value) of a ``dotted.key=value`` override; the value is read as YAML (``3`` an
-    int, ``1e9`` a float, ``[1, 2]`` a list, ``null`` None), or kept as text when it is not YAML."""
+    int, ``1e9`` a float, ``[1, 2]`` a list, ``null`` None), or kept as text when it is not YAML. An
+    integer of more digits than Python reads from text is a `ConfigError` naming the key; the other
+    numbers no setting can take (``.inf``, ``.nan``, ``1e400``, integers beyond 64 bits) are refused
+    by the schema (`engine.validation.Strict`), naming the key too."""
     key, sep, raw = item.partition("=")
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"{origin}: {item!r}: an override is dotted.key=value")
     try:
         value = parse_yaml(raw) if raw.strip() else ""
+    except LongInteger as e:  # a number, but one no setting can take (not text to keep)
+        raise ConfigError(f"{origin}: {key + '.' + e.key if e.key else key}: {e.what}") from None
     except YamlError:
         value = raw
     return key, value

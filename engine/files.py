@@ -20,8 +20,9 @@ line naming the file, e.g. ``big.yaml: more than 1 MiB: too large for a configur
 ``/tmp/f: not a regular file (a FIFO)``.
 
 YAML: safe loading, numbers written the YAML 1.2 way (``1e9``, ``-1e-3``) read as floats as well as
-``1.0e+9``, a key given twice in one mapping refused; every problem is one `YamlError` line naming
-the file, e.g. ``configs/x.yaml: invalid YAML: line 3, column 1: expected ',' or ']', but got
+``1.0e+9``, a key given twice in one mapping refused, an integer of more digits than Python reads
+from text (4,300) refused naming its key (`LongInteger`); every problem is one `YamlError` line
+naming the file, e.g. ``configs/x.yaml: invalid YAML: line 3, column 1: expected ',' or ']', but got
 '<stream end>'``. `write_yaml` quotes strings that this loader would read as numbers, so what it
 writes reads back as it was.
 """
@@ -73,6 +74,19 @@ class TooLarge(ReadError):
 
 class YamlError(ReadError):
     """A YAML file that cannot be read or parsed (`ReadError`'s one line)."""
+
+
+class LongInteger(YamlError):
+    """A YAML integer of more decimal digits than Python converts from text
+    (`sys.get_int_max_str_digits`): ``key`` is its dotted key in the document (empty for a document
+    that is that integer), ``digits`` its digits; the problem is ``<key>: <what is wrong>``."""
+
+    def __init__(self, path: str | Path, key: str, digits: int):
+        from .validation import out_of_range
+
+        self.key, self.digits = key, digits
+        self.what = out_of_range(f"an integer of {digits:,} digits")
+        super().__init__(path, f"{key}: {self.what}" if key else self.what)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -577,11 +591,29 @@ def read_json(path: str | Path, limit: int = MAX_JSON_BYTES, kind: str = "a JSON
     """The JSON document in ``path`` (`read_text`); `ReadError` when it is not JSON."""
     text = read_text(path, limit, kind)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_json_int)
+    except _TooManyDigits as e:
+        from .validation import out_of_range
+
+        raise ReadError(path, out_of_range(f"an integer of {sum(c.isdigit() for c in e.node):,} digits")) from None
     except json.JSONDecodeError as e:
         raise ReadError(path, f"not JSON: line {e.lineno}, column {e.colno}: {e.msg}") from None
-    except (ValueError, RecursionError) as e:  # an integer of too many digits, nesting too deep
+    except (ValueError, RecursionError) as e:  # nesting too deep, a number JSON cannot hold
         raise ReadError(path, f"not JSON: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+
+
+def _json_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # more digits than int() reads from text
+        raise _TooManyDigits(text) from None
+
+
+class _TooManyDigits(Exception):
+    """An integer of more digits than int() reads from text; ``node``: its YAML node, or its JSON text."""
+
+    def __init__(self, node):
+        self.node = node
 
 
 # ------------------------------------------------------------------------------------------------
@@ -590,7 +622,8 @@ def read_json(path: str | Path, limit: int = MAX_JSON_BYTES, kind: str = "a JSON
 
 class _Loader(yaml.SafeLoader):
     """Safe loader that also reads YAML 1.2 floats such as ``1e9`` and ``-1e-3`` as numbers, and
-    refuses a key given twice in one mapping (a merge, ``<<: *base``, may still be overridden)."""
+    refuses a key given twice in one mapping (a merge, ``<<: *base``, may still be overridden) and an
+    integer of more digits than ``int()`` reads from text (`parse_yaml` names its key)."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -610,6 +643,34 @@ class _Loader(yaml.SafeLoader):
                 first[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep)
 
+    def construct_yaml_int(self, node):
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:  # more digits than int() reads from text: found again by its node
+            raise _TooManyDigits(node) from None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
+
+def _key_of(text: str, target) -> str:
+    """The dotted key of the scalar node at ``target``'s place in the document ``text`` (composed,
+    not constructed: no number is converted), or "" at the top."""
+    stack = [("", yaml.compose(text, Loader=_Loader))]
+    seen = set()
+    while stack:
+        key, node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.start_mark.index == target.start_mark.index and isinstance(node, yaml.ScalarNode):
+            return key
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(reversed([(f"{key}.{k.value}" if key else str(k.value), v) for k, v in node.value]))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed([(f"{key}.{i}" if key else str(i), v) for i, v in enumerate(node.value)]))
+    return ""
+
 
 class _Dumper(yaml.SafeDumper):
     """Safe dumper that quotes the strings `_Loader` would read as YAML 1.2 floats."""
@@ -624,6 +685,9 @@ def parse_yaml(text: str, origin: str = "<text>") -> Any:
     column when it is not YAML."""
     try:
         return yaml.load(text, Loader=_Loader)
+    except _TooManyDigits as e:
+        key = _key_of(text, e.node)
+        raise LongInteger(origin, key, sum(c.isdigit() for c in e.node.value)) from None
     except RecursionError:
         raise YamlError(origin, "invalid YAML: nested too deeply") from None
     except yaml.YAMLError as e:

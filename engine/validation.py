@@ -1,35 +1,96 @@
 """The one way a configuration problem is told: ``<origin>: <dotted key>: <problem>``, one line.
 
 Every configuration of the workbench (evaluators, solver, tuning runs) is validated by pydantic,
-its sections built on `Strict` (an unknown key is an error); `format_validation_error` turns the
-first problem of a `pydantic.ValidationError` into that line. It lives in the lowest layer so that
-every layer can use it.
+its sections built on `Strict` (an unknown key is an error, and so is a number that is not one a
+computation can use: an infinity or NaN where a float is read, an integer beyond the 64-bit range
+anywhere, `number_problem`); `format_validation_error` turns the first problem of a
+`pydantic.ValidationError` into that line. It lives in the lowest layer so that every layer can use
+it.
 """
 
 from __future__ import annotations
 
+import math
 import typing
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 #: longest value quoted in a message before it is cut
 SHOWN_CHARS = 40
+#: integers of a configuration lie in [-INT_LIMIT, INT_LIMIT): the 64-bit range numba and numpy
+#: compute in (Python's own integers have no bound, and past 4,300 digits cannot even be printed)
+INT_LIMIT = 2**63
+
+
+def digits(n: int) -> int:
+    """The decimal digits of ``n`` (without its sign), counted without printing it (`str` refuses
+    integers of more than 4,300 digits)."""
+    n = abs(n)
+    if n < 10**18:
+        return len(str(n))
+    d = int(math.log10(n)) + 1  # (a float's rounding can be one off near a power of ten)
+    return d - 1 if 10 ** (d - 1) > n else d + 1 if 10**d <= n else d
+
+
+def out_of_range(shown: str) -> str:
+    """The problem of an integer outside the 64-bit range, ``shown`` as `show` gives it."""
+    return f"{shown} is outside the 64-bit integer range (-2**63 to 2**63 - 1)"
+
+
+def number_problem(v: Any) -> str | None:
+    """What makes ``v`` a number no computation of the workbench can use, or None: an integer outside
+    the 64-bit range (`INT_LIMIT`). (An infinity or NaN is refused where a float field reads it,
+    `Strict`'s ``allow_inf_nan=False``; elsewhere, in free-form notes, it is text like any other.)"""
+    if isinstance(v, int) and not isinstance(v, bool) and not -INT_LIMIT <= v < INT_LIMIT:
+        return out_of_range(show(v))
+    return None
+
+
+def first_number_problem(data: Any) -> tuple[str, str] | None:
+    """(dotted key, `number_problem`) of the first such number inside the mappings and lists of
+    ``data`` (the key empty when ``data`` is that number), or None."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        key, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{key}.{k}" if key else str(k), x) for k, x in reversed(list(v.items())))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((f"{key}.{i}" if key else str(i), x) for i, x in reversed(list(enumerate(v))))
+        else:
+            found = number_problem(v)
+            if found is not None:
+                return key, found
+    return None
 
 
 class Strict(BaseModel):
     """A section of a configuration (the solver's, a tuning run's, ...): an unknown key is an
-    error, and so is a value assigned later that its field refuses."""
+    error, and so is a value assigned later that its field refuses, an infinity or NaN where a float
+    is read (none of the workbench's settings gives an infinity a meaning: an unbounded setting is
+    ``null``), and an integer outside the 64-bit range under any key (`number_problem`), before any
+    field reads it."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_in_range(cls, data: Any) -> Any:
+        found = first_number_problem(data) if isinstance(data, (dict, list, tuple)) else None
+        if found is not None:
+            raise ValueError(f"{found[0]}: {found[1]}")
+        return data
 
 
 def show(v: Any) -> str:
-    """A value as YAML would spell it, short (for messages)."""
+    """A value as YAML would spell it, short (for messages); an integer too long to quote as the
+    number of its digits."""
     if v is None:
         return "null"
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, int) and abs(v) >= 10**SHOWN_CHARS:
+        return f"an integer of {digits(v):,} digits"
     text = repr(v) if isinstance(v, str) else str(v)
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 

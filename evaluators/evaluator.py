@@ -117,11 +117,18 @@ class FeatureTerm:
 
 
 def _finite(what: str):
+    """A check of a number the kernels multiply: a finite float (an integer too large for a float,
+    beyond 1.8e308, is no more finite than ``.inf``)."""
     def check(v):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(float(v)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise ValueError(f"{what} must be a finite number, got {show(v)}")
-        return float(v)
+        try:
+            f = float(v)
+        except OverflowError:
+            f = math.inf
+        if not math.isfinite(f):
+            raise ValueError(f"{what} must be a finite number, got {show(v)}")
+        return f
 
     return check
 

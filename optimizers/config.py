@@ -8,11 +8,13 @@ tuner, named after it: its ``Settings``.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import Field, create_model, field_validator, model_validator
 
 from engine.parallel import ParallelConfig
+from engine.validation import INT_LIMIT, out_of_range
 
 from ._settings import Strict, TunerSettings
 from .noise import NoiseConfig, RestartConfig
@@ -45,8 +47,12 @@ class ParamSpec(Strict):
                 raise ValueError(f"{key}: missing (a {self.type} parameter needs low and high)")
             if self.type == "int" and v != int(v):
                 raise ValueError(f"{key}: an int parameter needs an integer bound, got {v}")
+            if self.type == "int" and not -INT_LIMIT <= v < INT_LIMIT:
+                raise ValueError(f"{key}: {out_of_range(f'{v:g}')}")
         if self.low > self.high:
             raise ValueError(f"low: low ({self.low:g}) > high ({self.high:g})")
+        if not math.isfinite(self.high - self.low):  # (the tuners scale genes by the range)
+            raise ValueError(f"high: the range from {self.low:g} to {self.high:g} is wider than a float holds")
         return self
 
 
