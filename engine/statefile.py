@@ -24,8 +24,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
-import stat
 import zipfile
 import zlib
 from pathlib import Path
@@ -33,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import ReadError, _amount, write_bytes
+from .files import ReadError, _amount, read_bytes, write_bytes
 
 #: what ``state.json`` says it is, and the version of this layout
 FORMAT, VERSION = "tetris-workbench state", 1
@@ -107,35 +105,6 @@ def write_state(path: str | Path, tree: Any, kind: str, compress: bool = False) 
 # Reading
 
 
-def _open_regular(path: Path, limit: int) -> tuple[int, int]:
-    """(descriptor, size) of ``path`` opened for reading without blocking on a FIFO; `StateError`
-    when it is not a regular file or is larger than ``limit``."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise StateError(path, "file not found") from None
-    except OSError as e:
-        raise StateError(path, f"cannot read: {e.strerror or e}") from None
-    info = os.fstat(fd)
-    problem = None
-    if not stat.S_ISREG(info.st_mode):
-        problem = f"not a regular file ({_file_kind(info.st_mode)}): a state file is a plain file"
-    elif info.st_size > limit:
-        problem = f"more than {_amount(limit)}: too large for a state file"
-    if problem:
-        os.close(fd)
-        raise StateError(path, problem)
-    return fd, info.st_size
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return name
-    return "not a plain file"
-
-
 def _inflate(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """A member's bytes, inflated no further than the size it declares (one byte more is a lie)."""
     parts, got = [], 0
@@ -204,14 +173,10 @@ def read_state(path: str | Path, kind: str, limit: int) -> Any:
     within ``limit`` bytes on disk and inflated (see the module docstring); `StateError` in one
     line otherwise."""
     path = Path(path)
-    fd, size = _open_regular(path, limit)
     try:
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError as e:
-        raise StateError(path, f"cannot read: {e.strerror or e}") from None
-    if len(data) > limit:
-        raise StateError(path, f"more than {_amount(limit)}: too large for a state file")
+        data = read_bytes(path, limit, "a state file")  # (a regular file only, within the limit)
+    except ReadError as e:
+        raise StateError(e.path, e.problem) from None
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError):

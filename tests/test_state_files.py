@@ -128,7 +128,7 @@ def test_what_is_not_a_state_file_is_one_line(tmp_path, kind):
         write_state(path, {"a": np.arange(1000)}, "a test")
         path.write_bytes(path.read_bytes()[:600])
     problem = {"fifo": "not a regular file (a FIFO)", "device": "not a regular file (a character device)",
-               "folder": "not a regular file (a folder)", "missing": "file not found",
+               "folder": "cannot read: Is a directory", "missing": "file not found",
                "garbage": "not a state file (not a zip archive)", "truncated": "not a state file (not a zip archive)"}
     with pytest.raises(StateError) as e:
         read_state(path, "a test", 2**20)
