@@ -23,9 +23,9 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 from pydantic import model_validator
-from pydantic import Field
+from pydantic import Field, ValidationInfo
 
-from .validation import Strict
+from .validation import Strict, runs_here
 
 
 class ParallelConfig(Strict):
@@ -38,8 +38,11 @@ class ParallelConfig(Strict):
     threads: int | None = Field(None, ge=1, description="numba threads per task (default: 1 when n_jobs > 1, else all cores)")
 
     @model_validator(mode="after")
-    def _fits_the_machine(self):
-        """At most one worker per CPU of this machine, unless the workers are a named cluster's."""
+    def _fits_the_machine(self, info: ValidationInfo):
+        """At most one worker per CPU of this machine, unless the workers are a named cluster's (or
+        the configuration is one read back, `engine.validation.WRITTEN_ELSEWHERE`)."""
+        if not runs_here(info):
+            return self
         cpus = cpu_count()
         if not (self.backend == "dask" and self.scheduler) and self.n_jobs > cpus:
             raise ValueError(f"n_jobs: {self.n_jobs:,} workers, more than the {cpus} CPUs of this machine; "

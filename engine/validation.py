@@ -64,6 +64,18 @@ def first_number_problem(data: Any) -> tuple[str, str] | None:
     return None
 
 
+#: the validation context of a configuration read back from a file another machine may have
+#: written (a summary.json's): the checks of what this machine can run (its memory, its CPUs,
+#: `runs_here`) are left out, the types and bounds of every key are not
+WRITTEN_ELSEWHERE = {"runs_here": False}
+
+
+def runs_here(info) -> bool:
+    """Whether a model validator (given its `pydantic.ValidationInfo`) checks what this machine can
+    run: not under `WRITTEN_ELSEWHERE`."""
+    return (info.context or {}).get("runs_here", True)
+
+
 class Strict(BaseModel):
     """A section of a configuration (the solver's, a tuning run's, ...): an unknown key is an
     error, and so is a value assigned later that its field refuses, an infinity or NaN where a float

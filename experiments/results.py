@@ -66,10 +66,11 @@ class SummaryError(ValueError):
 
 
 def table() -> str:
-    """The README's score table rows, from results/*/summary.json; `SummaryError` naming the file
-    when one cannot be read (`engine.files.read_json`: at most `MAX_JSON_BYTES`) or is not a
-    solve's summary."""
-    from engine.files import MAX_JSON_BYTES, ReadError, read_json, recover_output
+    """The README's score table rows, from results/*/summary.json, each read by the schema that
+    wrote it (`solver.result.read_summary`: at most `MAX_JSON_BYTES`); `SummaryError` naming the
+    file, and the field, when one cannot be read or is not a solve's summary."""
+    from engine.files import ReadError, recover_output
+    from solver.result import read_summary
 
     rows = ["| result | policy | evaluator | score | pieces | search time | pieces/s |", "|---|---|---|---|---|---|---|"]
     for name in RUNS:
@@ -78,48 +79,45 @@ def table() -> str:
         if not path.exists():
             continue
         try:
-            rows.append(_row(name, read_json(path, MAX_JSON_BYTES, "a summary")))
+            summary = read_summary(path)
         except ReadError as e:
             raise SummaryError(str(e)) from None
-        except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
-            what = f"no {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
-            raise SummaryError(f"{path}: not a solve's summary ({what})") from None
+        rows.append(_row(name, summary))
     return "\n".join(rows)
 
 
-def _row(name: str, s: dict) -> str:
-    """The table's row of result ``name`` from its summary ``s``."""
-    cfg = s["config"]
-    policy = cfg["policy"]
+def _row(name: str, s) -> str:
+    """The table's row of result ``name`` from its summary ``s`` (a `solver.result.SolveSummary`:
+    the played policy's section a validated model)."""
+    cfg = s.config
+    policy = cfg.policy
+    section = cfg.section(policy)
     if policy == "beam":
-        beam = cfg["beam"]
-        policy += f" W = {beam['width']:,}" + (", lowest" if beam.get("placements") == "lowest" else "")
-        if beam.get("tie_break") == "board":
-            policy += ", board tie order" + (", ties kept" if beam.get("keep_ties") else "")
-        if beam.get("endgame_pieces"):
-            policy += f", endgame {beam['endgame_pieces']}"
+        policy += f" W = {section.width:,}" + (", lowest" if section.placements == "lowest" else "")
+        if section.tie_break == "board":
+            policy += ", board tie order" + (", ties kept" if section.keep_ties else "")
+        if section.endgame_pieces:
+            policy += f", endgame {section.endgame_pieces}"
     elif policy == "profile_dp":
-        dp = cfg["profile_dp"]
-        policy = f"profile DP K = {dp['states']:,}, window {dp['window']}"
+        policy = f"profile DP K = {section.states:,}, window {section.window}"
     elif policy == "segment":
-        seg = cfg["segment"]
-        policy += f" nodes {seg['nodes']:,}, states {seg['states']}" + (", floating" if cfg.get("floating") else "")
-        if (seg["depth"], seg["key_cells"]) != (24, 2):  # other than the everyday config's
-            policy += f", depth {seg['depth']}, keys of {seg['key_cells']} cells"
-        if list(seg["min_cells"]) != [100] * 4:
-            policy += ", floors " + "/".join(str(c) for c in seg["min_cells"]) + " cells"
+        policy += f" nodes {section.nodes:,}, states {section.states}" + (", floating" if cfg.floating else "")
+        if (section.depth, section.key_cells) != (24, 2):  # other than the everyday config's
+            policy += f", depth {section.depth}, keys of {section.key_cells} cells"
+        if list(section.min_cells) != [100] * 4:
+            policy += ", floors " + "/".join(str(c) for c in section.min_cells) + " cells"
     elif policy == "lookahead":
-        policy += f" depth {cfg['lookahead']['depth']}, keep {cfg['lookahead']['keep_fraction']}"
+        policy += f" depth {section.depth}, keep {section.keep_fraction}"
     elif policy == "backsearch":
-        b = cfg["backsearch"]
-        policy += f" depth {b['depth']}, keep {b['keep_fraction']}, base {b['base_rows']}, back-up {b['backup']}"
-    evaluator = _name(cfg["evaluator"])
-    if cfg["policy"] == "backsearch":
-        points = cfg["backsearch"]["points_evaluator"] or cfg["evaluator"]
-        evaluator = f"{_name(points)} / {_name(cfg['backsearch']['survival_evaluator'])}"
-    seconds = s.get("segment", {}).get("seconds_total", s["seconds"])  # a run over sittings: their sum
-    return (f"| [{name}](results/{name}/) | {policy} | {evaluator} | {s['score']:,} | {s['pieces']:,} | "
-            f"{seconds:,.1f} s | {s['pieces'] / seconds:,.0f} |")
+        policy += (f" depth {section.depth}, keep {section.keep_fraction}, base {section.base_rows}, "
+                   f"back-up {section.backup}")
+    evaluator = _name(cfg.evaluator)
+    if cfg.policy == "backsearch":
+        evaluator = f"{_name(section.points_evaluator or cfg.evaluator)} / {_name(section.survival_evaluator)}"
+    seconds = s.search_seconds  # a run over sittings: their sum
+    rate = f"{s.pieces / seconds:,.0f}" if seconds > 0 else "-"
+    return (f"| [{name}](results/{name}/) | {policy} | {evaluator} | {s.score:,} | {s.pieces:,} | "
+            f"{seconds:,.1f} s | {rate} |")
 
 
 def main(argv: list[str]) -> int:

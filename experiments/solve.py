@@ -62,6 +62,7 @@ from solver import SolverConfig, registry, solve
 from solver._base import CheckpointError
 from solver.online import GamesSeries, SplittingSeries
 from solver.files import load_evaluators, load_solver_config
+from solver.result import solve_summary
 
 
 #: the files a solve writes into its folder (an ``--out`` holding others is refused)
@@ -75,8 +76,7 @@ def write_solution(out: OutputSet, result, config: SolverConfig) -> None:
         out.write_text("record.txt", result.record + "\n")
         out.write_text("replay.js", replay_line(result.record) + "\n")
         out.write_text("submit.js", upload_line(result.record, result.score) + "\n")
-    out.write_json("summary.json", {**result.summary(), "config": config.model_dump(mode="json"),
-                                    "provenance": provenance()})
+    out.write_json("summary.json", solve_summary(result, config, provenance()))  # (the schema it is read by)
     out.commit()
 
 

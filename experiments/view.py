@@ -20,7 +20,8 @@ FILE is read no further than the limit of its kind (`engine.files`: a record 4,0
 summary 32 MiB), so an endless input such as ``/dev/zero`` is refused at once. The output is
 written atomically (the old file or the new one, never a part), with the mode a new file gets from
 ``open`` (0666 less the umask). Every problem with FILE or ``--out`` (unreadable, too large, not
-UTF-8; ``--out`` empty, a folder, not a plain file, under a file, on a read-only or full disk) is
+UTF-8; a summary.json that its schema refuses, `solver.result.read_summary`, such as a field of the
+wrong type, named; ``--out`` empty, a folder, not a plain file, under a file, on a read-only or full disk) is
 one line naming it, exit status 2, and leaves nothing behind: folders made for ``--out`` are
 removed again when the file cannot be written.
 """
@@ -89,25 +90,23 @@ def load(path: str | Path, rules: str | None = None) -> Game:
     """Replay FILE (a record or a summary.json) with a trace. ``rules`` (a preset name) overrides
     the rules; a summary.json's own are used otherwise, geek for a bare record."""
     path = Path(path)
-    is_summary = path.suffix == ".json"
-    text = _read(path, MAX_JSON_BYTES, "a summary") if is_summary else _read(path, MAX_RECORD_BYTES, "a record")
     seed, claimed, name = None, None, str(path)
-    if is_summary:
+    if path.suffix == ".json":  # read by the schema that wrote it: a wrong type is one line naming the field
+        from solver.result import read_summary
+
         try:
-            summary = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ViewError(f"{path}: not JSON: {e}") from None
-        if not isinstance(summary, dict):
-            raise ViewError(f"{path}: a solver summary.json is an object")
-        config = summary.get("config") or {}
-        rules = rules or config.get("rules") or "geek"
-        seed = config.get("seed")
-        claimed = summary.get("score")
+            summary = read_summary(path, MAX_JSON_BYTES)
+        except ReadError as e:
+            raise ViewError(str(e)) from None
+        rules = rules or summary.config.rules
+        seed, claimed = summary.config.seed, summary.score
         record_path = path.parent / "record.txt"
         if not record_path.exists():
             raise ViewError(f"{path}: no record.txt beside it (a solver writes both to one directory)")
         text = _read(record_path, MAX_RECORD_BYTES, "a record")
         name = str(record_path)
+    else:
+        text = _read(path, MAX_RECORD_BYTES, "a record")
     rules = rules or "geek"
     if rules not in PRESETS:
         raise ViewError(f"{path}: rules: unknown preset {rules!r} (known: {', '.join(sorted(PRESETS))})")

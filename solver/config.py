@@ -14,11 +14,11 @@ import copy
 import os
 from typing import Literal, Mapping, Union
 
-from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, create_model, field_validator, model_validator
 
 from engine import PRESETS, get_rules
 from engine.memory import Need, check
-from engine.validation import Strict
+from engine.validation import Strict, runs_here
 
 
 class GreedyConfig(Strict):
@@ -213,11 +213,15 @@ class SolverKeys(Strict):
         return self
 
     @model_validator(mode="after")
-    def _fits_memory(self):
+    def _fits_memory(self, info: ValidationInfo):
         """Refuse sizes whose search would allocate more memory than there is (`engine.memory`):
         the estimate of the policy's section and of the shared sections (``online``), each a
-        section's ``memory(config)``, is made before anything is allocated."""
+        section's ``memory(config)``, is made before anything is allocated (not for a configuration
+        read back, `engine.validation.WRITTEN_ELSEWHERE`)."""
         from . import registry
+
+        if not runs_here(info):
+            return self
 
         try:
             registry.get(self.policy)

@@ -127,7 +127,8 @@ def test_view_cli_summary_png_and_errors(tmp_path, record_text, capsys):
     solve_dir = tmp_path / "solve"
     solve_dir.mkdir()
     (solve_dir / "record.txt").write_text(record_text)
-    (solve_dir / "summary.json").write_text(json.dumps({"score": 1_395_326, "config": {"rules": "geek"}}))
+    summary = json.loads((ROOT / "results" / "beam-w100" / "summary.json").read_text())  # (a solve's, as written)
+    (solve_dir / "summary.json").write_text(json.dumps({**summary, "score": 1_395_326}))
     out = tmp_path / "r.html"
     assert view.main([str(solve_dir / "summary.json"), "--out", str(out)]) == 0
     assert "1,395,326 points" in out.read_text()
@@ -136,7 +137,7 @@ def test_view_cli_summary_png_and_errors(tmp_path, record_text, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # bad input: exit 2 naming the file; an invalid record: exit 1
     (tmp_path / "lonely").mkdir()
-    (tmp_path / "lonely" / "summary.json").write_text("{}")
+    (tmp_path / "lonely" / "summary.json").write_text(json.dumps(summary))
     (tmp_path / "bad.txt").write_text("L1,N")
     cases = [([str(tmp_path / "lonely" / "summary.json")], 2, "no record.txt beside it"),
              ([str(tmp_path / "missing.txt")], 2, "missing.txt: file not found"),
