@@ -4,11 +4,21 @@ A size a user gives (a beam's width, a segment's nodes, a tuner's population, ga
 turned into an estimate of the bytes its search allocates (each schema's ``memory`` method) and
 compared with `available`, before anything is allocated: a size that would need more is refused
 as one line naming the key, the estimate and the memory there is, e.g.
-``beam.width: 1,000,000,000 nodes need about 4.2 TiB of memory; this machine has 23.5 GiB``.
+``beam.width: 1,000,000,000 nodes need about 4.2 TiB of memory; this machine has 23.5 GiB available``.
 
-`available` is the least of the machine's physical memory, a cgroup's memory limit and the
-process's address-space limit (``RLIMIT_AS``, less the address space already mapped: numba and
-numpy map a great deal of it before anything is allocated).
+`available` is the least of three rooms, each named in the refusal:
+
+- the machine's available memory (``MemAvailable`` of ``/proc/meminfo``: free memory and the page
+  cache that can be dropped; the physical memory where the system does not say);
+- what the tightest memory limit of this process's cgroups leaves (cgroup v2 ``memory.max`` less
+  ``memory.current``, v1 ``memory.limit_in_bytes`` less ``memory.usage_in_bytes``; the inactive
+  file cache, which the kernel reclaims first, counted as room), over its cgroup and their
+  ancestors;
+- what ``RLIMIT_AS`` (``ulimit -v``) leaves: the limit less the address space this process has
+  mapped already (its ``VmSize``: numba and numpy map a great deal of it before anything is
+  allocated).
+
+`room` is that arithmetic on given figures.
 """
 
 from __future__ import annotations
@@ -50,6 +60,27 @@ def physical() -> int | None:
         return None
 
 
+def _fields(path: Path) -> dict[str, int]:
+    """The ``name value`` lines of a kernel file (``memory.stat``, ``/proc/meminfo`` with its
+    ``kB``), values in their unit; {} when it cannot be read."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        parts = line.replace(":", " ").split()
+        if len(parts) >= 2 and parts[1].isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def machine_available() -> int | None:
+    """The memory new allocations may take on this machine (``MemAvailable``), else `physical`."""
+    kib = _fields(Path("/proc/meminfo")).get("MemAvailable")
+    return kib * 1024 if kib is not None else physical()
+
+
 def _read_number(path: Path) -> int | None:
     try:
         text = path.read_text().strip()
@@ -58,35 +89,60 @@ def _read_number(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-@functools.lru_cache(maxsize=None)
-def cgroup_limit() -> int | None:
-    """The memory limit of this process's cgroup (v2 ``memory.max``, v1 ``memory.limit_in_bytes``),
-    or None."""
+def _cgroup_dirs() -> list[tuple[str, Path]]:
+    """(version, folder) of every memory cgroup this process is under: its own and their ancestors
+    (limits nest), and the mounts' roots (a container sees its own cgroup there)."""
     root = Path("/sys/fs/cgroup")
-    found = []
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         lines = []
+    found = []
     for line in lines:
-        _, controllers, where = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
-        where = where.lstrip("/")
-        if controllers == "":  # v2
-            found.append(_read_number(root / where / "memory.max"))
+        if line.count(":") < 2:
+            continue
+        _, controllers, where = line.split(":", 2)
+        if controllers == "":
+            version, base = "v2", root
         elif "memory" in controllers.split(","):
-            found.append(_read_number(root / "memory" / where / "memory.limit_in_bytes"))
-    found.append(_read_number(root / "memory.max"))
-    found.append(_read_number(root / "memory" / "memory.limit_in_bytes"))
-    limits = [n for n in found if n is not None and n < UNLIMITED]
-    return min(limits) if limits else None
+            version, base = "v1", root / "memory"
+        else:
+            continue
+        folder = base / where.lstrip("/")
+        while True:
+            found.append((version, folder))
+            if folder == base:
+                break
+            folder = folder.parent
+    found += [("v2", root), ("v1", root / "memory")]
+    return list(dict.fromkeys(found))
+
+
+def cgroup_room() -> tuple[int, int] | None:
+    """(limit, bytes in use) of this process's tightest cgroup memory limit (`_cgroup_dirs`): the
+    one that leaves the least; in use counts the cgroup's memory less its inactive file cache.
+    None when no cgroup limits memory."""
+    best = None
+    for version, folder in _cgroup_dirs():
+        limit = _read_number(folder / ("memory.max" if version == "v2" else "memory.limit_in_bytes"))
+        if limit is None or limit >= UNLIMITED:
+            continue
+        stat = _fields(folder / "memory.stat")
+        if version == "v2":
+            usage, cache = _read_number(folder / "memory.current"), stat.get("inactive_file", 0)
+        else:
+            usage = _read_number(folder / "memory.usage_in_bytes")
+            cache = stat.get("total_inactive_file", stat.get("inactive_file", 0))
+        used = max((usage or 0) - cache, 0)
+        if best is None or limit - used < best[0] - best[1]:
+            best = (limit, used)
+    return best
 
 
 def mapped() -> int:
-    """The address space this process has mapped (bytes)."""
-    try:
-        return int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+    """The address space this process has mapped (bytes): its ``VmSize``."""
+    kib = _fields(Path("/proc/self/status")).get("VmSize")
+    return kib * 1024 if kib is not None else 0
 
 
 def address_space_limit() -> int | None:
@@ -95,23 +151,31 @@ def address_space_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY or soft >= UNLIMITED else soft
 
 
-def available() -> tuple[int, str]:
-    """(bytes, how a message names them): the memory a new allocation of this process may take, the
-    least of the machine's, its cgroup's limit and what ``RLIMIT_AS`` leaves."""
+def room(machine: int | None, cgroup: tuple[int, int] | None, limit: int | None, mapped: int) -> tuple[int, str]:
+    """(bytes, how a message names them): the least of the rooms the figures leave, ``machine``
+    (available memory), ``cgroup`` ((limit, in use)) and ``limit`` (``RLIMIT_AS``, of which
+    ``mapped`` is taken); None for a figure the system does not give."""
     options = []
-    total = physical()
-    if total:
-        options.append((total, f"this machine has {amount(total)}"))
-    group = cgroup_limit()
-    if group is not None:
-        options.append((group, f"this process's cgroup may use {amount(group)}"))
-    limit = address_space_limit()
+    if machine is not None:
+        options.append((machine, f"this machine has {amount(machine)} available"))
+    if cgroup is not None:
+        left = max(cgroup[0] - cgroup[1], 0)
+        options.append((left, f"this process's cgroup may use {amount(left)} more "
+                              f"(its limit {amount(cgroup[0])}, {amount(cgroup[1])} in use)"))
     if limit is not None:
-        left = max(limit - mapped(), 0)
+        left = max(limit - mapped, 0)
         options.append((left, f"this process may map {amount(left)} more (RLIMIT_AS {amount(limit)})"))
     if not options:
         return UNLIMITED, "no limit is known"
-    return min(options)
+    return min(options, key=lambda o: o[0])
+
+
+def available() -> tuple[int, str]:
+    """(bytes, how a message names them): the memory a new allocation of this process may take,
+    the least of the machine's available memory, what its cgroup leaves and what ``RLIMIT_AS``
+    leaves (`room`)."""
+    limit = address_space_limit()
+    return room(machine_available(), cgroup_room(), limit, mapped() if limit is not None else 0)
 
 
 class TooBig(ValueError):

@@ -136,7 +136,7 @@ def test_the_docs_quote_the_messages_as_given(monkeypatch):
     """docs/policies.md and docs/tuning.md quote a refusal each, on a machine of 23.5 GiB."""
     from optimizers.run import load_run_config
 
-    monkeypatch.setattr(memory, "available", lambda: (int(23.5 * GIB), "this machine has 23.5 GiB"))
+    monkeypatch.setattr(memory, "available", lambda: (int(23.5 * GIB), memory.room(int(23.5 * GIB), None, None, 0)[1]))
     monkeypatch.chdir(ROOT)  # (the messages name the files as given)
     docs = {name: " ".join((ROOT / "docs" / name).read_text().split()) for name in ("policies.md", "tuning.md")}
     for name, load, config, override in (
