@@ -234,10 +234,11 @@ def test_a_lock_file_that_is_not_one_is_refused_and_nothing_is_written(tmp_path,
 
 
 def test_a_solve_with_a_planted_link_as_its_lock_leaves_the_target_unchanged(tmp_path, victim, capsys):
+    """A segment solve (the one that holds DIR.lock whatever else does) is refused before it searches."""
     from experiments import solve as cli
 
     config = tmp_path / "g.yaml"
-    config.write_text(SOLVE)
+    config.write_text("policy: segment\nrules: geek\nevaluator: transitions\npieces: 30\n")
     out = tmp_path / "out"
     (tmp_path / "out.lock").symlink_to(victim)
     before = victim.stat()
