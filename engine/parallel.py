@@ -8,7 +8,9 @@ arrives (in completion order), so a run can write it down at once. Python's and 
 random states are restored after every map (joblib disturbs them), so a run's randomness does not
 depend on the backend. numba's on-disk cache (`engine._numba_cache`) is shared by every process of
 the same sources, so workers load the kernels the parent compiled. A joblib worker exits when the
-run's process dies, however it dies (`_watch_parent`).
+run's process dies, however it dies, from the moment it starts (`_worker_start`), and ignores
+Ctrl-C: a terminal sends it to every process of the group, and the run's process decides (it
+stops the workers). A dask scheduler that does not answer is given up after `CONNECT_SECONDS`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ import contextlib
 import logging
 import os
 import random
+import signal
+import sys
 import threading
 import time
+import warnings
 from typing import Callable, Literal, Sequence
 
 import numpy as np
@@ -83,19 +88,20 @@ PARENT_CHECK_SECONDS = 0.5
 #: exit status of a worker whose parent is gone
 ORPHANED = 70
 _watching = False
+#: prctl(2)'s option: the signal a process gets when the thread that made it ends (Linux)
+PR_SET_PDEATHSIG = 1
 
 
-def _watch_parent() -> None:
-    """Make this worker process exit when its parent dies (``kill -9`` of the run included): a daemon
-    thread checks every `PARENT_CHECK_SECONDS` that the parent is still the one it started with (an
-    orphan is adopted by another). It acts between kernel calls: a numba kernel holds the
-    interpreter while it runs, so a worker ends at the latest when its current kernel call
-    returns. Once per process."""
+def _watch_parent(parent: int) -> None:
+    """Make this worker process exit when its parent, the process ``parent``, dies (``kill -9`` of
+    the run included): a daemon thread checks every `PARENT_CHECK_SECONDS` that the parent is still
+    that process (an orphan is adopted by another). It acts between kernel calls: a numba kernel
+    holds the interpreter while it runs, so a worker ends at the latest when its current kernel
+    call returns. Once per process."""
     global _watching
     if _watching:
         return
     _watching = True
-    parent = os.getppid()
 
     def watch():
         while os.getppid() == parent:
@@ -105,9 +111,52 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def _call_in_worker(fn, index, task):
-    _watch_parent()
-    return _call(fn, index, task)
+def _die_with_parent() -> None:
+    """On Linux, have the kernel kill this process (SIGKILL) when the thread that started it ends,
+    at once, even inside a kernel call (prctl's ``PR_SET_PDEATHSIG``); elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _worker_start(parent: int, deathsig: bool) -> None:
+    """A loky worker's initializer, run before it takes a task: it ignores SIGINT from now on (it
+    was started with SIGINT blocked, `_spawning`, so one sent meanwhile is dropped now), dies with
+    the process ``parent`` that started the pool (with ``deathsig``, by the kernel's parent-death
+    signal too: the pool was started from the parent's main thread, which ends only with it), and
+    exits at once when that process is already gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if deathsig:
+        _die_with_parent()
+    if os.getppid() != parent:  # died before the watch could start
+        os._exit(ORPHANED)
+    _watch_parent(parent)
+
+
+@contextlib.contextmanager
+def _spawning():
+    """While inside, SIGINT is blocked in this thread, so the worker processes started meanwhile
+    start with it blocked (a signal mask is inherited) until their initializer ignores it: a
+    Ctrl-C during their start-up does not interrupt their imports. Here, one that comes meanwhile
+    is delivered on leaving. (multiprocessing's resource tracker, which loky starts with the first
+    worker, is started first: starting, it unblocks SIGINT in the thread that starts it.)"""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 #: seconds to reach a dask scheduler, and for its workers to answer the start-up check
@@ -122,15 +171,34 @@ class ParallelError(RuntimeError):
     the worker and the problem."""
 
 
-def connect(address: str, key: str = "parallel"):
-    """A dask Client of the scheduler at ``address``; `ParallelError` when it cannot be reached
-    within `CONNECT_SECONDS` (naming the configuration's ``key``)."""
+def _client_class():
+    """dask's Client, its start-up bounded as a whole: dask bounds the connection, but not the wait
+    for the scheduler's handshake, so a scheduler that accepts the connection and never answers
+    would hold it forever."""
     from dask.distributed import Client
 
+    class BoundedClient(Client):
+        def start(self, **kwargs):
+            kwargs.setdefault("callback_timeout", kwargs.get("timeout"))
+            try:
+                super().start(**kwargs)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self.close(timeout=1)
+                raise
+
+    return BoundedClient
+
+
+def connect(address: str, key: str = "parallel"):
+    """A dask Client of the scheduler at ``address``; `ParallelError` when it cannot be reached, or
+    does not answer, within `CONNECT_SECONDS` (naming the configuration's ``key``)."""
     try:
-        return Client(address, timeout=CONNECT_SECONDS)
+        return _client_class()(address, timeout=CONNECT_SECONDS)
     except (OSError, TimeoutError, ValueError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if type(e) is TimeoutError:  # the bound on the whole start-up: no connection, or no answer on it
+            reason = "no answer"
         raise ParallelError(f"{key}.scheduler: cannot reach {address} in {CONNECT_SECONDS} s ({reason})") from None
 
 
@@ -143,7 +211,7 @@ def check_workers(client, key: str = "parallel") -> None:
     ours = source_digest()
     try:
         client.wait_for_workers(1, timeout=CONNECT_SECONDS)
-        answers = client.run(eval, _PROBE, on_error="return")
+        answers = client.run(eval, _PROBE, on_error="return", callback_timeout=CONNECT_SECONDS)
     except (OSError, TimeoutError) as e:
         raise ParallelError(f"{key}.scheduler: no worker answered in {CONNECT_SECONDS} s ({e})") from None
     for worker, answer in sorted(answers.items()):
@@ -153,6 +221,31 @@ def check_workers(client, key: str = "parallel") -> None:
         if answer != ours:
             raise ParallelError(f"{key}.scheduler: worker {worker} runs other sources of the project (kernel "
                                 f"digest {answer}, here {ours}); install the same version there")
+
+
+def check_scheduler(settings: ParallelConfig, key: str = "parallel") -> None:
+    """With a dask scheduler named in ``settings``: that it answers and that every worker imports
+    this project, of the same sources (`connect`, `check_workers`: `ParallelError` otherwise, one
+    line naming ``key``), within `CONNECT_SECONDS` each. Nothing without one."""
+    if settings.backend != "dask" or not settings.scheduler:
+        return
+    client = connect(settings.scheduler, key)
+    try:
+        check_workers(client, key)
+    finally:
+        client.close()
+
+
+def _quietly_closed(results):
+    """joblib's results, read through; closed early (an interrupted run), the tasks still on the
+    workers are dropped without joblib's warning about them."""
+    try:
+        for result in results:
+            yield result
+    finally:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*adjusting the input task iterator", category=UserWarning)
+            results.close()
 
 
 def _completed(futures):
@@ -246,11 +339,14 @@ class Pool:
             return _completed([client.submit(_call, fn, i, t, pure=False) for i, t in enumerate(tasks)])
         if self.n_jobs == 1:
             return (_call(fn, i, t) for i, t in enumerate(tasks))
-        from joblib import Parallel, delayed
+        from joblib import Parallel, delayed, parallel_config
 
-        parallel = Parallel(n_jobs=self.n_jobs, backend=backend, return_as="generator_unordered",
-                            batch_size=1, pre_dispatch=PRE_DISPATCH)
-        return parallel(delayed(_call_in_worker)(fn, i, t) for i, t in enumerate(tasks))
+        main = threading.current_thread() is threading.main_thread()
+        with parallel_config(backend=backend, initializer=_worker_start, initargs=(os.getpid(), main)):
+            parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered", batch_size=1,
+                                pre_dispatch=PRE_DISPATCH)
+        with _spawning():
+            return _quietly_closed(parallel(delayed(_call)(fn, i, t) for i, t in enumerate(tasks)))
 
     def close(self) -> None:
         if self._client is not None:
