@@ -29,7 +29,6 @@ scheduler is named), are configuration problems like any other.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from engine.config import ConfigError
 from engine.files import Locked, OutputError
 from evaluators import EvaluatorError
 from engine.parallel import ParallelError
+from experiments import interrupts
 from optimizers.run import check_cluster, load_resume, load_run_config, make_run_dir, resume, tune
 from optimizers.store import RECOMMENDATION, RunDamaged
 from optimizers.tuners import TUNERS
@@ -56,7 +56,20 @@ def _report(run_dir: Path, state: dict) -> None:
           f"written to {run_dir}/\n  run it: python -m experiments.solve {run_dir / 'best.yaml'}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, exiting: bool = False) -> int:
+    """The command; its exit status. Ctrl-C or a kill (SIGTERM) stops it at any stage, parsing
+    included (`experiments.interrupts`): the run, if one was begun, resumable. ``exiting``: this is
+    the command's own process, about to exit with the status returned (a further signal then ends
+    it at once with that status)."""
+    with interrupts.handled(interrupts.raise_interrupt, restore=not exiting):
+        status = _command(argv)
+        if exiting:
+            with interrupts.blocked():
+                interrupts.exit_with(status)
+    return status
+
+
+def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.run", description=__doc__.splitlines()[0],
         epilog="tuners (algorithm: NAME): " + ", ".join(TUNERS.names()))
@@ -64,40 +77,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. ga.generations=3")
     parser.add_argument("--resume", metavar="RUN_DIR", type=Path, help="continue an interrupted run")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or per-generation lines")
-    args = parser.parse_intermixed_args(argv)
-    overrides = list(args.overrides)
-    if args.config and "=" in args.config and args.resume is not None:
-        overrides.insert(0, args.config)
-        args.config = None
+    run_dir = None  # the run's directory, once there is one (a resumed run's from the start)
     try:
-        if args.resume is not None:
-            if args.config:
-                raise ConfigError(f"command line: {args.config}: give either CONFIG or --resume RUN_DIR, not both")
-            config = load_resume(args.resume, overrides)
-        else:
-            if not args.config:
-                parser.error("CONFIG or --resume RUN_DIR is required")
-            config = load_run_config(args.config, overrides)
-    except (ConfigError, EvaluatorError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    run_dir = args.resume
-
-    def stop(signum, frame):  # a plain kill stops like Ctrl-C: workers shut down, the run resumable
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-    try:
+        args = parser.parse_intermixed_args(argv)
+        run_dir = args.resume
+        overrides = list(args.overrides)
+        if args.config and "=" in args.config and args.resume is not None:
+            overrides.insert(0, args.config)
+            args.config = None
+        try:
+            if args.resume is not None:
+                if args.config:
+                    raise ConfigError(f"command line: {args.config}: give either CONFIG or --resume RUN_DIR, not both")
+                config = load_resume(args.resume, overrides)
+            else:
+                if not args.config:
+                    parser.error("CONFIG or --resume RUN_DIR is required")
+                config = load_run_config(args.config, overrides)
+        except (ConfigError, EvaluatorError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         check_cluster(config)  # before anything is made
         if args.resume is not None:
             state = resume(args.resume, config=config, quiet=args.quiet).state
         else:
-            run_dir = make_run_dir(config)
+            with interrupts.blocked():  # a signal meanwhile is taken once the directory is named
+                run_dir = make_run_dir(config)
             if not args.quiet:
                 print(f"run directory: {run_dir}/", flush=True)
             state = tune(config, quiet=args.quiet, run_dir=run_dir).state
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: continue with  python -m experiments.run --resume {run_dir}", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C, or a kill (SIGTERM): workers shut down, the run resumable
+        if run_dir is None:
+            print("\ninterrupted: nothing made", file=sys.stderr)
+        else:
+            print(f"\ninterrupted: continue with  python -m experiments.run --resume {run_dir}", file=sys.stderr)
         return 130
     except (OutputError, Locked, RunDamaged, ParallelError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -115,4 +128,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(exiting=True))

@@ -16,13 +16,20 @@ killed while writing (where the two sets cannot be swapped in one step, a set a 
 put back by the next solve, replay or view of the folder). DIR must be a
 new folder or one holding an earlier solve's files; it is checked before the search (not a folder,
 other files in it, not writable, under 32 MB free: one line, exit status 2, the search not begun).
-The default DIR, ``solves/<config>-<date>-<time>-<pid>``, is never another solve's.
+The default DIR, ``solves/<config>-<date>-<time>-<pid>``, is never another solve's. The process
+solving into DIR holds the lock ``DIR.lock`` beside it (`engine.files.FolderLock`) from before the
+search until its files are in place (the file is removed then): a second solve into DIR meanwhile
+is refused (one line naming DIR and the pid, exit status 2), never raced. A dask scheduler the
+search would use (``segment.parallel.scheduler``) is checked before the search, within 10 s.
 
 Ctrl-C (or a kill: SIGTERM) once ends the search at the next step with its best path so far,
 which is verified and written like a finished one (``stop: interrupted`` in the summary; exit
-status 130); a second one, or one during online games, stops at once and writes nothing. Once the
-search is over (or the games played), Ctrl-C and SIGTERM are held until the files are written: the
-record is verified and written whole, the command says so and exits with status 130.
+status 130); a second one, or one during online games, stops at once and writes nothing, as one
+does at any stage before the search (parsing, checking, compiling, connecting: ``interrupted:
+nothing written``, exit status 130). Once the search is over (or the games played), and for one
+that came when the search had no step left to stop at, Ctrl-C and SIGTERM are held until the
+files are written: the record is verified and written whole, the command says so and exits with
+status 130.
 
 Every size in the configuration (beam width, nodes, states, games, ...) is checked against memory
 before anything is allocated: a search whose estimate exceeds the memory there is (the machine's,
@@ -35,20 +42,16 @@ when it stops; ``--resume DIR``
 continues that search (same configuration and overrides: a checkpoint made by other settings is
 refused) and ends exactly as an uninterrupted run would, so a run of many hours can be done over
 several sittings: stop it with Ctrl-C (its best path so far is written), resume it later. The
-process working on such a search holds the lock ``DIR.lock`` (`engine.files.FolderLock`) from
-before its checkpoint is looked at until it ends (the file is removed then): a second solve or
-``--resume`` of the same DIR meanwhile is refused (one line naming DIR and the pid, exit status 2),
-so two processes never write one checkpoint.
+lock ``DIR.lock`` is taken before the checkpoint is looked at, so two processes never write one
+checkpoint either.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import signal
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,8 +59,9 @@ from pathlib import Path
 from engine import replay_line, upload_line
 from engine.config import ConfigError
 from engine.files import FolderLock, Locked, OutputError, OutputSet
-from engine.parallel import ParallelError
+from engine.parallel import ParallelConfig, ParallelError, check_scheduler
 from engine.provenance import provenance
+from experiments import interrupts
 from solver import SolverConfig, registry, solve
 from solver._base import CheckpointError
 from solver.online import GamesSeries, SplittingSeries
@@ -112,13 +116,8 @@ def checkpoint_path(out: Path) -> Path:
     return out.with_name(out.name + ".checkpoint.npz")
 
 
-def resumable(config: SolverConfig) -> bool:
-    """Whether the configuration's policy saves its search (`checkpoint_for`)."""
-    return getattr(registry.get(config.policy).policy, "resumable", False)  # (online policies have no Policy base)
-
-
 def lock_name(out: Path) -> str:
-    """The lock file beside ``out`` that a process working on its saved search holds: ``<out>.lock``."""
+    """The lock file beside ``out`` that the process solving into it holds: ``<out>.lock``."""
     return out.name + ".lock"
 
 
@@ -144,7 +143,26 @@ def checkpoint_for(config: SolverConfig, out: Path, resume: bool) -> Path | None
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, exiting: bool = False) -> int:
+    """The command; its exit status. Ctrl-C and SIGTERM stop it at any stage, parsing included
+    (`AfterTheSearch`, `experiments.interrupts`). ``exiting``: this is the command's own process,
+    about to exit with the status returned (a further signal then ends it at once with that
+    status)."""
+    end = AfterTheSearch()
+    with interrupts.handled(end.handle, restore=not exiting):
+        try:
+            status = _command(argv, end)
+        except KeyboardInterrupt:  # before the search was over, at any stage
+            print("interrupted: nothing written", file=sys.stderr)
+            status = 130
+        with interrupts.blocked():  # a signal from here on is held for the status, or ends the process with it
+            status = end.status(status)
+            if exiting:
+                interrupts.exit_with(status)
+    return status
+
+
+def _command(argv: list[str] | None, end: "AfterTheSearch") -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.solve", description=__doc__.splitlines()[0])
     parser.add_argument("config", help="solver YAML or a run's best.yaml")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. beam.width=100")
@@ -174,77 +192,77 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    end = AfterTheSearch()
-    with end.signals():  # put back last: nothing from the search's end on is cut short by a signal
-        try:
-            with contextlib.ExitStack() as held:
-                if resumable(config):  # one process at a time works on a saved search and its folder
-                    held.enter_context(FolderLock(target.parent, lock_name(target), label=str(target), remove=True))
-                checkpoint = checkpoint_for(config, target, args.resume is not None)
-                with progress_bar(config.policy, shown=not args.quiet) as progress:
-                    # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
-                    result = solve(config, progress=progress, evaluator=evaluator, interruptible=True,
-                                   checkpoint=checkpoint, resume=args.resume is not None, searched=end.searched)
-                if not result.pieces:
-                    print("error: the policy placed no piece; nothing written", file=sys.stderr)
-                    return 1
-                write_solution(out, result, config)  # signals from the end of the search on are held
-                status = report(result, out.target)
-                if end.pending is not None and status == 0:
-                    what = "record" if getattr(result, "record", None) is not None else "summary"
-                    print(f"interrupted ({end.pending}) after the search: the {what} was written", file=sys.stderr)
-                    return 130
-                return status
-        except KeyboardInterrupt:  # before the search was over
-            print("interrupted: nothing written", file=sys.stderr)
-            return 130
-        except (ConfigError, Locked, CheckpointError, ParallelError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        except OutputError as e:
-            print(f"error: {e}; nothing written", file=sys.stderr)
-            return 2
-        except MemoryError:
-            print(f"error: {args.config}: the search ran out of memory (its sizes passed the estimate, "
-                  "but the memory was not there); nothing written", file=sys.stderr)
-            return 2
-        finally:
-            out.discard()  # whatever was not committed
+    try:
+        # one process at a time works on a folder (and on the search saved beside it): a second
+        # solve into it meanwhile is refused, not raced
+        with FolderLock(target.parent, lock_name(target), label=str(target), remove=True):
+            checkpoint = checkpoint_for(config, target, args.resume is not None)
+            check_cluster(config)  # before the search: a scheduler that does not answer is given up at once
+            with progress_bar(config.policy, shown=not args.quiet) as progress:
+                # a first Ctrl-C or kill ends the search with its best path so far, a second one stops at once
+                result = solve(config, progress=progress, evaluator=evaluator, interruptible=True,
+                               checkpoint=checkpoint, resume=args.resume is not None, searched=end.searched)
+            if not result.pieces:
+                print("error: the policy placed no piece; nothing written", file=sys.stderr)
+                return 1
+            write_solution(out, result, config)  # signals from the end of the search on are held
+            end.written = "record" if getattr(result, "record", None) is not None else "summary"
+            return report(result, out.target)
+    except (ConfigError, Locked, CheckpointError, ParallelError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OutputError as e:
+        print(f"error: {e}; nothing written", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"error: {args.config}: the search ran out of memory (its sizes passed the estimate, "
+              "but the memory was not there); nothing written", file=sys.stderr)
+        return 2
+    finally:
+        out.discard()  # whatever was not committed
+
+
+def check_cluster(config: SolverConfig) -> None:
+    """The dask scheduler the policy's search would use (its section's ``parallel``, such as
+    ``segment.parallel``), if it names one, checked before the search: it answers within
+    `engine.parallel.CONNECT_SECONDS` and its workers run this project (`ParallelError`)."""
+    settings = getattr(getattr(config, config.policy, None), "parallel", None)
+    if isinstance(settings, ParallelConfig):
+        check_scheduler(settings, f"{config.policy}.parallel")
+
 
 class AfterTheSearch:
-    """Ctrl-C (SIGINT) and kill (SIGTERM) around a solve: until the search is over they stop the
-    process at once (a KeyboardInterrupt; during the search the policy takes the first one itself,
-    `solver.Policy.run`); once it is over (`searched`) they are held, not acted on, while the record
-    is verified and the output set written and committed, so the finished work is written whole;
-    ``pending`` then names the signal held, and the command reports it (exit status 130)."""
+    """Ctrl-C (SIGINT) and kill (SIGTERM) through a solve (`handle`, from the command's first line):
+    until the search is over they stop the process at once (a KeyboardInterrupt; during the search
+    the policy takes the first one itself, `solver.Policy.run`); once it is over (`searched`) they
+    are held, not acted on, while the record is verified and the output set written and committed,
+    so the finished work is written whole; ``pending`` then names the signal held, and `status`
+    reports it (exit status 130)."""
 
     def __init__(self):
         self.over = False
         self.pending: str | None = None
+        #: what was written, once committed: "record" or "summary"
+        self.written: str | None = None
 
     def searched(self) -> None:
         self.over = True
 
-    def _handle(self, signum, frame) -> None:
+    def handle(self, signum, frame) -> None:
         if not self.over:
             raise KeyboardInterrupt
         if self.pending is None:
             self.pending = signal.Signals(signum).name
 
-    @contextmanager
-    def signals(self):
-        """Install the handlers while inside (main thread only; a signal the process ignores, as a
-        background job ignores SIGINT, stays ignored)."""
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                if signal.getsignal(sig) is not signal.SIG_IGN:
-                    previous[sig] = signal.signal(sig, self._handle)
-        try:
-            yield self
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    def status(self, status: int) -> int:
+        """The command's exit status, given the one its work came to: 130 for a finished solve a
+        signal came to after its search (said in one line), else ``status``. From here on a signal
+        is held too (the status is decided)."""
+        self.over = True
+        if self.pending is not None and status == 0 and self.written is not None:
+            print(f"interrupted ({self.pending}) after the search: the {self.written} was written", file=sys.stderr)
+            return 130
+        return status
 
 
 def report(result, target: Path) -> int:
@@ -274,4 +292,4 @@ def report(result, target: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(exiting=True))

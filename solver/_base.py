@@ -174,6 +174,8 @@ class Policy(ABC):
         #: set by the first Ctrl-C of an interruptible run; a search loop checks it between steps
         #: and stops with its best path so far (``stop = "interrupted"``)
         self.interrupted = False
+        #: that signal (SIGINT or SIGTERM), None before it
+        self.signalled: signal.Signals | None = None
 
     @abstractmethod
     def search(self, threshold: np.ndarray, progress: Progress | None) -> SolveResult:
@@ -256,6 +258,7 @@ class Policy(ABC):
 
         def first(signum, frame):
             self.interrupted = True
+            self.signalled = signal.Signals(signum)
             signal.signal(signum, previous[signum])
 
         for sig in (signal.SIGINT, signal.SIGTERM):

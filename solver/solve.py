@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 from typing import Callable
@@ -35,11 +36,13 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
     """Play ``config`` and return its result; with ``record`` the record is built, replayed by the
     project's replayer and checked against the result (`RecordMismatch` on any difference). With
     ``interruptible``, a first Ctrl-C or SIGTERM ends the search with its best path so far
-    (``stop = "interrupted"``; `Policy.run`). A resumable policy (`Policy.resumable`: ``segment``)
-    saves its search to ``checkpoint`` as it goes, and with ``resume`` continues from it (a
-    checkpoint file that does not exist yet starts a new search); a policy that cannot is refused
-    a checkpoint (ValueError). ``searched()`` is called once the search (or the series of games) is
-    over, before the record is built and verified (`Policy.run`).
+    (``stop = "interrupted"``; `Policy.run`); one that comes when the search has no step left to
+    stop at is raised again once it is over (`signal.raise_signal`), so it acts as a signal after
+    the search does. A resumable policy (`Policy.resumable`: ``segment``) saves its search to
+    ``checkpoint`` as it goes, and with ``resume`` continues from it (a checkpoint file that does
+    not exist yet starts a new search); a policy that cannot is refused a checkpoint (ValueError).
+    ``searched()`` is called once the search (or the series of games) is over, before the record is
+    built and verified (`Policy.run`).
     A policy for unknown pieces (`registry.Entry.known_pieces` False) plays seeded games instead
     (`solver.online.games.solve_games`; no record): a known-sequence policy's result is a
     `SolveResult`, a series' a `solver.online.GamesSeries` or `solver.online.SplittingSeries`."""
@@ -56,6 +59,10 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
             raise ValueError(f"policy {config.policy!r} cannot save or resume its search (a checkpoint was given)")
         policy.checkpoint, policy.resume = Path(checkpoint), resume
     result = policy.run(curve, progress, interruptible, searched)
+    if policy.signalled is not None and result.stop != "interrupted":
+        # the first signal came when the search had no step left to stop it at (its last piece, or
+        # as it ended): it acts now, as one after the search does (a command holds it: exit 130)
+        signal.raise_signal(policy.signalled)
     if record and result.pieces:
         attach_record(result, get_rules(config.rules), policy.sequence, config.seed)
     return result
