@@ -1,0 +1,232 @@
+"""Racing: candidates evaluated instance by instance on the same instances, the losers dropped by a
+paired test at a stated confidence, so that the budget goes to the candidates still in the race
+(irace's F-race, Birattari et al. 2002; its elitist form, López-Ibáñez et al. 2016).
+
+A race over candidates C on instances 1, 2, ... (each instance shared by every candidate: common
+random numbers, so differences are paired):
+
+    alive <- C (the elites, carried over from the race before, first)
+    for r = 1, 2, ..., max_instances:
+        evaluate each alive candidate on instance r (an elite's result is known: no cost)
+        if r >= first_test and (r - first_test) % each_test == 0 and |alive| > survivors:
+            alive <- the candidates of alive that the paired test does not find worse than the best
+        if |alive| <= survivors: stop
+
+The tests (`TESTS`, ``test``), higher fitness better, on the table of the alive candidates' results
+on instances 1..r:
+
+- ``friedman``: ranks within each instance; Friedman's statistic over the blocks (ties averaged,
+  Conover's form); when it rejects at level 1 - ``confidence``, each candidate whose rank sum is
+  farther from the best's than Conover's post-hoc bound is dropped. With two candidates left, the
+  Wilcoxon signed-rank test, as irace does.
+- ``t``: each candidate against the one of best mean, a one-sided paired t-test; dropped when
+  significant at level 1 - ``confidence`` (``holm``: the levels corrected across the candidates).
+- ``wilcoxon``: the same with Wilcoxon's signed-rank test.
+
+Elitist: a candidate is dropped only by a test, never for one bad draw, and the best of the table
+is never dropped. A decision is a function of the table alone (`survivors`, `Race.step`), so a race
+resumed from its results written down makes the same decisions as one never stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from engine.registry import Registry
+
+from ._settings import Strict
+
+#: the paired tests by name: ``test(table, confidence, holm) -> indices of the candidates kept``
+TESTS: Registry[Callable] = Registry("paired test")
+#: a dropped candidate is told the survivors' lowest mean less this share of it (at least of 1),
+#: once more for each dropped candidate before it in the race's order (`Race.fitness`)
+DROPPED_GAP = 1e-9
+
+
+# ------------------------------------------------------------------------------------------------
+# The paired tests: ``table`` is (candidates, instances), higher better
+
+
+def _ranks(table: np.ndarray) -> np.ndarray:
+    """Each instance's ranks of the candidates, 1 for the best, ties averaged."""
+    from scipy.stats import rankdata
+
+    return rankdata(-table, axis=0, method="average")
+
+
+@TESTS.register("friedman")
+def friedman(table: np.ndarray, confidence: float, holm: bool = True) -> np.ndarray:
+    """The candidates Friedman's test and Conover's post-hoc keep (see the module docstring)."""
+    from scipy.stats import chi2
+    from scipy.stats import t as student
+
+    k, n = table.shape
+    if k == 2:
+        return wilcoxon(table, confidence, holm)
+    ranks = _ranks(table)
+    sums = ranks.sum(axis=1)
+    a = float((ranks ** 2).sum())
+    c = n * k * (k + 1) ** 2 / 4.0
+    if a - c <= 0:  # every instance ties every candidate: nothing tells them apart
+        return np.arange(k)
+    statistic = (k - 1) * float(((sums - n * (k + 1) / 2.0) ** 2).sum()) / (a - c)
+    alpha = 1.0 - confidence
+    if chi2.sf(statistic, k - 1) >= alpha:
+        return np.arange(k)
+    dof = (n - 1) * (k - 1)
+    spread = 2.0 * (n * a - float((sums ** 2).sum())) / dof
+    bound = student.ppf(1.0 - alpha / 2.0, dof) * math.sqrt(max(spread, 0.0))
+    best = sums.min()
+    return np.flatnonzero(sums - best <= bound)
+
+
+def _against_best(table: np.ndarray, confidence: float, holm: bool, p_value: Callable) -> np.ndarray:
+    """The candidates kept when each is tested against the one of best mean, ``p_value(d)`` the
+    one-sided p-value that the differences ``d`` (best minus it) are above 0."""
+    k = table.shape[0]
+    best = int(np.argmax(table.mean(axis=1)))
+    others = [j for j in range(k) if j != best]
+    p = np.array([p_value(table[best] - table[j]) for j in others])
+    alpha = 1.0 - confidence
+    dropped = np.zeros(len(others), bool)
+    if holm:  # step-down: the smallest p first, at alpha / m, alpha / (m - 1), ...
+        for step, i in enumerate(np.argsort(p, kind="stable")):
+            if p[i] >= alpha / (len(others) - step):
+                break
+            dropped[i] = True
+    else:
+        dropped = p < alpha
+    kept = [best] + [j for j, d in zip(others, dropped) if not d]
+    return np.array(sorted(kept))
+
+
+def _t_p(d: np.ndarray) -> float:
+    from scipy.stats import t as student
+
+    n = len(d)
+    mean, sd = float(d.mean()), float(d.std(ddof=1)) if n > 1 else 0.0
+    if sd == 0.0:
+        return 0.0 if mean > 0 else 1.0
+    return float(student.sf(mean / (sd / math.sqrt(n)), n - 1))
+
+
+def _wilcoxon_p(d: np.ndarray) -> float:
+    from scipy.stats import wilcoxon as signed_rank
+
+    if not np.any(d != 0):
+        return 1.0
+    return float(signed_rank(d, zero_method="zsplit", alternative="greater").pvalue)
+
+
+@TESTS.register("t")
+def paired_t(table: np.ndarray, confidence: float, holm: bool = True) -> np.ndarray:
+    """The candidates a one-sided paired t-test against the best does not drop."""
+    return _against_best(table, confidence, holm, _t_p)
+
+
+@TESTS.register("wilcoxon")
+def wilcoxon(table: np.ndarray, confidence: float, holm: bool = True) -> np.ndarray:
+    """The candidates Wilcoxon's signed-rank test against the best does not drop."""
+    return _against_best(table, confidence, holm, _wilcoxon_p)
+
+
+class RaceConfig(Strict):
+    """``race``: candidates scored instance by instance, the losers dropped by a paired test."""
+
+    test: Literal[tuple(TESTS)] = Field(
+        "friedman", description="`friedman`: Friedman's test and Conover's post-hoc (irace's F-race); `t`: paired "
+                                "t-tests against the best; `wilcoxon`: signed-rank tests against the best")
+    confidence: float = Field(0.95, gt=0.5, lt=1, description="the confidence at which a candidate is dropped")
+    first_test: int = Field(5, ge=2, description="instances every candidate plays before the first test")
+    each_test: int = Field(1, ge=1, description="instances between two tests after the first")
+    max_instances: int = Field(20, ge=1, description="instances a race plays at most")
+    survivors: int = Field(1, ge=1, description="the race stops once this many candidates are left")
+    holm: bool = Field(True, description="t, wilcoxon: Holm's correction of the levels across the candidates")
+
+    @model_validator(mode="after")
+    def _sizes(self):
+        if self.first_test > self.max_instances:
+            raise ValueError(f"first_test: at most max_instances ({self.max_instances})")
+        return self
+
+
+def survivors(table: np.ndarray, settings: RaceConfig) -> np.ndarray:
+    """The rows of ``table`` (alive candidates x instances played) the configured test keeps."""
+    table = np.asarray(table, dtype=np.float64)
+    if table.shape[0] <= 1:
+        return np.arange(table.shape[0])
+    return TESTS[settings.test](table, settings.confidence, settings.holm)
+
+
+# ------------------------------------------------------------------------------------------------
+# One race
+
+
+@dataclass
+class Race:
+    """A race over ``candidates`` (any labels; the elites first), its ``results`` a mapping
+    (candidate, instance) -> fitness filled as evaluations finish. `step` says which evaluations
+    the race needs next (none: it is over); every decision is made from the results alone."""
+
+    candidates: list
+    settings: RaceConfig
+    results: dict = field(default_factory=dict)
+    #: the round each dropped candidate was dropped after
+    dropped: dict = field(default_factory=dict)
+    #: each test's decision, by (instances played, the candidates tested): a result once known never
+    #: changes, so a decision is made once however often `step` replays the race
+    _decisions: dict = field(default_factory=dict, repr=False)
+
+    def step(self) -> list[tuple]:
+        """The (candidate, instance) pairs to evaluate next; [] when the race is over. Replays the
+        decisions from round 1, so it depends only on `results`."""
+        s = self.settings
+        alive = list(self.candidates)
+        self.dropped = {}
+        for r in range(s.max_instances):
+            need = [(c, r) for c in alive if (c, r) not in self.results]
+            if need:
+                return need
+            played = r + 1
+            if played >= s.first_test and (played - s.first_test) % s.each_test == 0 and len(alive) > s.survivors:
+                at = (played, tuple(alive))
+                if at not in self._decisions:
+                    table = np.array([[self.results[(c, i)] for i in range(played)] for c in alive])
+                    self._decisions[at] = frozenset(survivors(table, s).tolist())
+                kept = self._decisions[at]
+                for j, c in enumerate(alive):
+                    if j not in kept:
+                        self.dropped[c] = played
+                alive = [c for j, c in enumerate(alive) if j in kept]
+            if len(alive) <= s.survivors:
+                break
+        self.alive = alive
+        return []
+
+    def mean(self, candidate) -> float:
+        """The candidate's mean over the instances it played."""
+        values = [v for (c, _), v in self.results.items() if c == candidate]
+        return float(np.mean(values))
+
+    def fitness(self) -> dict:
+        """What a tuner is told of each candidate once the race is over: a survivor its mean over
+        the instances it played; a dropped one a value just below every survivor's, the later it was
+        dropped (then the higher its mean) the higher, so that the order told is the race's."""
+        if self.step():
+            raise ValueError("the race is not over")
+        out = {c: self.mean(c) for c in self.alive}
+        floor = min(out.values())
+        gap = DROPPED_GAP * max(1.0, abs(floor))
+        order = sorted(self.dropped, key=lambda c: (-self.dropped[c], -self.mean(c)))
+        for k, c in enumerate(order):
+            out[c] = floor - gap * (k + 1)
+        return {c: out[c] for c in self.candidates}
+
+    @property
+    def evaluations(self) -> int:
+        return len(self.results)
