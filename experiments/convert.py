@@ -116,6 +116,8 @@ def _legacy_tuner(optimizer) -> dict:
     if isinstance(optimizer, OptunaTuner) and "x0" not in vars(optimizer):
         optimizer.x0 = getattr(optimizer.sampler, "_x0", None)
         optimizer._trials = []
+    if isinstance(optimizer, OptunaTuner) and "digests" not in vars(optimizer):
+        optimizer.digests = None  # no digests of its told trials: taken from study.db when attached
     return optimizer.state_dict()
 
 

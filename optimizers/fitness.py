@@ -29,6 +29,7 @@ import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -37,6 +38,9 @@ SIMULATIONS = 0  # solver runs in this process (tests count them)
 KEY_HEX_DIGITS = 16
 #: zlib level of the curves' text form (curves.jsonl)
 CURVE_COMPRESSION = 6
+#: how a `solver.CheckpointError` about writing a saved search begins, after its file's name
+#: (`solver.segment.Segment._save`): the one kind a saved search that cannot be read is not
+SAVE_FAILURE = "cannot save the search"
 
 
 @dataclass(frozen=True)
@@ -72,10 +76,12 @@ RECORD_FIELDS = tuple(f.name for f in fields(TuningRecord))
 @dataclass(frozen=True)
 class Evaluated:
     """What `evaluate` returns: the candidate's ``record`` and its ``curve`` (the result's
-    ``best_by_step``, one value per piece simulated, or per game of a series)."""
+    ``best_by_step``, one value per piece simulated, or per game of a series); ``discarded``: the
+    line saying that its saved search could not be read and was discarded (None: none was)."""
 
     record: TuningRecord
     curve: list[int]
+    discarded: str | None = None
 
 
 def canonical(config: dict) -> tuple[str, dict]:
@@ -128,12 +134,15 @@ def evaluate(task: dict) -> Evaluated:
     A finished candidate's fitness is `games_fitness` (``task["topout_penalty"]``, 0 if absent).
     With ``task["checkpoint"]`` (a file; for a policy that can save its search) the search is saved
     there as it goes and continues from it when it exists (`solver.solve`'s ``checkpoint`` and
-    ``resume``); its seconds then count the earlier sittings' too."""
+    ``resume``); its seconds then count the earlier sittings' too. The saved search is only a cache
+    of progress: one that cannot be read (truncated, garbled, another search's) is discarded and the
+    candidate played from its first piece, to the same result (``discarded`` says so)."""
     global SIMULATIONS
     start = time.perf_counter()
     import numba
 
     from solver import SolverConfig, SolveResult, Threshold, solve
+    from solver._base import CheckpointError
     from solver.online import GamesSeries
 
     threads = task.get("threads")
@@ -142,7 +151,15 @@ def evaluate(task: dict) -> Evaluated:
     thr = task.get("threshold")
     threshold = Threshold(np.asarray(thr, dtype=np.float64), 1) if thr is not None else None
     checkpoint = task.get("checkpoint")
-    result = solve(config, threshold=threshold, record=False, checkpoint=checkpoint, resume=checkpoint is not None)
+    discarded = None
+    try:
+        result = solve(config, threshold=threshold, record=False, checkpoint=checkpoint, resume=checkpoint is not None)
+    except CheckpointError as e:
+        discarded = _unreadable_search(e, checkpoint)
+        if discarded is None:
+            raise
+        Path(checkpoint).unlink(missing_ok=True)
+        result = solve(config, threshold=threshold, record=False, checkpoint=checkpoint, resume=False)
     report = result.report if isinstance(result, SolveResult) else None  # a series of games has none
     earlier = sum(s.seconds for s in report.sittings[:-1]) if checkpoint and report is not None else 0.0
     SIMULATIONS += 1
@@ -154,7 +171,20 @@ def evaluate(task: dict) -> Evaluated:
         record = TuningRecord(fitness=games_fitness(result.score, ends, task.get("topout_penalty", 0.0)),
                               score=int(result.score), pieces=int(result.pieces), stop=result.stop, aborted=False,
                               abort_piece=None, threshold=None, seconds=0.0)
-    return Evaluated(replace(record, seconds=earlier + time.perf_counter() - start), curve)
+    return Evaluated(replace(record, seconds=earlier + time.perf_counter() - start), curve, discarded)
+
+
+def _unreadable_search(e, checkpoint) -> str | None:
+    """The line saying a candidate's saved search (``checkpoint``) is discarded, when the
+    `solver.CheckpointError` ``e`` is about reading it (not about saving it: a full disk is not
+    cured by discarding); else None."""
+    if checkpoint is None:
+        return None
+    message, prefix = str(e), f"{checkpoint}: "
+    if not message.startswith(prefix) or message.startswith(f"{prefix}{SAVE_FAILURE}"):
+        return None
+    return (f"{checkpoint}: the saved search cannot be read ({message[len(prefix):]}); discarded: the candidate is "
+            "played again from its first piece, to the result it would have had")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -13,8 +13,11 @@
   (`tuner.IN_PLAY`), each removed once its evaluation is written down.
 
 A line cut short by a kill is dropped when the files are read back (and the files are rewritten
-clean before a resumed run appends to them). The rows are typed records: `Evaluation`, `Rescoring`,
-`GenerationStats`.
+clean before a resumed run appends to them); a line with a value no run writes (a NaN or infinite
+fitness, threshold or seconds) is a damaged line, and a (generation, index) twice in
+evaluations.csv is refused. A resume holds evaluations.csv to the checkpoint (`RunStore.check_against`:
+every finished generation's rows there, giving its statistics). The rows are typed records:
+`Evaluation`, `Rescoring`, `GenerationStats`.
 """
 
 from __future__ import annotations
@@ -142,6 +145,15 @@ def _opt(conv, s: str):
     return None if s == "" else conv(s)
 
 
+def _finite(s: str) -> float:
+    """A number a run writes as a finite float (a fitness, a threshold, seconds): NaN or an
+    infinity is a damaged value, never one the run wrote."""
+    v = float(s)
+    if not math.isfinite(v):
+        raise ValueError(s)
+    return v
+
+
 class RunStore:
     """The files of the run in ``run_dir`` whose space has ``params``. ``config``: the resolved run
     config as plain data, which every checkpoint keeps a copy of (a resume compares config.yaml
@@ -158,6 +170,10 @@ class RunStore:
                                 *RECORD_COLUMNS, "cached", "key", "tuned_key"]
         #: file name -> the line numbers its last read could not use (see `_read`)
         self.damaged: dict[str, list[int]] = {}
+        #: file name -> the line number of each row its last read returned, in order (see `_read`)
+        self.lines: dict[str, list[int]] = {}
+        #: (generation, index) -> its line in evaluations.csv as last read (`read_evaluations`)
+        self.slot_lines: dict[tuple[int, int], int] = {}
 
     # ------------------------------------------------------------------ paths
     @property
@@ -204,9 +220,9 @@ class RunStore:
 
     @staticmethod
     def _record(row: dict) -> TuningRecord:
-        return TuningRecord(fitness=float(row["fitness"]), score=int(row["score"]), pieces=int(row["pieces"]),
+        return TuningRecord(fitness=_finite(row["fitness"]), score=int(row["score"]), pieces=int(row["pieces"]),
                       stop=row["stop"], aborted=_bool(row["aborted"]), abort_piece=_opt(int, row["abort_piece"]),
-                      threshold=_opt(float, row["threshold"]), seconds=float(row["seconds"]))
+                      threshold=_opt(_finite, row["threshold"]), seconds=_finite(row["seconds"]))
 
     # ------------------------------------------------------------------ CSV plumbing
     @staticmethod
@@ -225,10 +241,13 @@ class RunStore:
 
     def _read(self, path: Path, columns: list[str], parse) -> list:
         """The rows of a CSV file this store writes, parsed; a line cut short at the end (a kill while
-        appending) is dropped. Lines that cannot be read are skipped and noted in ``damaged[name]``
-        (their line numbers; 1 for a header that is not the expected one). `RunDamaged` when the file
-        is not UTF-8 text or larger than `MAX_TABLE_BYTES` (`engine.files.read_text`)."""
+        appending) is dropped. Lines that cannot be read (a field that does not parse, a fitness,
+        threshold or seconds that is NaN or infinite) are skipped and noted in ``damaged[name]``
+        (their line numbers; 1 for a header that is not the expected one); ``lines[name]`` holds the
+        line number of each row returned. `RunDamaged` when the file is not UTF-8 text or larger
+        than `MAX_TABLE_BYTES` (`engine.files.read_text`)."""
         self.damaged[path.name] = []
+        self.lines[path.name] = numbers = []
         if not path.exists():
             return []
         try:
@@ -246,6 +265,7 @@ class RunStore:
                 if len(fields) != len(columns):
                     raise ValueError(line)
                 out.append(parse(dict(zip(columns, fields))))
+                numbers.append(number)
             except (ValueError, KeyError, json.JSONDecodeError):
                 self.damaged[path.name].append(number)
         return out
@@ -266,13 +286,18 @@ class RunStore:
                           record=self._record(row), cached=_bool(row["cached"]), key=row["key"])
 
     def read_evaluations(self) -> list[Evaluation]:
+        """The rows of evaluations.csv by (generation, index); `RunDamaged` naming both lines when a
+        (generation, index) is there twice (a row is written once: which one is the run's cannot be
+        told)."""
         rows = self._read(self.evaluations, self.eval_columns, self._parse_eval)
-        seen, out = set(), []
-        for e in rows:  # a (generation, index) is written once; keep the first if ever twice
-            if e.slot not in seen:
-                seen.add(e.slot)
-                out.append(e)
-        return sorted(out, key=lambda e: e.slot)
+        self.slot_lines = {}
+        for e, number in zip(rows, self.lines[self.evaluations.name]):
+            first = self.slot_lines.setdefault(e.slot, number)
+            if first != number:
+                raise RunDamaged(f"{self.evaluations}: lines {first} and {number} are both generation {e.generation}'s "
+                                 f"candidate {e.index}, whose row is written once; remove the one the run did not write, "
+                                 "or restore the file")
+        return sorted(rows, key=lambda e: e.slot)
 
     def rewrite_evaluations(self, rows: list[Evaluation] | None = None) -> list[Evaluation]:
         rows = self.read_evaluations() if rows is None else rows
@@ -416,28 +441,57 @@ class RunStore:
         return (f"move it aside (mv {CHECKPOINT} {CHECKPOINT}.bad) and resume again: the run then starts over from "
                 "evaluations.csv, simulating none of the evaluations it holds")
 
-    def check_against(self, rows: list[Evaluation], history: list[GenerationStats]) -> None:
-        """`RunDamaged` when ``rows`` (evaluations.csv as read) lack evaluations of the finished
-        generations of ``history`` (the checkpoint's), naming the damaged lines."""
-        counted = {h.generation: h.evaluations for h in history}
-        have: dict[int, int] = {}
+    def check_against(self, rows: list[Evaluation], history: list[GenerationStats],
+                      told: dict[int, int] | None = None) -> None:
+        """`RunDamaged` when ``rows`` (evaluations.csv as read) are not the evaluations of the
+        finished generations of ``history`` (the checkpoint's): rows missing (naming the damaged
+        lines), a candidate the generation did not have, or fitness values whose statistics (best,
+        mean, median, worst of the tuner's candidates, computed as the run loop computes them,
+        `tuner.spread`) are not the checkpoint's at the precision generations.csv is written at
+        (`DECIMALS`): a value changed after its generation finished. ``told``: how many of a
+        generation's candidates, the first ones, are the tuner's (the others re-evaluations,
+        `optimizers.noise`); absent: all of them."""
+        from .tuner import spread
+
+        by_generation: dict[int, list[Evaluation]] = {}
         for e in rows:
-            have[e.generation] = have.get(e.generation, 0) + 1
-        missing = {g: n - have.get(g, 0) for g, n in counted.items() if have.get(g, 0) < n}
-        if not missing:
-            return
+            by_generation.setdefault(e.generation, []).append(e)
+        counted = {h.generation: h.evaluations for h in history}
+        have = {g: len(by_generation.get(g, [])) for g in counted}
+        missing = {g: n - have[g] for g, n in counted.items() if have[g] < n}
         name = self.evaluations.name
-        if not self.evaluations.exists():
-            where = "the file is missing"
-        elif self.damaged.get(name) == [1] and not rows:
-            where = "its header is not the one this run writes"
-        elif self.damaged.get(name):
-            lines = self.damaged[name]
-            where = f"unreadable line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}" + (
-                ", ..." if len(lines) > 5 else "")
-        else:
-            where = "rows deleted"
-        gens = ", ".join(str(g + 1) for g in sorted(missing))
-        raise RunDamaged(f"{self.evaluations}: {sum(missing.values())} of the evaluations the checkpoint counts in "
-                         f"generation{'s' if len(missing) > 1 else ''} {gens} are not there ({where}); restore the "
-                         "file, or move checkpoint.npz aside to resume from the evaluations that remain")
+        if missing:
+            if not self.evaluations.exists():
+                where = "the file is missing"
+            elif self.damaged.get(name) == [1] and not rows:
+                where = "its header is not the one this run writes"
+            elif self.damaged.get(name):
+                lines = self.damaged[name]
+                where = f"unreadable line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}" + (
+                    ", ..." if len(lines) > 5 else "")
+            else:
+                where = "rows deleted"
+            gens = ", ".join(str(g) for g in sorted(missing))
+            raise RunDamaged(f"{self.evaluations}: {sum(missing.values())} of the evaluations the checkpoint counts in "
+                             f"generation{'s' if len(missing) > 1 else ''} {gens} are not there ({where}); restore the "
+                             "file, or move checkpoint.npz aside to resume from the evaluations that remain")
+        for h in history:
+            mine = by_generation[h.generation]
+            for e in mine:
+                if not 0 <= e.index < h.evaluations:
+                    raise RunDamaged(f"{self.evaluations}: line {self.slot_lines.get(e.slot, '?')} is generation "
+                                     f"{e.generation}'s candidate {e.index}, which the checkpoint does not count (the "
+                                     f"generation had candidates 0 to {h.evaluations - 1}); remove it, or restore the file")
+            n = h.evaluations if told is None else told.get(h.generation, h.evaluations)
+            fitness = [e.record.fitness for e in mine if e.index < n]
+            if not fitness:
+                continue
+            now = spread(fitness)
+            for stat in ("best", "mean", "median", "worst"):
+                saved = getattr(h, stat)
+                if saved is None or f"{now[stat]:.{DECIMALS}f}" != f"{saved:.{DECIMALS}f}":
+                    raise RunDamaged(
+                        f"{self.evaluations}: generation {h.generation}'s rows give a {stat} fitness of "
+                        f"{now[stat]:.{DECIMALS}f} where the checkpoint's statistics say "
+                        f"{'none' if saved is None else f'{saved:.{DECIMALS}f}'}: a value was changed after the "
+                        "generation finished; restore the file as the run wrote it")

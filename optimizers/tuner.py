@@ -11,7 +11,9 @@ One generation g (`Tuner.run_generation`):
    finished evaluation is written down at once. A policy that can save its search
    (`solver.Policy.resumable`: ``segment``) saves it in ``in-play/`` of the run directory as it
    goes (`IN_PLAY`); a run stopped and resumed plays such a candidate on from there, to the result
-   of one never stopped, and its file goes once the evaluation is written down;
+   of one never stopped (a saved search that cannot be read is discarded and said, and the
+   candidate played from its first piece: `fitness.evaluate`), and its file goes once the
+   evaluation is written down;
 4. `Tuner.conclude`: the tuner is told the fitness, the early abort takes in the finished
    candidates, the statistics, ``best.yaml``, ``fitness.png`` and ``checkpoint.npz`` are written.
 
@@ -103,6 +105,17 @@ def generation_seed(solver: dict, g: int) -> int:
     return first_seed(solver) + g * int(games)
 
 
+def replay_threshold(record: TuningRecord) -> np.ndarray | None:
+    """A threshold under which a simulation of ``record``'s config ends as ``record`` did, whatever
+    stopped it then: none for a finished one; for an aborted one, a threshold no score passes at its
+    abort piece and unchecked (-inf) before it."""
+    if not record.aborted:
+        return None
+    out = np.full(record.abort_piece, -np.inf)
+    out[-1] = np.inf
+    return out
+
+
 def spread(values) -> dict:
     """best, mean, median and worst of ``values``."""
     a = np.asarray(values, dtype=np.float64)
@@ -159,6 +172,8 @@ class Tuner:
         self.memo = Memo(config.early_abort.aborted_fitness)
         self.state: RunState | None = None
         self.evaluations: dict[tuple[int, int], Evaluation] = {}  # (generation, index) -> this run's evaluations
+        #: config key -> its last simulated evaluation, whose curve curves.jsonl lost (`_restore`)
+        self.unrecovered: dict[str, Evaluation] = {}
         self._plotted = time.monotonic()
 
     # ------------------------------------------------------------------ setup
@@ -167,25 +182,73 @@ class Tuner:
                         early_abort=EarlyAbort.for_run(self.config), noise=Noise.for_run(self.config, self.space))
 
     def _restore(self) -> None:
-        """Rebuild the memo from the files; clean partial lines. `RunDamaged` when evaluations.csv
-        lacks rows the checkpoint's finished generations counted (a damaged or deleted file): the
-        run would silently simulate them again and its counts would no longer match."""
+        """Rebuild the memo from the files; clean partial lines. `RunDamaged` when evaluations.csv is
+        not what the checkpoint's finished generations counted (`RunStore.check_against`: rows
+        missing, a damaged line, a value changed): the run would silently simulate them again, or
+        go on from values it was never told.
+
+        The memo holds, for each config, its last simulated evaluation with its curve, as in a run
+        never stopped. An evaluation whose curve curves.jsonl lost (a damaged, truncated or removed
+        file) takes it from the early abort's saved candidates when it is one of them; the others
+        are simulated again, each when its config comes up again (`_recover_curves`), so that the
+        memo answers as it would have and the run ends as an uninterrupted one."""
         rows = self.store.read_evaluations()
-        self.store.check_against(rows, self.state.history)
+        noise = self.state.noise
+        told = {r["generation"]: r["candidates"] for r in noise.rows} if noise is not None else None
+        self.store.check_against(rows, self.state.history, told)
+        damaged = self.store.damaged.get(self.store.evaluations.name)
+        if damaged:  # (lines of no finished generation: check_against refuses those)
+            self._say(f"{self.store.evaluations}: line{'s' if len(damaged) > 1 else ''} "
+                      f"{', '.join(map(str, damaged[:5]))}{', ...' if len(damaged) > 5 else ''} could not be read "
+                      "(dropped): their candidates are evaluated again")
         self.store.rewrite_curves()
         rows = self.store.rewrite_evaluations(rows) if self.store.evaluations.exists() else []
         curves = self.store.read_curves()
+        kept = {key: curve for *_, key, curve in self.state.early_abort.best}  # finished candidates' curves
+        last: dict[str, Evaluation] = {}
         for e in rows:
             self.evaluations[e.slot] = e
-            if not e.cached and (e.generation, e.key) in curves:
-                self.memo.store(e.key, e.record, curves[(e.generation, e.key)])
-        # an evaluation of the generation under way whose curve curves.jsonl lost (a damaged or
-        # truncated file) is simulated again: the early abort takes every finished candidate's curve
-        lost = [e for e in rows if e.generation >= self.state.generation and e.key not in self.memo]
-        for e in lost:
-            del self.evaluations[e.slot]
-        if lost:
-            self.store.rewrite_evaluations(sorted(self.evaluations.values(), key=lambda e: e.slot))
+            if not e.cached:
+                last[e.key] = e
+        for key, e in last.items():
+            curve = curves.get((e.generation, key))
+            if curve is None and not e.record.aborted:
+                curve = kept.get(key)
+            if curve is None:
+                self.unrecovered[key] = e
+            else:
+                self.memo.store(key, e.record, curve)
+        if self.unrecovered:
+            gens = sorted({e.generation for e in self.unrecovered.values()})
+            self._say(f"{self.store.curves}: the curves of {len(self.unrecovered)} simulated evaluation(s) of generation"
+                      f"{'s' if len(gens) > 1 else ''} {', '.join(map(str, gens))} are lost (the file is damaged or "
+                      "removed): each is simulated again when its config comes up again, so the run ends as one "
+                      "never stopped")
+
+    def _recover_curves(self, pool: Pool, gen: Generation) -> None:
+        """Simulate again the configs of ``gen`` whose last evaluation lost its curve (`_restore`),
+        each to the end it had (a finished one in full, an aborted one stopped at its abort piece),
+        and put it in the memo as the run never stopped would have it, its curve back in
+        curves.jsonl. `RunDamaged` when the simulation does not give the record evaluations.csv holds."""
+        todo = {c.key: (self.unrecovered[c.key], c.config) for c in gen.candidates if c.key in self.unrecovered}
+        if not todo:
+            return
+        groups = list(todo.items())
+        tasks = [self._task(config, replay_threshold(e.record), pool) for _, (e, config) in groups]
+
+        def done(t: int, result: Evaluated) -> None:
+            key, (e, _) = groups[t]
+            got, want = replace(result.record, seconds=0.0, threshold=None), replace(e.record, seconds=0.0, threshold=None)
+            if got != want:
+                raise RunDamaged(f"{self.store.evaluations}: generation {e.generation}'s candidate {e.index}, simulated "
+                                 f"again for the curve curves.jsonl lost, gives fitness {got.fitness:,} ({got.stop}) where "
+                                 f"the file says {want.fitness:,} ({want.stop}); restore the two files as the run wrote them")
+            self.store.append_curve(e.generation, key, result.curve)
+            self.memo.store(key, e.record, result.curve)
+            del self.unrecovered[key]
+            log.info("gen %d #%d: its curve simulated again (%d pieces)", e.generation, e.index, len(result.curve))
+
+        pool.map(evaluate, tasks, on_result=done)
 
     def _check_in_play(self) -> None:
         """`RunDamaged` for a search in ``in-play/`` that an older version pickled (never read:
@@ -344,6 +407,7 @@ class Tuner:
         """Generation ``g``: propose, settle the candidates known without a simulation, simulate the
         others, then take the results in (see the module docstring)."""
         gen = self.propose(g)
+        self._recover_curves(pool, gen)
         with self._progress(gen) as bar:
             pending = self.settle_known(gen, bar)
             self.simulate(pool, gen, pending, bar)
@@ -414,6 +478,8 @@ class Tuner:
 
         def done(t: int, result: Evaluated) -> None:
             key, indices = groups[t]
+            if result.discarded is not None:
+                self._say(result.discarded)
             self._take_result(gen, key, indices, result)
             if files[t] is not None:  # written down: its saved search is not needed again
                 files[t].unlink(missing_ok=True)
@@ -595,6 +661,8 @@ class Tuner:
         with tqdm(total=len(tasks), desc="rescore", unit="eval", leave=False, disable=self.quiet or not tasks) as bar:
             def done(t: int, result: Evaluated) -> None:
                 entry = todo[t][0]
+                if result.discarded is not None:
+                    self._say(result.discarded)
                 self.store.append_curve("rescore", entry.key, result.curve)
                 row = replace(entry, record=result.record)
                 self.store.append_rescore(row)

@@ -31,11 +31,22 @@ generation was being told leaves trials the checkpoint does not know), and reads
 memory. The file is then rewritten through Optuna's storage API (every study copied, the cut one
 up to that trial, then renamed over study.db), so the resumed run asks the same trials under the
 same numbers and ends as an uninterrupted one.
+
+study.db is checked before use (`OptunaTuner._check_file`): a regular file that begins with
+SQLite's header, passes SQLite's quick check and has Optuna's tables; and the checkpoint keeps a
+digest of each generation's told trials (`trials_digest`: their numbers, states, parameters,
+values and intermediate values), compared with the trials read back. A file that is not a study,
+or whose told trials are not the ones the checkpoint told, is `RunDamaged` in one line saying how
+to go on, as is any error SQLite or SQLAlchemy raises on it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import sqlite3
+import stat
 import warnings
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -55,6 +66,15 @@ STUDY_FILE = "study.db"
 MEMORY_STUDY = "optuna"
 #: seconds a SQLite connection waits for a lock (optuna-dashboard reads the file meanwhile)
 SQLITE_TIMEOUT = 60
+#: how every SQLite database file begins
+SQLITE_HEADER = b"SQLite format 3\0"
+#: the tables of Optuna's RDB storage the tuner reads and writes (a study.db without one is no study)
+STUDY_TABLES = ("studies", "study_directions", "trials", "trial_params", "trial_values",
+                "trial_intermediate_values", "version_info")
+#: how to go on past a damaged study.db (the end of its `RunDamaged` line)
+STUDY_ADVICE = ("put the run's study.db back, or move it and checkpoint.npz aside (mv study.db study.db.bad; "
+                "mv checkpoint.npz checkpoint.npz.bad) and resume again: the run then starts over from "
+                "evaluations.csv, simulating none of the evaluations it holds")
 
 
 def _optuna():
@@ -106,6 +126,8 @@ class OptunaTuner(Optimizer):
         self.study_name: str | None = None  # fixed by the first `attach`
         self.path: Path | None = None  # study.db; None: in memory
         self.told = 0  # trials of the study told so far (at a checkpoint: every trial asked)
+        #: `trials_digest` of each generation's told trials (None: a checkpoint of a version without them)
+        self.digests: list[str] | None = []
         self._memory = None  # the in-memory storage the sampler reads
         self._file = None  # study.db's storage (in a run), and this tuner's study id there
         self._file_study: int | None = None
@@ -123,7 +145,7 @@ class OptunaTuner(Optimizer):
             raise ValueError("an optuna tuner's state is saved between generations, not while trials are asked")
         states = {k: rs.get_state() for k, rs in sampler_random_states(self.sampler).items()}
         return {**super().state_dict(), "seed": self.seed, "x0": self.x0, "study_name": self.study_name,
-                "told": self.told, "random_states": states}
+                "told": self.told, "digests": self.digests, "random_states": states}
 
     def load_state(self, f) -> None:
         super().load_state(f)
@@ -136,6 +158,15 @@ class OptunaTuner(Optimizer):
         self.sampler = self._make_sampler()
         self.study_name = f.str("study_name")
         self.told = f.int("told", 0)
+        if self.told != self.generation * self.settings.population:
+            f.fail(f.name("told"), f"{self.told} trials told in {self.generation} generations of "
+                                   f"{self.settings.population}")
+        self.digests = None
+        if f.get("digests") is not None:  # (absent from the checkpoints of versions without them)
+            digests = f.list("digests", self.generation)
+            if not all(isinstance(d, str) and len(d) == 64 for d in digests):
+                f.fail(f.name("digests"), "not a SHA-256 digest (64 hex digits) for each generation")
+            self.digests = digests
         saved, mine = f.sub("random_states"), sampler_random_states(self.sampler)
         if sorted(saved.data) != sorted(mine):
             f.fail("random_states", f"the random states of another sampler ({', '.join(sorted(saved.data))}; "
@@ -203,8 +234,8 @@ class OptunaTuner(Optimizer):
         self.study()
 
     def study(self):
-        """The open study (opened, and in a run cut back to the checkpoint's trials and read from
-        study.db, on first use)."""
+        """The open study (opened, and in a run checked, cut back to the checkpoint's trials and read
+        from study.db, on first use); `RunDamaged` when study.db is not the study the checkpoint told."""
         if self._study is None:
             optuna = _optuna()
             name = self.study_name or MEMORY_STUDY
@@ -213,18 +244,89 @@ class OptunaTuner(Optimizer):
             study = optuna.create_study(storage=self._memory, sampler=self.sampler, direction="maximize",
                                         study_name=name, load_if_exists=True)
             if self.path is not None:
-                self._file = self._storage()
-                self._file_study = optuna.create_study(storage=self._file, direction="maximize", study_name=name,
-                                                       load_if_exists=True)._study_id
-                for t in sorted(self._file.get_all_trials(self._file_study, deepcopy=False), key=lambda t: t.number):
+                self._check_file()
+                try:
+                    self._file = self._storage()
+                    self._file_study = optuna.create_study(storage=self._file, direction="maximize", study_name=name,
+                                                           load_if_exists=True)._study_id
+                    told = sorted(self._file.get_all_trials(self._file_study, deepcopy=False), key=lambda t: t.number)
+                except _sql_errors() as e:
+                    raise self._damaged(f"cannot be read as a study ({_sql_problem(e)})") from None
+                self._check_digests(told)
+                for t in told:
                     self._memory.create_new_trial(study._study_id, template_trial=t)
             self._study = study
         return self._study
 
+    def _damaged(self, problem: str):
+        """study.db's `RunDamaged`: the file, its ``problem`` and how to go on."""
+        from ..store import RunDamaged
+
+        return RunDamaged(f"{self.path}: {problem}; {STUDY_ADVICE}")
+
+    def _check_file(self) -> None:
+        """`RunDamaged` unless study.db is missing or empty (a new study), or a regular file that
+        begins with SQLite's header, passes SQLite's quick check and holds Optuna's tables."""
+        path = self.path
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            if path.is_symlink():
+                raise self._damaged("a symbolic link to nothing") from None
+            return
+        except OSError as e:
+            raise self._damaged(f"cannot read it: {e.strerror or e}") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise self._damaged("a folder, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in files.SPECIAL_FILES if test(info.st_mode)), "of no known kind")
+            raise self._damaged(f"not a regular file ({kind})")
+        if info.st_size == 0:  # SQLite's empty database: created, nothing written yet
+            return
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(SQLITE_HEADER))
+        except OSError as e:
+            raise self._damaged(f"cannot read it: {e.strerror or e}") from None
+        if head != SQLITE_HEADER:
+            raise self._damaged("not a SQLite database (it does not begin with SQLite's header)")
+        try:
+            connection = sqlite3.connect(path, timeout=SQLITE_TIMEOUT)
+            try:
+                verdict = [row[0] for row in connection.execute("PRAGMA quick_check")]
+                tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            finally:
+                connection.close()
+        except sqlite3.Error as e:
+            raise self._damaged(f"not a readable SQLite database ({e})") from None
+        if verdict != ["ok"]:
+            raise self._damaged(f"a damaged SQLite database (its quick check: {verdict[0]})")
+        missing = [t for t in STUDY_TABLES if t not in tables]
+        if missing:
+            raise self._damaged(f"not an Optuna study (no table {', '.join(missing)})")
+
+    def _check_digests(self, told: list) -> None:
+        """`RunDamaged` when the trials read from study.db (``told``, by number, cut to the
+        checkpoint's) are not the ones each generation told (`trials_digest`); a checkpoint without
+        digests (an older version's) takes them from the file."""
+        n = self.settings.population
+        found = [trials_digest(told[g * n:(g + 1) * n]) for g in range(self.generation)]
+        if self.digests is None:
+            self.digests = found
+            return
+        for g, (saved, read) in enumerate(zip(self.digests, found)):
+            if saved != read:
+                raise self._damaged(f"trials {g * n} to {(g + 1) * n - 1} of the study {self.study_name!r} are not the "
+                                    "ones the run told (a parameter, value or state was changed since)")
+
     def _open(self, path: Path):
         optuna = _optuna()
-        storage = optuna.storages.RDBStorage(f"sqlite:///{path.resolve()}",
-                                             engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT}})
+        try:
+            storage = optuna.storages.RDBStorage(f"sqlite:///{path.resolve()}",
+                                                 engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT}})
+        except RuntimeError as e:  # Optuna's own check of the tables' schema version
+            raise self._damaged(f"a study whose tables this version of Optuna cannot use ({str(e).splitlines()[0]})"
+                                ) from None
         if not files.DURABLE:  # commits not fsynced, as the project's other writes (`engine.files.DURABLE`)
             from sqlalchemy import event
 
@@ -243,8 +345,7 @@ class OptunaTuner(Optimizer):
         if have < self.told:
             storage.engine.dispose()
             raise RunDamaged(f"{self.path}: the study {self.study_name!r} holds {have} trials where the checkpoint "
-                             f"has told {self.told}; the sampler's history is lost: put the run's study.db back, or "
-                             "start the run again")
+                             f"has told {self.told}; the sampler's history is lost: {STUDY_ADVICE}")
         if have > self.told:
             storage = self._cut(storage, studies)
         return storage
@@ -302,13 +403,51 @@ class OptunaTuner(Optimizer):
             else:
                 trial.report(float(f), step=int(piece))
                 study.tell(trial, state=TrialState.PRUNED)
+        frozen = study.get_trials(deepcopy=False)  # by trial number
+        mine = [frozen[trial.number] for trial in self._trials]
         if self._file is not None:  # the generation's told trials, copied to study.db
-            frozen = study.get_trials(deepcopy=False)  # by trial number
-            for trial in self._trials:
-                self._file.create_new_trial(self._file_study, template_trial=frozen[trial.number])
+            try:
+                for t in mine:
+                    self._file.create_new_trial(self._file_study, template_trial=t)
+            except _sql_errors() as e:
+                from ..store import RunDamaged
+
+                raise RunDamaged(f"{self.path}: cannot write the generation's trials ({_sql_problem(e)}); once "
+                                 "that is fixed, resume the run: it goes on from its last checkpoint") from None
+        if self.digests is not None:
+            self.digests.append(trials_digest(mine))
         self.told += len(self._trials)
         self._trials = []
         self.generation += 1
+
+
+def trials_digest(trials) -> str:
+    """The SHA-256 (hex) of trials as the sampler learns from them: each one's number, state,
+    parameters, value and intermediate values, in order."""
+    h = hashlib.sha256()
+    for t in trials:
+        item = [t.number, t.state.name, sorted(t.params.items()), t.value, sorted(t.intermediate_values.items())]
+        h.update(json.dumps(item, default=_plain).encode() + b"\n")
+    return h.hexdigest()
+
+
+def _plain(v):
+    """A numpy scalar among a trial's values as the Python number SQLite gives back."""
+    if isinstance(v, np.generic):
+        return v.item()
+    raise TypeError(f"{type(v).__name__} in a trial")
+
+
+def _sql_errors() -> tuple:
+    """The errors SQLite and SQLAlchemy raise on a file that is not the study it should be."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return SQLAlchemyError, sqlite3.Error
+
+
+def _sql_problem(e: Exception) -> str:
+    """An error of `_sql_errors` in a few words: SQLite's own, without SQLAlchemy's statement."""
+    return str(getattr(e, "orig", None) or e).splitlines()[0]
 
 
 def sampler_random_states(sampler, prefix: str = "sampler") -> dict:
