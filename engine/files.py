@@ -21,9 +21,10 @@ line naming the file, e.g. ``big.yaml: more than 1 MiB: too large for a configur
 
 YAML: safe loading, numbers written the YAML 1.2 way (``1e9``, ``-1e-3``) read as floats as well as
 ``1.0e+9``, a key given twice in one mapping refused, an integer of more digits than Python reads
-from text (4,300) refused naming its key (`LongInteger`); every problem is one `YamlError` line
-naming the file, e.g. ``configs/x.yaml: invalid YAML: line 3, column 1: expected ',' or ']', but got
-'<stream end>'``. `write_yaml` quotes strings that this loader would read as numbers, so what it
+from text (4,300) refused naming its key (`LongInteger`), a document whose aliases would expand it
+past `MAX_YAML_NODES` values (an alias bomb) or into itself refused once composed, before anything
+is built from it; every problem is one `YamlError` line naming the file, e.g. ``configs/x.yaml:
+invalid YAML: line 3, column 1: expected ',' or ']', but got '<stream end>'``. `write_yaml` quotes strings that this loader would read as numbers, so what it
 writes reads back as it was.
 """
 
@@ -620,10 +621,32 @@ class _TooManyDigits(Exception):
 # YAML
 
 
+#: the most values (nodes) a YAML document may hold once its aliases are expanded: as many as a
+#: configuration file of the largest size (`MAX_CONFIG_BYTES`) can hold written out (a byte each at
+#: least), so through aliases no document stands for more than its kind's read limit allows; the
+#: configurations hold no alias or a handful (``<<: *base`` merges), thousands of values in all
+MAX_YAML_NODES = MAX_CONFIG_BYTES
+
+
 class _Loader(yaml.SafeLoader):
     """Safe loader that also reads YAML 1.2 floats such as ``1e9`` and ``-1e-3`` as numbers, and
     refuses a key given twice in one mapping (a merge, ``<<: *base``, may still be overridden) and an
-    integer of more digits than ``int()`` reads from text (`parse_yaml` names its key)."""
+    integer of more digits than ``int()`` reads from text (`parse_yaml` names its key).
+
+    Aliases are bounded: a document whose values, its aliases expanded, are more than ``max_nodes``
+    (`MAX_YAML_NODES`; `_TooManyAliases`), or that holds an alias inside the value it names (a
+    recursive structure), is refused once composed, before anything is built from it. PyYAML
+    builds an alias as a reference, but the code that walks a configuration (validation, JSON,
+    digests) expands it: nine levels of nine aliases stand for about 400 million values."""
+
+    #: the most values a document may hold, its aliases expanded (`parse_yaml` sets it per document)
+    max_nodes = MAX_YAML_NODES
+
+    def compose_document(self):
+        node = super().compose_document()
+        if node is not None:
+            _check_expansion(node, self.max_nodes)
+        return node
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -672,6 +695,51 @@ def _key_of(text: str, target) -> str:
     return ""
 
 
+class _TooManyAliases(yaml.YAMLError):
+    """A document refused for its aliases (`_check_expansion`): ``what`` is the kind of problem,
+    ``mark`` where the value is, ``problem`` what is wrong with it."""
+
+    def __init__(self, what: str, mark, problem: str):
+        super().__init__(f"{what}: {problem}")
+        self.what, self.mark, self.problem = what, mark, problem
+
+
+def _children(node) -> list:
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def _check_expansion(root, limit: int) -> None:
+    """Refuse (`_TooManyAliases`) the composed document ``root`` when, its aliases expanded, it holds
+    more than ``limit`` values (nodes), or when a value holds an alias of itself. Every node is
+    visited once (a node an alias names again is counted from its first visit), so the check takes
+    a time linear in the document's text however far its aliases would expand."""
+    size: dict[int, int] = {}  # id(node) -> its values, aliases expanded
+    open_: set[int] = set()  # the nodes whose values are being counted
+    stack = [(root, False)]
+    while stack:
+        node, counted = stack.pop()
+        key = id(node)
+        if counted:
+            open_.discard(key)
+            n = 1 + sum(size[id(c)] for c in _children(node))
+            if n > limit:
+                raise _TooManyAliases("too many aliases", node.start_mark,
+                                      f"the value there holds more than {limit:,} values once its aliases are "
+                                      "expanded")
+            size[key] = n
+        elif key in open_:  # reached again from inside itself
+            raise _TooManyAliases("a recursive alias", node.start_mark,
+                                  "the value there holds an alias of itself")
+        elif key not in size:
+            open_.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in _children(node))
+
+
 class _Dumper(yaml.SafeDumper):
     """Safe dumper that quotes the strings `_Loader` would read as YAML 1.2 floats."""
 
@@ -680,11 +748,17 @@ for _cls in (_Loader, _Dumper):
     _cls.add_implicit_resolver("tag:yaml.org,2002:float", YAML12_FLOAT, list("-+0123456789"))
 
 
-def parse_yaml(text: str, origin: str = "<text>") -> Any:
+def parse_yaml(text: str, origin: str = "<text>", max_nodes: int | None = None) -> Any:
     """The document in ``text`` (None when it is empty); `YamlError` naming ``origin``, the line and
-    column when it is not YAML."""
+    column when it is not YAML, or when its aliases expand it to more than ``max_nodes`` values
+    (default `MAX_YAML_NODES`: ``"<file>: too many aliases: line 12, column 6: the value there holds
+    more than 1,048,576 values once its aliases are expanded"``) or make it recursive."""
+    loader = _Loader(text)
+    loader.max_nodes = MAX_YAML_NODES if max_nodes is None else max_nodes
     try:
-        return yaml.load(text, Loader=_Loader)
+        return loader.get_single_data()
+    except _TooManyAliases as e:
+        raise YamlError(origin, f"{e.what}: line {e.mark.line + 1}, column {e.mark.column + 1}: {e.problem}") from None
     except _TooManyDigits as e:
         key = _key_of(text, e.node)
         raise LongInteger(origin, key, sum(c.isdigit() for c in e.node.value)) from None
@@ -695,14 +769,17 @@ def parse_yaml(text: str, origin: str = "<text>") -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).split("\n")[0]
         raise YamlError(origin, f"invalid YAML: {where}{problem}") from None
+    finally:
+        loader.dispose()
 
 
 def load_yaml(path: str | Path, limit: int = MAX_CONFIG_BYTES) -> Any:
     """The document in the YAML file ``path``, whatever its type (None for an empty file: the caller
     says what it expects); `YamlError` when the file is missing, unreadable, larger than ``limit``
-    bytes (`read_text`) or not YAML."""
+    bytes (`read_text`), not YAML, or when its aliases expand it to more than ``limit`` values
+    (`parse_yaml`)."""
     try:
         text = read_text(path, limit, "a configuration file")
     except ReadError as e:
         raise YamlError(path, e.problem) from None
-    return parse_yaml(text, str(path))
+    return parse_yaml(text, str(path), max_nodes=limit)

@@ -150,6 +150,88 @@ def test_a_command_given_a_fifo_refuses_it_in_one_line(fifo, tmp_path, cli):
 
 
 # ------------------------------------------------------------------------------------------------
+# YAML aliases are bounded
+
+
+def bomb(levels: int = 9, fan: int = 9, indent: str = "  ") -> str:
+    """The "billion laughs": ``levels`` anchored lists of ``fan`` aliases each of the one before."""
+    lines = [f"{indent}a: &a [{', '.join(['lol'] * fan)}]"]
+    for prev, name in zip("abcdefghijklmnop", "bcdefghijklmnop"[:levels - 1]):
+        lines.append(f"{indent}{name}: &{name} [{', '.join([f'*{prev}'] * fan)}]")
+    return "\n".join(lines) + "\n"
+
+
+def merge_bomb(levels: int = 9, fan: int = 9, indent: str = "  ") -> str:
+    """The same through merge keys: each mapping merges the one before ``fan`` times."""
+    lines = [f"{indent}a: &a {{{', '.join(f'k{i}: {i}' for i in range(fan))}}}"]
+    for prev, name in zip("abcdefghijklmnop", "bcdefghijklmnop"[:levels - 1]):
+        lines.append(f"{indent}{name}: &{name} {{<<: [{', '.join([f'*{prev}'] * fan)}]}}")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_in_one_line_at_once():
+    text = "policy: greedy\nmeta:\n" + bomb()
+    start = time.monotonic()
+    with pytest.raises(YamlError) as info:
+        parse_yaml(text, "bomb.yaml")
+    assert time.monotonic() - start < 5  # (a few milliseconds: the check visits each node once)
+    # the first value past the limit: g, 9**7 values (f holds 9**6, under 2**20)
+    assert str(info.value) == ("bomb.yaml: too many aliases: line 9, column 6: the value there holds more than "
+                               "1,048,576 values once its aliases are expanded")
+    with pytest.raises(YamlError, match=r"^m\.yaml: too many aliases: line 7, column 14: "):  # f's merges: 9**5 * 19
+        parse_yaml("meta:\n" + merge_bomb(), "m.yaml")
+    with pytest.raises(YamlError, match=r"^r\.yaml: a recursive alias: line 1, column 7: the value there holds an "
+                                        r"alias of itself$"):
+        parse_yaml("meta: &a {x: [1, *a]}", "r.yaml")
+
+
+def test_aliases_within_the_limit_read_as_before():
+    text = ("base: &base {width: 10, height: 20}\n"
+            "small:\n  <<: *base\n  height: 10\n"
+            "both: [*base, *base]\n")
+    assert parse_yaml(text) == {"base": {"width": 10, "height": 20}, "small": {"width": 10, "height": 10},
+                                "both": [{"width": 10, "height": 20}] * 2}
+    # the count is of the document's values with its aliases expanded: here 1 + (1 + 4) + (1 + 9)
+    exact = "a: &a [x, x, x]\nb: [*a, *a]\n"
+    assert parse_yaml(exact, max_nodes=16) == {"a": ["x"] * 3, "b": [["x"] * 3] * 2}
+    with pytest.raises(YamlError, match="too many aliases: line 1, column 1: .* more than 15 values"):
+        parse_yaml(exact, max_nodes=15)
+    # without aliases a document holds fewer values than its bytes: within a limit of its read limit
+    flat = "[" + "1," * 499 + "1]"
+    assert len(parse_yaml(flat, max_nodes=len(flat))) == 500  # (1,001 bytes, 501 values)
+    assert files.MAX_YAML_NODES == files.MAX_CONFIG_BYTES
+    for path in sorted((ROOT / "configs").glob("*.yaml")):  # every shipped configuration still loads
+        assert load_yaml(path) is not None, path
+
+
+@pytest.mark.parametrize("module, body", [
+    ("solve", "meta"),
+    pytest.param("solve", "merge", marks=pytest.mark.slow),
+    pytest.param("run", "choices", marks=pytest.mark.slow),
+], ids=["solve-meta", "solve-merge", "run-choices"])
+def test_an_alias_bomb_given_to_a_command_is_refused_under_a_2_gb_cap(tmp_path, module, body):
+    """It grew past any memory before; under a 2 GB address-space limit it is one line, exit 2."""
+    path = tmp_path / "bomb.yaml"
+    if module == "solve":
+        path.write_text(SOLVE + "meta:\n" + (bomb() if body == "meta" else merge_bomb()))
+        extra = ["--out", str(tmp_path / "out")]
+    else:
+        from test_tuning import TINY
+
+        import yaml
+
+        data = {**{k: v for k, v in TINY.items() if k != "space"}, "runs_dir": str(tmp_path / "runs")}
+        levels = bomb(indent="").splitlines()  # each "x: &x [...]" becomes a choice "- &x [...]"
+        choices = "".join(f"      - {line.split(': ', 1)[1]}\n" for line in levels)
+        path.write_text(yaml.safe_dump(data, sort_keys=False)
+                        + "space:\n  - path: beam.width\n    type: choice\n    choices:\n" + choices)
+        extra = []
+    done = command("-m", f"experiments.{module}", str(path), *extra, preexec_fn=_address_space(2 * 2**30))
+    one_line_error(done, f"{path}: too many aliases: line ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bomb.yaml"]
+
+
+# ------------------------------------------------------------------------------------------------
 # The replay page's embedded data
 
 
