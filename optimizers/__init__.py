@@ -29,6 +29,8 @@ The modules:
   `_settings.TunerSettings`);
 - `noise`: noise handling and restarts on the run loop, for every tuner (re-evaluation with pooled
   means, growing games per candidate, IPOP/BIPOP restarts);
+- `racing`: a race of candidates instance by instance, the losers dropped by a paired test at a
+  stated confidence (irace's F-race, paired t, Wilcoxon);
 - `config`: the run configuration schema; `store`: the run directory's files; `state`: the run's
   state between generations (the checkpoint); `tuner`: the run loop.
 """
