@@ -38,9 +38,6 @@ SIMULATIONS = 0  # solver runs in this process (tests count them)
 KEY_HEX_DIGITS = 16
 #: zlib level of the curves' text form (curves.jsonl)
 CURVE_COMPRESSION = 6
-#: how a `solver.CheckpointError` about writing a saved search begins, after its file's name
-#: (`solver.segment.Segment._save`): the one kind a saved search that cannot be read is not
-SAVE_FAILURE = "cannot save the search"
 
 
 @dataclass(frozen=True)
@@ -142,7 +139,7 @@ def evaluate(task: dict) -> Evaluated:
     import numba
 
     from solver import SolverConfig, SolveResult, Threshold, solve
-    from solver._base import CheckpointError
+    from solver._base import CheckpointUnreadable
     from solver.online import GamesSeries
 
     threads = task.get("threads")
@@ -154,10 +151,10 @@ def evaluate(task: dict) -> Evaluated:
     discarded = None
     try:
         result = solve(config, threshold=threshold, record=False, checkpoint=checkpoint, resume=checkpoint is not None)
-    except CheckpointError as e:
-        discarded = _unreadable_search(e, checkpoint)
-        if discarded is None:
+    except CheckpointUnreadable as e:
+        if checkpoint is None:
             raise
+        discarded = _unreadable_search(e, checkpoint)
         Path(checkpoint).unlink(missing_ok=True)
         result = solve(config, threshold=threshold, record=False, checkpoint=checkpoint, resume=False)
     report = result.report if isinstance(result, SolveResult) else None  # a series of games has none
@@ -174,16 +171,13 @@ def evaluate(task: dict) -> Evaluated:
     return Evaluated(replace(record, seconds=earlier + time.perf_counter() - start), curve, discarded)
 
 
-def _unreadable_search(e, checkpoint) -> str | None:
-    """The line saying a candidate's saved search (``checkpoint``) is discarded, when the
-    `solver.CheckpointError` ``e`` is about reading it (not about saving it: a full disk is not
-    cured by discarding); else None."""
-    if checkpoint is None:
-        return None
+def _unreadable_search(e, checkpoint) -> str:
+    """The line saying a candidate's saved search (``checkpoint``) is discarded, the
+    `solver.CheckpointUnreadable` ``e`` saying why (a full disk, a failed save, is not cured by
+    discarding and is not one)."""
     message, prefix = str(e), f"{checkpoint}: "
-    if not message.startswith(prefix) or message.startswith(f"{prefix}{SAVE_FAILURE}"):
-        return None
-    return (f"{checkpoint}: the saved search cannot be read ({message[len(prefix):]}); discarded: the candidate is "
+    message = message[len(prefix):] if message.startswith(prefix) else message
+    return (f"{checkpoint}: the saved search cannot be read ({message}); discarded: the candidate is "
             "played again from its first piece, to the result it would have had")
 
 

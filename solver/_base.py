@@ -145,7 +145,13 @@ def path_result(score, done, stop, path: Path, threshold, nodes) -> SolveResult:
 
 
 class CheckpointError(ValueError):
-    """A saved search that cannot be resumed: another search's, another format, or unreadable."""
+    """A saved search that cannot be resumed: another search's, another format, or unreadable; or
+    one that cannot be saved (a full disk)."""
+
+
+class CheckpointUnreadable(CheckpointError):
+    """A saved search whose file cannot be read as one (truncated, garbled, a value out of its
+    range): a cache of progress that may be discarded, the search played again from its start."""
 
 
 class Policy(ABC):

@@ -19,7 +19,7 @@ from engine.files import remove_stale_temporaries
 from engine.parallel import Pool
 from engine.statefile import MAX_SEARCH_STATE_BYTES, Fields, StateError, legacy_problem, read_state, write_state
 
-from .._base import CheckpointError, Policy, path_scores
+from .._base import CheckpointError, CheckpointUnreadable, Policy, path_scores
 from ..registry import register
 from ..result import Report, SolveResult
 from .history import CHECKPOINT_KIND, CHECKPOINT_VERSION, History, checkpoint_state, live_states, saved_table
@@ -290,4 +290,4 @@ class Segment(Policy):
                                       "differ); resume it with the configuration that made it")
             return checkpoint_state(f, kcfg, self.rules.height, self.pieces)
         except StateError as e:
-            raise CheckpointError(str(e)) from None
+            raise CheckpointUnreadable(str(e)) from None
