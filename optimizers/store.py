@@ -29,6 +29,8 @@ import math
 from dataclasses import asdict, dataclass, fields as dataclass_fields
 from pathlib import Path
 
+import numpy as np
+
 from engine.files import MAX_JSON_BYTES, MAX_TABLE_BYTES, ReadError, read_bytes, read_json, read_text, write_json, write_text
 from engine.statefile import MAX_RUN_STATE_BYTES, StateError, legacy_problem, read_state, write_state
 
@@ -90,6 +92,12 @@ class Rescoring:
     cached: bool
     key: str
     tuned_key: str
+
+
+def spread(values) -> dict:
+    """best, mean, median and worst of ``values``."""
+    a = np.asarray(values, dtype=np.float64)
+    return {"best": float(a.max()), "mean": float(a.mean()), "median": float(np.median(a)), "worst": float(a.min())}
 
 
 @dataclass
@@ -447,12 +455,10 @@ class RunStore:
         finished generations of ``history`` (the checkpoint's): rows missing (naming the damaged
         lines), a candidate the generation did not have, or fitness values whose statistics (best,
         mean, median, worst of the tuner's candidates, computed as the run loop computes them,
-        `tuner.spread`) are not the checkpoint's at the precision generations.csv is written at
+        `spread`) are not the checkpoint's at the precision generations.csv is written at
         (`DECIMALS`): a value changed after its generation finished. ``told``: how many of a
         generation's candidates, the first ones, are the tuner's (the others re-evaluations,
         `optimizers.noise`); absent: all of them."""
-        from .tuner import spread
-
         by_generation: dict[int, list[Evaluation]] = {}
         for e in rows:
             by_generation.setdefault(e.generation, []).append(e)

@@ -52,7 +52,7 @@ from .fitness import Evaluated, Memo, TuningRecord, canonical, evaluate
 from .noise import NOISE_COLUMNS, Noise, point_key
 from .space import Param, Space, with_settings
 from .state import Best, Rescored, RunState, check_against_checkpoint
-from .store import RECOMMENDATION, Evaluation, GenerationStats, Rescoring, RunDamaged, RunStore
+from .store import RECOMMENDATION, Evaluation, GenerationStats, Rescoring, RunDamaged, RunStore, spread
 from .tuners import get as get_tuner
 
 log = logging.getLogger("optimizers.run")
@@ -114,12 +114,6 @@ def replay_threshold(record: TuningRecord) -> np.ndarray | None:
     out = np.full(record.abort_piece, -np.inf)
     out[-1] = np.inf
     return out
-
-
-def spread(values) -> dict:
-    """best, mean, median and worst of ``values``."""
-    a = np.asarray(values, dtype=np.float64)
-    return {"best": float(a.max()), "mean": float(a.mean()), "median": float(np.median(a)), "worst": float(a.min())}
 
 
 @dataclass
