@@ -3,8 +3,9 @@
 Layers, lowest first: `rules` (a game as data, and `KernelRules`, the bundle kernels read),
 `board` (bitboard place, count and clear), `lock` (the one lock rule: score and game over, and the
 spawn), `movegen` (placements and routes), `record` (the contest's record format), `replay` (the
-contest engine's replay), `state` (one game between pieces). Beside them, what every layer shares:
-`files` (files written whole or not at all, reads bounded by kind), `statefile` (a run's or a
+contest engine's replay), `state` (one game between pieces), and over them `envs` (Gymnasium
+environments, imported on their own: the engine loads without gymnasium). Beside them, what every
+layer shares: `files` (files written whole or not at all, reads bounded by kind), `statefile` (a run's or a
 search's saved state as data, read back within bounds, never by running code), `validation` (the base of
 every configuration section, `validation.Strict`, and the one-line configuration error), `config`
 (configuration files and their ``key=value`` overrides), `paths` (dotted paths into configuration
