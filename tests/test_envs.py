@@ -357,13 +357,15 @@ def test_drop_only_games_have_no_record():
 # Vectorised
 
 
-def run_vector(envs, steps, seed):
-    """``steps`` steps of seeded random legal actions; every returned value, step by step."""
+def run_vector(envs, steps, seed, legal_only=True):
+    """``steps`` steps of seeded random legal actions (any actions: ``legal_only`` False); every
+    returned value, step by step."""
     rng = np.random.default_rng(seed)
     out = [envs.reset(seed=seed)]
     obs = out[0][0]
     for _ in range(steps):
-        actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in obs["action_mask"]])
+        actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() and legal_only else rng.integers(len(m))
+                            for m in obs["action_mask"]])
         result = envs.step(actions)
         out.append(result)
         obs = result[0]
@@ -386,21 +388,24 @@ def assert_same(a, b, path="result"):
             assert x.dtype.kind == y.dtype.kind, f"{path}: {x.dtype} != {y.dtype}"
 
 
-@pytest.mark.parametrize(("name", "kwargs", "steps"), [
-    ("Standard-v0", {"rules": "standard_10x10", "max_pieces": 37}, 400),
-    ("Geek-v0", {}, 300),
-    ("Classic-v0", {"max_pieces": 300}, 500),
+@pytest.mark.parametrize(("name", "kwargs", "steps", "legal_only"), [
+    ("Standard-v0", {"rules": "standard_10x10", "max_pieces": 37}, 400, True),
+    ("Geek-v0", {}, 300, True),
+    ("Classic-v0", {"max_pieces": 300}, 500, True),
+    ("Geek-v0", {"reward": "rows"}, 200, False),  # illegal actions played as the first legal one
 ])
-def test_the_batched_env_is_a_sync_vector_env(name, kwargs, steps):
+def test_the_batched_env_is_a_sync_vector_env(name, kwargs, steps, legal_only):
     """Every observation, reward, end and info of `TetrisVectorEnv` is ``SyncVectorEnv``'s over
     ``TetrisEnv``, through episodes that end and autoreset (games of different lengths)."""
     ours = gym.make_vec(f"tetris_workbench/{name}", num_envs=3, **kwargs)
     sync = gym.make_vec(f"tetris_workbench/{name}", num_envs=3, vectorization_mode="sync", **kwargs)
     assert isinstance(ours, TetrisVectorEnv) and isinstance(sync, gym.vector.SyncVectorEnv)
     assert ours.observation_space == sync.observation_space and ours.action_space == sync.action_space
-    a, b = run_vector(ours, steps, 11), run_vector(sync, steps, 11)
+    a, b = run_vector(ours, steps, 11, legal_only), run_vector(sync, steps, 11, legal_only)
     ends = sum(int((r[2] | r[3]).sum()) for r in a[1:])
     assert ends >= 3  # episodes ended and restarted
+    illegal = sum(int(r[4]["illegal_action"].sum()) for r in a[1:])
+    assert (illegal == 0) == legal_only
     assert_same(a, b)
     for obs in (r[0] for r in a):
         assert ours.observation_space.contains(obs)
@@ -421,6 +426,13 @@ def test_the_batched_env_resets_a_mask_and_seeds_per_game():
         env.reset(options={"other": 1})
     with pytest.raises(ValueError, match="actions: 3 whole numbers"):
         env.step(np.zeros(2, np.int64))
+    strict = TetrisVectorEnv(2, rules="standard", illegal_action="raise")
+    obs, _ = strict.reset(seed=0)
+    actions = obs["action_mask"].argmax(axis=1)
+    actions[1] = np.flatnonzero(obs["action_mask"][1] == 0)[0]
+    with pytest.raises(ValueError, match=rf"game 1: action {actions[1]} is not a placement"):
+        strict.step(actions)
+    assert strict._t.tolist() == [0, 0] and strict._boards.sum() == 0
     with pytest.raises(ValueError, match="num_envs"):
         TetrisVectorEnv(0)
 

@@ -26,8 +26,8 @@ from ..rules import SHAPE_NAMES, Rules
 from ._kernels import CAPPED, MODE_KEEP, MODE_RESTART, MODE_STEP, STUCK, batch_play, leftmost
 from .tetris import BLOCK, TetrisEnv
 
-#: `batch_play`'s end codes by name (as ``info["end"]`` gives them)
-ENDS = {**dict(enumerate(END_NAMES)), CAPPED: "capped", STUCK: "stuck"}
+#: `batch_play`'s end codes -> their names (as ``info["end"]`` gives them)
+END_BY_CODE = {**dict(enumerate(END_NAMES)), CAPPED: "capped", STUCK: "stuck"}
 #: pieces held per game: the block being played and the (at most two) pieces kept from the one before
 WINDOW = BLOCK + 3
 
@@ -117,7 +117,7 @@ class TetrisVectorEnv(VectorEnv):
             super().reset(seed=None if seed is None else int(seed))
             seeds = [None] * n if seed is None else [int(seed) + i for i in range(n)]
         else:
-            seeds = list(seed)
+            seeds = [None if s is None else int(s) for s in seed]
             if len(seeds) != n:
                 raise ValueError(f"seed: a list of {n} seeds (one per game), got {len(seeds)}")
         options = dict(options or {})
@@ -167,7 +167,7 @@ class TetrisVectorEnv(VectorEnv):
         if done.any():
             end = np.full(n, None, dtype=object)
             for i in np.flatnonzero(done):
-                end[i] = ENDS[self._ends[i]]
+                end[i] = END_BY_CODE[self._ends[i]]
             info["end"], info["_end"] = end, done
         return self._observation(), self._rewards.copy(), self._terminated.copy(), self._truncated.copy(), info
 
