@@ -44,7 +44,8 @@ class TetrisVectorEnv(VectorEnv):
             raise ValueError(f"num_envs: should be a whole number >= 1, got {num_envs!r}")
         self.template = TetrisEnv(rules, reward, max_pieces, illegal_action, render_mode)
         t = self.template
-        self.rules, self.reward_kind, self.illegal_action, self.render_mode = t.rules, reward, illegal_action, render_mode
+        self.rules, self.reward_kind, self.illegal_action = t.rules, reward, illegal_action
+        self.render_mode = render_mode
         self.max_pieces, self.width, self.height, self.n_actions = t.max_pieces, t.width, t.height, t.n_actions
         self.num_envs = n = int(num_envs)
         self.single_observation_space = t.observation_space
