@@ -32,7 +32,10 @@ The modules:
 - `racing`: a race of candidates instance by instance, the losers dropped by a paired test at a
   stated confidence (irace's F-race, paired t, Wilcoxon);
 - `config`: the run configuration schema; `store`: the run directory's files; `state`: the run's
-  state between generations (the checkpoint); `tuner`: the run loop.
+  state between generations (the checkpoint); `tuner`: the run loop, with `generation` (a
+  generation under way), `restore` (what a resume takes back beyond the checkpoint), `rescore`
+  (the best candidates played again with final overrides) and `artifacts` (best.yaml,
+  recommendation.yaml, generations.csv, fitness.png).
 """
 
 __all__ = ["Optimizer", "Param", "Run", "RunConfig", "Space", "load_run_config", "make_optimizer", "make_space",

@@ -8,6 +8,7 @@ tuner, named after it: its ``Settings``.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Literal
 
@@ -225,3 +226,11 @@ RunConfig = create_model(
     **{name: (cls.Settings, Field(default_factory=cls.Settings, description=(cls.Settings.__doc__ or "").split("\n")[0]))
        for name, cls in TUNERS.items()},
 )
+
+
+def base_solver(config: RunConfig) -> dict:
+    """The resolved config's base solver mapping, with the run's ``pieces`` applied."""
+    base = copy.deepcopy(config.solver or {})
+    if config.pieces is not None:
+        base["pieces"] = config.pieces
+    return base

@@ -29,7 +29,7 @@ from engine.config import ConfigError, apply_overrides, holder, load_mapping, lo
 from engine.files import OutputError, cannot_write, make_room, not_a_folder, write_yaml
 from engine.paths import PathError
 from engine.provenance import project_path
-from engine.validation import problem, show
+from engine.validation import problem
 from evaluators import EvaluatorError, load_evaluator
 from solver import SolverConfig, load_solver_config
 

@@ -25,56 +25,45 @@ tuner that stalls is replaced by a restarted one before the checkpoint.
 The checkpoint holds the state before the next generation's `ask` (`state.RunState`: the tuner with
 its random states, the early abort, the statistics), so a resumed run proposes the same candidates
 again, reads the ones already finished back, and ends exactly where an uninterrupted run would.
+
+Its rooms: `optimizers.generation` (a generation under way), `optimizers.restore` (what a resume
+takes back beyond the checkpoint), `optimizers.rescore` (the re-scoring) and `optimizers.artifacts`
+(best.yaml and the other files for the user); every evaluation goes through `Tuner.evaluate_on`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
-import csv
-import io
 import logging
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from engine.files import FolderLock, write_bytes, write_text, write_yaml
+from engine.files import FolderLock
 from engine.parallel import Pool
 from engine.provenance import provenance
 
 from ._base import Optimizer
-from .config import RunConfig
+from .artifacts import Artifacts
+from .config import RunConfig, base_solver
 from .early_abort import EarlyAbort
 from .fitness import Evaluated, Memo, TuningRecord, canonical, evaluate
-from .noise import NOISE_COLUMNS, Noise, point_key
+from .generation import Candidate, Generation
+from .noise import Noise, point_key
+from .rescore import Rescore
+from .restore import Restore
 from .space import Param, Space, with_settings
-from .state import Best, Rescored, RunState, check_against_checkpoint
-from .store import RECOMMENDATION, Evaluation, GenerationStats, Rescoring, RunDamaged, RunStore, spread
+from .state import Best, RunState, check_against_checkpoint
+from .store import IN_PLAY, Evaluation, GenerationStats, RunDamaged, RunStore, spread
 from .tuners import get as get_tuner
 
 log = logging.getLogger("optimizers.run")
-#: seconds between two drawings of fitness.png while a run goes on (a drawing costs a few tenths of a second)
-PLOT_EVERY = 60.0
-#: fitness.png's size in inches and its resolution in dots per inch
-PLOT_INCHES, PLOT_DPI = (7, 4.2), 100
 #: pieces of the game each policy plays in `Tuner.warm_up`: enough to call every kernel once
 WARM_UP_PIECES = 20
-#: the folder of a run directory where the candidates in play whose policy can save its search keep
-#: it (``g<generation>-<config key>.npz``, an `engine.statefile` file; `Tuner.simulate`)
-IN_PLAY = "in-play"
 #: the file in a run directory whose lock a process holds while it works in the run
 LOCK_FILE = "run.lock"
-
-
-def base_solver(config: RunConfig) -> dict:
-    """The resolved config's base solver mapping, with the run's ``pieces`` applied."""
-    base = copy.deepcopy(config.solver or {})
-    if config.pieces is not None:
-        base["pieces"] = config.pieces
-    return base
 
 
 def make_space(config: RunConfig) -> Space:
@@ -105,53 +94,7 @@ def generation_seed(solver: dict, g: int) -> int:
     return first_seed(solver) + g * int(games)
 
 
-def replay_threshold(record: TuningRecord) -> np.ndarray | None:
-    """A threshold under which a simulation of ``record``'s config ends as ``record`` did, whatever
-    stopped it then: none for a finished one; for an aborted one, a threshold no score passes at its
-    abort piece and unchecked (-inf) before it."""
-    if not record.aborted:
-        return None
-    out = np.full(record.abort_piece, -np.inf)
-    out[-1] = np.inf
-    return out
-
-
-@dataclass
-class Candidate:
-    """One proposal of a generation: its ``index``, parameter ``values``, canonical solver ``config``
-    and that config's ``key``."""
-
-    index: int
-    values: list
-    key: str
-    config: dict
-
-
-@dataclass
-class Generation:
-    """A generation under way: its ``candidates``, the early abort's ``threshold`` (and the K-th best
-    fitness it was built from) they are held to, when it ``started`` (`time.perf_counter`), and
-    each candidate's record once known. The first ``told`` candidates are the tuner's (None: all);
-    the others are re-evaluations (`optimizers.noise`)."""
-
-    number: int
-    candidates: list[Candidate]
-    threshold: np.ndarray | None
-    kth_best: float | None
-    started: float
-    told: int | None = None
-    records: list[TuningRecord | None] = field(default_factory=list)
-
-    def __post_init__(self):
-        self.records = [None] * len(self.candidates)
-        if self.told is None:
-            self.told = len(self.candidates)
-
-    def best_fitness(self) -> float:
-        return max(r.fitness for r in self.records if r is not None)
-
-
-class Tuner:
+class Tuner(Restore, Rescore, Artifacts):
     """Runs (or resumes) one tuning run in ``run_dir``; ``config`` is the resolved run config.
     ``on_evaluation`` is called with each evaluation as it is written down (`Evaluation.as_row`)."""
 
@@ -174,84 +117,6 @@ class Tuner:
     def fresh_state(self) -> RunState:
         return RunState(generation=0, optimizer=make_optimizer(self.config, self.space),
                         early_abort=EarlyAbort.for_run(self.config), noise=Noise.for_run(self.config, self.space))
-
-    def _restore(self) -> None:
-        """Rebuild the memo from the files; clean partial lines. `RunDamaged` when evaluations.csv is
-        not what the checkpoint's finished generations counted (`RunStore.check_against`: rows
-        missing, a damaged line, a value changed): the run would silently simulate them again, or
-        go on from values it was never told.
-
-        The memo holds, for each config, its last simulated evaluation with its curve, as in a run
-        never stopped. An evaluation whose curve curves.jsonl lost (a damaged, truncated or removed
-        file) takes it from the early abort's saved candidates when it is one of them; the others
-        are simulated again, each when its config comes up again (`_recover_curves`), so that the
-        memo answers as it would have and the run ends as an uninterrupted one."""
-        rows = self.store.read_evaluations()
-        noise = self.state.noise
-        told = {r["generation"]: r["candidates"] for r in noise.rows} if noise is not None else None
-        self.store.check_against(rows, self.state.history, told)
-        damaged = self.store.damaged.get(self.store.evaluations.name)
-        if damaged:  # (lines of no finished generation: check_against refuses those)
-            self._say(f"{self.store.evaluations}: line{'s' if len(damaged) > 1 else ''} "
-                      f"{', '.join(map(str, damaged[:5]))}{', ...' if len(damaged) > 5 else ''} could not be read "
-                      "(dropped): their candidates are evaluated again")
-        self.store.rewrite_curves()
-        rows = self.store.rewrite_evaluations(rows) if self.store.evaluations.exists() else []
-        curves = self.store.read_curves()
-        kept = {key: curve for *_, key, curve in self.state.early_abort.best}  # finished candidates' curves
-        last: dict[str, Evaluation] = {}
-        for e in rows:
-            self.evaluations[e.slot] = e
-            if not e.cached:
-                last[e.key] = e
-        for key, e in last.items():
-            curve = curves.get((e.generation, key))
-            if curve is None and not e.record.aborted:
-                curve = kept.get(key)
-            if curve is None:
-                self.unrecovered[key] = e
-            else:
-                self.memo.store(key, e.record, curve)
-        if self.unrecovered:
-            gens = sorted({e.generation for e in self.unrecovered.values()})
-            self._say(f"{self.store.curves}: the curves of {len(self.unrecovered)} simulated evaluation(s) of generation"
-                      f"{'s' if len(gens) > 1 else ''} {', '.join(map(str, gens))} are lost (the file is damaged or "
-                      "removed): each is simulated again when its config comes up again, so the run ends as one "
-                      "never stopped")
-
-    def _recover_curves(self, pool: Pool, gen: Generation) -> None:
-        """Simulate again the configs of ``gen`` whose last evaluation lost its curve (`_restore`),
-        each to the end it had (a finished one in full, an aborted one stopped at its abort piece),
-        and put it in the memo as the run never stopped would have it, its curve back in
-        curves.jsonl. `RunDamaged` when the simulation does not give the record evaluations.csv holds."""
-        todo = {c.key: (self.unrecovered[c.key], c.config) for c in gen.candidates if c.key in self.unrecovered}
-        if not todo:
-            return
-        groups = list(todo.items())
-        tasks = [self._task(config, replay_threshold(e.record), pool) for _, (e, config) in groups]
-
-        def done(t: int, result: Evaluated) -> None:
-            key, (e, _) = groups[t]
-            got, want = replace(result.record, seconds=0.0, threshold=None), replace(e.record, seconds=0.0, threshold=None)
-            if got != want:
-                raise RunDamaged(f"{self.store.evaluations}: generation {e.generation}'s candidate {e.index}, simulated "
-                                 f"again for the curve curves.jsonl lost, gives fitness {got.fitness:,} ({got.stop}) where "
-                                 f"the file says {want.fitness:,} ({want.stop}); restore the two files as the run wrote them")
-            self.store.append_curve(e.generation, key, result.curve)
-            self.memo.store(key, e.record, result.curve)
-            del self.unrecovered[key]
-            log.info("gen %d #%d: its curve simulated again (%d pieces)", e.generation, e.index, len(result.curve))
-
-        pool.map(evaluate, tasks, on_result=done)
-
-    def _check_in_play(self) -> None:
-        """`RunDamaged` for a search in ``in-play/`` that an older version pickled (never read:
-        `engine.statefile.legacy_problem`), before the run does any work."""
-        from engine.statefile import legacy_problem
-
-        old = sorted((self.dir / IN_PLAY).glob("*.pkl")) if (self.dir / IN_PLAY).is_dir() else []
-        if old:
-            raise RunDamaged(f"{old[0]}: {legacy_problem(self.dir)}")
 
     def warm_up(self, pool: Pool) -> None:
         """Compile (or load) the policy kernels before the candidates play, so that the workers
@@ -480,6 +345,11 @@ class Tuner:
             bar.update(len(indices))
             bar.set_postfix_str(f"best {gen.best_fitness():,.0f}", refresh=False)
 
+        self.evaluate_on(pool, tasks, done)
+
+    def evaluate_on(self, pool: Pool, tasks: list, done) -> None:
+        """Every evaluation of the run goes through here: ``tasks`` on the pool, ``done(t, result)``
+        for each as it arrives (`optimizers.fitness.evaluate`)."""
         pool.map(evaluate, tasks, on_result=done)
 
     def _take_result(self, gen: Generation, key: str, indices: list[int], result: Evaluated) -> None:
@@ -575,227 +445,3 @@ class Tuner:
         rows = [e for e in done if compared(e.generation)] or done
         finished = [e for e in rows if not e.record.aborted] or rows
         return Best.of(min(finished, key=lambda e: (-e.record.fitness, e.generation, e.index)))
-
-    # ------------------------------------------------------------------ re-scoring
-    def run_rescore(self, pool: Pool) -> None:
-        """Re-run the best distinct candidates (and the tuner's recommendation) with
-        ``rescore.overrides``; the best of them is the run's result (best.yaml)."""
-        rows = self._rescorings(pool)
-        best = min(rows, key=lambda r: (-r.record.fitness, r.rank))
-        self.state.rescored = Rescored.of(best)
-        which = ("the tuner's recommendation" if best.index == RECOMMENDATION else
-                 f"tuned rank {best.rank + 1}, tuned fitness {best.tuned_fitness:,.0f}")
-        self._say(f"rescore: {len(rows)} candidates with {self.config.rescore.overrides}; best "
-                  f"{best.record.fitness:,.0f} ({which})")
-
-    def _top_distinct(self) -> list[Evaluation]:
-        """The ``rescore.top`` best evaluations of distinct configs: finished ones first, then by
-        fitness, the earliest on ties."""
-        compared = self.state.optimizer.compared
-        noise = self.state.noise
-        if noise is not None and noise.pools:  # points by pooled mean, each as its first evaluation
-            ranked = [replace(e, record=replace(e.record, fitness=p.mean))
-                      for p in noise.ranked() for e in [self.evaluations[p.first]]]
-        else:
-            ranked = sorted((e for e in self.evaluations.values() if compared(e.generation)),
-                            key=lambda e: (e.record.aborted, -e.record.fitness, e.generation, e.index))
-        top, seen = [], set()
-        for e in ranked:
-            if e.key not in seen:
-                seen.add(e.key)
-                top.append(e)
-            if len(top) == self.config.rescore.top:
-                break
-        return top
-
-    def _rescore_entries(self) -> list[tuple[Rescoring, dict]]:
-        """What the re-scoring plays, by rank: each as a row still without a record and the config
-        it plays. The top distinct candidates, then the tuner's recommendation
-        (`Optimizer.recommendation`, under ``rescore.recommendation``; generation: the generations
-        told, index `RECOMMENDATION`, never played while tuning, so no tuned fitness or key)
-        unless it re-scores as one of them."""
-        def rescored(values, g):
-            tuned = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
-            return canonical(with_settings(tuned, self.config.rescore.overrides))
-
-        out = []
-        for e in self._top_distinct():
-            key, data = rescored(e.values, e.generation)
-            out.append((Rescoring(len(out), e.generation, e.index, list(e.values), e.record.fitness, None, False, key,
-                                  e.key), data))
-        values = self.recommended() if self.config.rescore.recommendation else None
-        if values is not None:
-            g = self.state.generation
-            key, data = rescored(values, g)
-            if key not in {row.key for row, _ in out}:
-                out.append((Rescoring(len(out), g, RECOMMENDATION, values, float("nan"), None, False, key, ""), data))
-        return out
-
-    def _rescorings(self, pool: Pool) -> list[Rescoring]:
-        """Every re-scoring, by rank: read back from rescore.csv when written before an
-        interruption, else simulated."""
-        written = {r.rank: r for r in self.store.read_rescore()}
-        rows: dict[int, Rescoring] = {}
-        todo = []  # (entry, config) to simulate
-        for entry, data in self._rescore_entries():
-            if entry.rank in written and written[entry.rank].key == entry.key:
-                rows[entry.rank] = written[entry.rank]
-            else:
-                todo.append((entry, data))
-        self._simulate_rescore(pool, todo, rows)
-        out = [rows[k] for k in sorted(rows)]
-        self.store.rewrite_rescore(out)
-        return out
-
-    def _simulate_rescore(self, pool: Pool, todo: list[tuple], rows: dict[int, Rescoring]) -> None:
-        from tqdm import tqdm
-
-        files = [self.in_play(data, f"rescore-{entry.rank}-{entry.key}", pool) for entry, data in todo]
-        tasks = [self._task(data, None, pool, file) for (_, data), file in zip(todo, files)]
-        with tqdm(total=len(tasks), desc="rescore", unit="eval", leave=False, disable=self.quiet or not tasks) as bar:
-            def done(t: int, result: Evaluated) -> None:
-                entry = todo[t][0]
-                if result.discarded is not None:
-                    self._say(result.discarded)
-                self.store.append_curve("rescore", entry.key, result.curve)
-                row = replace(entry, record=result.record)
-                self.store.append_rescore(row)
-                rows[row.rank] = row
-                if files[t] is not None:
-                    files[t].unlink(missing_ok=True)
-                where = (f"the recommendation after generation {row.generation - 1}" if row.index == RECOMMENDATION
-                         else f"gen {row.generation} #{row.index}, tuned {row.tuned_fitness:,.0f}")
-                log.info("rescore #%d (%s): %s", row.rank, where, f"{row.record.fitness:,.0f}")
-                bar.update(1)
-
-            pool.map(evaluate, tasks, on_result=done)
-
-    # ------------------------------------------------------------------ artifacts
-    def best_config(self) -> dict | None:
-        """best.yaml: a complete solver config (the best re-scored candidate when re-scored)."""
-        from solver import SolverConfig
-
-        best, rescored = self.state.best, self.state.rescored
-        if best is None:
-            return None
-        source = rescored or best
-        data = self.space.config(source.values)
-        rung = self.state.optimizer.settings_at(source.generation)
-        if rung:  # a multi-fidelity tuner's candidate at the fidelity it was scored at
-            data = with_settings(data, rung)
-        if rescored is not None:
-            data = with_settings(data, self.config.rescore.overrides)
-        data = SolverConfig.model_validate(data).model_dump(mode="json")
-        meta = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
-                "generation": source.generation, "index": source.index,
-                "fitness": source.fitness, "score": source.score,
-                "parameters": {p.path: v for p, v in zip(self.space.params, source.values)}}
-        noise = self.state.noise
-        if noise is not None and noise.pools and (point := noise.points.get(point_key(best.values))) is not None:
-            meta["pooled"] = {"mean": point.mean, "games": point.games, "samples": point.samples}
-        if rescored is not None and rescored.index == RECOMMENDATION:
-            meta["recommendation"] = recommendation_note(rescored.generation)
-        if rescored is not None:
-            meta.update({"tuned_fitness": rescored.tuned_fitness, "rescored_with": dict(self.config.rescore.overrides),
-                         "best_before_rescoring": {"generation": best.generation, "index": best.index,
-                                                   "fitness": best.fitness}})
-        data["meta"] = meta
-        return data
-
-    def recommended(self) -> list | None:
-        """The values the tuner's recommendation (`Optimizer.recommendation`) is played with now;
-        None for a tuner without one."""
-        vector = self.state.optimizer.recommendation()
-        return None if vector is None else self.space.played(vector)
-
-    def recommendation_config(self) -> dict | None:
-        """recommendation.yaml: the tuner's recommendation now (`Optimizer.recommendation`, the mean
-        of its search distribution) as a complete solver config, to play while the run goes on;
-        None for a tuner without one, or before its first generation is told."""
-        from solver import SolverConfig
-
-        g = self.state.generation
-        values = self.recommended() if g > 0 else None
-        if values is None:
-            return None
-        data = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
-        data = SolverConfig.model_validate(data).model_dump(mode="json")
-        data["meta"] = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
-                        "generation": g, "recommendation": recommendation_note(g),
-                        "parameters": {p.path: v for p, v in zip(self.space.params, values)}}
-        return data
-
-    def run_config(self) -> dict:
-        """``{"config": the run's YAML}`` as the run recorded it (`optimizers.run.resolve`), or
-        nothing for a run that did not."""
-        name = ((self.config.meta or {}).get("resolved_from") or {}).get("run_config")
-        return {"config": name} if name else {}
-
-    def write_artifacts(self, final: bool = False) -> None:
-        """generations.csv, best.yaml and recommendation.yaml; fitness.png at the end, and meanwhile
-        at most every `PLOT_EVERY` seconds."""
-        history = self.state.history
-        self.store.write_generations(history)
-        if self.state.noise is not None:
-            write_text(self.dir / "noise.csv", noise_table(self.state.noise.rows))
-        cfg = self.best_config()
-        if cfg is not None:
-            write_yaml(self.dir / "best.yaml", cfg,
-                       header=f"# the best candidate of run {self.dir.name}; run it with:\n"
-                              f"#   python -m experiments.solve {self.dir / 'best.yaml'}")
-        rec = self.recommendation_config()
-        if rec is not None:
-            write_yaml(self.dir / "recommendation.yaml", rec,
-                       header=f"# the tuner's recommendation after generation {rec['meta']['generation'] - 1} of run "
-                              f"{self.dir.name} (the mean of its search distribution); run it with:\n"
-                              f"#   python -m experiments.solve {self.dir / 'recommendation.yaml'}")
-        if history and (final or time.monotonic() - self._plotted >= PLOT_EVERY):
-            write_bytes(self.dir / "fitness.png", plot(history, self.config))
-            self._plotted = time.monotonic()
-
-
-def recommendation_note(generations: int) -> str:
-    """best.yaml's and recommendation.yaml's ``meta.recommendation`` for the tuner's mean after
-    ``generations`` generations told."""
-    return f"the mean of the tuner's search distribution after generation {generations - 1}, not a candidate it played"
-
-
-def noise_table(rows: list[dict]) -> str:
-    """noise.csv: a row per generation (`optimizers.noise.NOISE_COLUMNS`; empty: none)."""
-    buf = io.StringIO()
-    out = csv.writer(buf, lineterminator="\n")
-    out.writerow(NOISE_COLUMNS)
-    for row in rows:
-        out.writerow(["" if row[c] is None else repr(row[c]) if isinstance(row[c], float) else row[c]
-                      for c in NOISE_COLUMNS])
-    return buf.getvalue()
-
-
-def plot(history: list[GenerationStats], config: RunConfig) -> bytes:
-    """fitness.png: best, mean and median fitness per generation, and the best so far."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    g = [h.generation for h in history]
-    fig, ax = plt.subplots(figsize=PLOT_INCHES, dpi=PLOT_DPI)
-    ax.plot(g, [h.best for h in history], "o-", label="best of generation")
-    ax.plot(g, [h.median for h in history], "s-", label="median")
-    ax.plot(g, [h.mean for h in history], "^-", label="mean")
-    ax.plot(g, [h.best_so_far for h in history], "k--", label="best so far")
-    pieces = base_solver(config).get("pieces")
-    ax.set_xlabel("generation")
-    ax.set_ylabel(f"fitness (score over {pieces:,} pieces)" if pieces else "fitness (score)")
-    note = ", aborted candidates count with their fitness at the abort" if config.early_abort.enabled else ""
-    ax.set_title(f"{config.name}: {config.algorithm}, {config.population} candidates per generation{note}",
-                 fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return buf.getvalue()

@@ -1,0 +1,153 @@
+"""A run's artifacts: best.yaml (the best candidate as a solver configuration), recommendation.yaml
+(the tuner's mean), generations.csv, noise.csv and fitness.png, rewritten after each generation."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+
+from engine.files import write_bytes, write_text, write_yaml
+
+from .config import RunConfig, base_solver
+from .noise import NOISE_COLUMNS, point_key
+from .space import with_settings
+from .store import RECOMMENDATION, GenerationStats
+
+#: seconds between two drawings of fitness.png while a run goes on (a drawing costs a few tenths of a second)
+PLOT_EVERY = 60.0
+#: fitness.png's size in inches and its resolution in dots per inch
+PLOT_INCHES, PLOT_DPI = (7, 4.2), 100
+
+
+class Artifacts:
+    """The run loop's files for the user (`optimizers.tuner.Tuner` is one)."""
+
+    def best_config(self) -> dict | None:
+        """best.yaml: a complete solver config (the best re-scored candidate when re-scored)."""
+        from solver import SolverConfig
+
+        best, rescored = self.state.best, self.state.rescored
+        if best is None:
+            return None
+        source = rescored or best
+        data = self.space.config(source.values)
+        rung = self.state.optimizer.settings_at(source.generation)
+        if rung:  # a multi-fidelity tuner's candidate at the fidelity it was scored at
+            data = with_settings(data, rung)
+        if rescored is not None:
+            data = with_settings(data, self.config.rescore.overrides)
+        data = SolverConfig.model_validate(data).model_dump(mode="json")
+        meta = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
+                "generation": source.generation, "index": source.index,
+                "fitness": source.fitness, "score": source.score,
+                "parameters": {p.path: v for p, v in zip(self.space.params, source.values)}}
+        noise = self.state.noise
+        if noise is not None and noise.pools and (point := noise.points.get(point_key(best.values))) is not None:
+            meta["pooled"] = {"mean": point.mean, "games": point.games, "samples": point.samples}
+        if rescored is not None and rescored.index == RECOMMENDATION:
+            meta["recommendation"] = recommendation_note(rescored.generation)
+        if rescored is not None:
+            meta.update({"tuned_fitness": rescored.tuned_fitness, "rescored_with": dict(self.config.rescore.overrides),
+                         "best_before_rescoring": {"generation": best.generation, "index": best.index,
+                                                   "fitness": best.fitness}})
+        data["meta"] = meta
+        return data
+
+    def recommended(self) -> list | None:
+        """The values the tuner's recommendation (`Optimizer.recommendation`) is played with now;
+        None for a tuner without one."""
+        vector = self.state.optimizer.recommendation()
+        return None if vector is None else self.space.played(vector)
+
+    def recommendation_config(self) -> dict | None:
+        """recommendation.yaml: the tuner's recommendation now (`Optimizer.recommendation`, the mean
+        of its search distribution) as a complete solver config, to play while the run goes on;
+        None for a tuner without one, or before its first generation is told."""
+        from solver import SolverConfig
+
+        g = self.state.generation
+        values = self.recommended() if g > 0 else None
+        if values is None:
+            return None
+        data = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
+        data = SolverConfig.model_validate(data).model_dump(mode="json")
+        data["meta"] = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
+                        "generation": g, "recommendation": recommendation_note(g),
+                        "parameters": {p.path: v for p, v in zip(self.space.params, values)}}
+        return data
+
+    def run_config(self) -> dict:
+        """``{"config": the run's YAML}`` as the run recorded it (`optimizers.run.resolve`), or
+        nothing for a run that did not."""
+        name = ((self.config.meta or {}).get("resolved_from") or {}).get("run_config")
+        return {"config": name} if name else {}
+
+    def write_artifacts(self, final: bool = False) -> None:
+        """generations.csv, best.yaml and recommendation.yaml; fitness.png at the end, and meanwhile
+        at most every `PLOT_EVERY` seconds."""
+        history = self.state.history
+        self.store.write_generations(history)
+        if self.state.noise is not None:
+            write_text(self.dir / "noise.csv", noise_table(self.state.noise.rows))
+        cfg = self.best_config()
+        if cfg is not None:
+            write_yaml(self.dir / "best.yaml", cfg,
+                       header=f"# the best candidate of run {self.dir.name}; run it with:\n"
+                              f"#   python -m experiments.solve {self.dir / 'best.yaml'}")
+        rec = self.recommendation_config()
+        if rec is not None:
+            write_yaml(self.dir / "recommendation.yaml", rec,
+                       header=f"# the tuner's recommendation after generation {rec['meta']['generation'] - 1} of run "
+                              f"{self.dir.name} (the mean of its search distribution); run it with:\n"
+                              f"#   python -m experiments.solve {self.dir / 'recommendation.yaml'}")
+        if history and (final or time.monotonic() - self._plotted >= PLOT_EVERY):
+            write_bytes(self.dir / "fitness.png", plot(history, self.config))
+            self._plotted = time.monotonic()
+
+
+def recommendation_note(generations: int) -> str:
+    """best.yaml's and recommendation.yaml's ``meta.recommendation`` for the tuner's mean after
+    ``generations`` generations told."""
+    return f"the mean of the tuner's search distribution after generation {generations - 1}, not a candidate it played"
+
+
+def noise_table(rows: list[dict]) -> str:
+    """noise.csv: a row per generation (`optimizers.noise.NOISE_COLUMNS`; empty: none)."""
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(NOISE_COLUMNS)
+    for row in rows:
+        out.writerow(["" if row[c] is None else repr(row[c]) if isinstance(row[c], float) else row[c]
+                      for c in NOISE_COLUMNS])
+    return buf.getvalue()
+
+
+def plot(history: list[GenerationStats], config: RunConfig) -> bytes:
+    """fitness.png: best, mean and median fitness per generation, and the best so far."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    g = [h.generation for h in history]
+    fig, ax = plt.subplots(figsize=PLOT_INCHES, dpi=PLOT_DPI)
+    ax.plot(g, [h.best for h in history], "o-", label="best of generation")
+    ax.plot(g, [h.median for h in history], "s-", label="median")
+    ax.plot(g, [h.mean for h in history], "^-", label="mean")
+    ax.plot(g, [h.best_so_far for h in history], "k--", label="best so far")
+    pieces = base_solver(config).get("pieces")
+    ax.set_xlabel("generation")
+    ax.set_ylabel(f"fitness (score over {pieces:,} pieces)" if pieces else "fitness (score)")
+    note = ", aborted candidates count with their fitness at the abort" if config.early_abort.enabled else ""
+    ax.set_title(f"{config.name}: {config.algorithm}, {config.population} candidates per generation{note}",
+                 fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()

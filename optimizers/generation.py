@@ -1,0 +1,45 @@
+"""A generation under way in the run loop: its candidates (`Candidate`) and their records
+(`Generation`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .fitness import TuningRecord
+
+
+@dataclass
+class Candidate:
+    """One proposal of a generation: its ``index``, parameter ``values``, canonical solver ``config``
+    and that config's ``key``."""
+
+    index: int
+    values: list
+    key: str
+    config: dict
+
+
+@dataclass
+class Generation:
+    """A generation under way: its ``candidates``, the early abort's ``threshold`` (and the K-th best
+    fitness it was built from) they are held to, when it ``started`` (`time.perf_counter`), and
+    each candidate's record once known. The first ``told`` candidates are the tuner's (None: all);
+    the others are re-evaluations (`optimizers.noise`)."""
+
+    number: int
+    candidates: list[Candidate]
+    threshold: np.ndarray | None
+    kth_best: float | None
+    started: float
+    told: int | None = None
+    records: list[TuningRecord | None] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.records = [None] * len(self.candidates)
+        if self.told is None:
+            self.told = len(self.candidates)
+
+    def best_fitness(self) -> float:
+        return max(r.fitness for r in self.records if r is not None)
