@@ -248,7 +248,8 @@ def test_a_lock_beside_a_folder_goes_with_its_holder(tmp_path):
         pass
 
 
-def test_a_policy_that_saves_nothing_takes_no_lock(tmp_path, config):
+def test_a_solve_of_a_policy_that_saves_nothing_leaves_no_lock(tmp_path, config):
+    """(It holds ``DIR.lock`` while it works, as every solve does, and removes it at its end.)"""
     assert cli.main([str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml", "out"]
 
