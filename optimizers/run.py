@@ -230,16 +230,10 @@ def make_run_dir(config: RunConfig) -> Path:
 
 def check_cluster(config: RunConfig) -> None:
     """With a dask scheduler: that it answers, and that every worker imports this project, of the
-    same sources (`ParallelError` otherwise, one line naming the scheduler or the worker)."""
-    if config.parallel.backend != "dask" or not config.parallel.scheduler:
-        return
-    from engine.parallel import check_workers, connect
+    same sources (`engine.parallel.check_scheduler`: `ParallelError` otherwise, in one line)."""
+    from engine.parallel import check_scheduler
 
-    client = connect(config.parallel.scheduler)
-    try:
-        check_workers(client)
-    finally:
-        client.close()
+    check_scheduler(config.parallel)
 
 
 @dataclass(frozen=True)
