@@ -16,7 +16,7 @@ moved (numba names a cached function by its first line).
 One cache serves every process and every checkout of the machine (joblib and dask workers, a
 fresh clone, a worktree of an older commit): the folder ``NUMBA_CACHE_DIR`` when set, else
 ``$XDG_CACHE_HOME/tetris-workbench/numba`` (``~/.cache/...``) when writable, else
-``.numba_cache/`` in the project. Kernels sit in it by module path and stamp (``solver/beam.py``'s
+``.numba_cache/`` in the project. Kernels sit in it by module path and stamp (``solver/layered.py``'s
 in ``solver/<stamp>/``), so the versions of a module that two checkouts hold are cached side by
 side, and a kernel whose dependencies changed is compiled afresh into a folder of its own; the
 folder is pruned to `MAX_BYTES`, least recently written first, once an hour. Processes that miss

@@ -102,7 +102,7 @@ def test_two_checkouts_share_the_memo_without_parsing_each_others_files_again(tm
 
 def test_the_project_kernels_depend_on_what_they_inline_and_not_on_their_neighbours():
     sources = _numba_cache.SOURCES
-    beam = names(sources, "solver/beam.py")
+    beam = names(sources, "solver/beam/layers.py")
     assert {"engine/lock.py", "engine/movegen.py", "evaluators/registry.py", "evaluators/features.py"} <= set(beam)
     assert not any(n.startswith("solver/segment/") for n in beam) and "solver/online/mcts.py" not in beam
     assert "engine/_numba_cache.py" not in beam  # imported by the registries, inlined by nothing
