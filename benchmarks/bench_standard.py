@@ -6,64 +6,13 @@ docs/benchmark-standard.md, asserts nothing).
         [--cap 1000000000] [--rules standard] [--height 20] [--json FILE] [--resume | --force] [--jobs 1]
     python benchmarks/bench_standard.py --versus PATH [--runs 3] [--only dellacherie|bcts] [--games N] [--height H]
 
-``speed``: pieces per second of the 1-ply player (the whole game loop, in numba), one thread, kernels
-compiled before timing: CPU time (user + system of this process) over ``--pieces`` pieces of
-seeded games (seed 0, 1, ... until that many are placed).
-
-``games``: ``--games`` seeded games (seeds ``--seed`` ...) of at most ``--cap`` pieces each, on the
-rules preset ``--rules`` or the same rules on a board of ``--height`` rows (the literature's smaller
-boards: 10 x 10, 10 x 14, ...); prints each game's rows, then the mean rows per game with its 95%
-confidence interval (`solver.online.intervals.mean_ci95`). ``--jobs N`` plays N games at once in
-worker processes (`engine.parallel.Pool`): a game is its seed's, so the series is the same whatever
-N. The series' figures count its games up to the first seed not yet finished: a game that ends
-while an earlier seed is still being played (a shorter one, most likely) waits in ``ahead`` until
-the gap is filled, so stopping a parallel run never favours short games. ``--evaluator`` is a
-preset name, an evaluator YAML file, or a solver configuration whose evaluator is played (a tuning
-run's ``best.yaml`` or ``recommendation.yaml``).
-
-The series file (``--json FILE``): every finished game is appended at once, as one JSON line, to
-``FILE.journal``, and FILE, the series with its figures, is rewritten whole and atomically at the
-start, at most every 10 s and no more than 2% of the time (`REWRITE_SECONDS`, `REWRITE_SHARE`: a
-rewrite costs the length of the series), and at the end, when the journal is removed. A run stopped
-or killed at any moment keeps its games: ``--resume`` reads FILE and its journal back, every value
-checked, keeps their games and goes on from the next seed. A game being played keeps its state
-(`solver.online.games.GameCheckpoint`: pieces placed, rows, board) every `KEEP_SECONDS` of wall
-time in ``FILE.inplay/seed-N.json`` (written atomically, removed once the game is in the journal),
-and ``--resume`` plays it on from there: the same game as one never stopped (its pieces are drawn
-again from the seed), so a stop loses at most a minute of each game being played. An existing FILE
-is never replaced silently: without ``--resume`` it is refused unless ``--force`` is given (which
-removes the games in play too).
-
-Every problem with the command line or the files (a number out of range, an unknown evaluator, a
-``--json`` that is a folder, cannot be written, or is not a series of this player, rules, board,
-cap and first seed) is one line naming the option or file and the problem, exit status 2, before
-any game is played. Ctrl-C or a kill (SIGTERM) writes the games finished so far and exits with 130.
-
-``--versus PATH``: MdpTetris (Thiery and Scherrer's simulator, the literature's own) beside ours,
-on the same player, board and number of games: Dellacherie's player on 10 x 14, 200 games a
-process, and BCTS's on 10 x 10, 1,000 games (`VERSUS`; ``--only`` one of them, ``--games`` and
-``--height`` another number of games or board for both sides). PATH is MdpTetris's checkout, built
-in place (its ``src/mdptetris_play_games`` and ``data/``), or that program itself; this script
-never fetches or builds it (how to: docs/benchmark-standard.md). Before anything runs it checks
-that the two play the same game: MdpTetris's feature file (``data/features/dellacherie_initial.dat``,
-``record_du.dat``) holds our preset's features and weights (`MDPTETRIS_FEATURES`), with no reward
-and -1e100 for a move that ends the game, our preset breaks ties as MdpTetris does
-(``state_then_column``), and our ``standard`` rules are MdpTetris's simplified game with
-``allow_lines_after_overflow`` 0, the game ``mdptetris_play_games`` builds (`VERSUS_RULES`).
-
-Whole processes: ours is ``games --rules standard`` in a new process (`our_command`; one thread,
-seeds 1000 + i x games in run i), so its figure counts the interpreter's start, the imports and
-loading the kernels from numba's cache, but not compiling them: an untimed run of each side (one
-game) comes first and fills numba's cache and the page cache. MdpTetris's is
-``mdptetris_play_games features/FILE GAMES 10 HEIGHT STATS`` run from its data folder; it seeds
-its pieces from the clock, so the two play other games of the same player, and they are compared
-by rows per CPU second. Each of ``--runs`` pairs runs the two one after the other (ours first in
-odd pairs, MdpTetris first in even ones) and takes the CPU time (user + system) the system
-accounts for each finished process (``wait4``: the process and the children it waited for).
-Prints each pair, the load average, the medians and the ratio ours / MdpTetris (the median of the
-pairs' ratios; above 1, ours clears more rows per CPU second). Problems (no program, a missing
-data file, a feature file that is not our player's, a program that fails or prints other than its
-scores and their mean) are one line naming the option or file, exit status 2.
+``speed``: pieces per second of the 1-ply player, one thread; ``games``: a seeded series and its
+mean rows per game with its 95% interval, kept game by game in a resumable series file (``--json``);
+``--versus``: MdpTetris's ``mdptetris_play_games`` beside ours, whole processes, rows per CPU second
+(`VERSUS`, `VERSUS_RULES`, `MDPTETRIS_FEATURES`: what is checked to be the same game first). Every
+problem is one line naming the option or file, exit status 2; Ctrl-C or SIGTERM writes the games
+finished so far and exits with 130. What each option does and how the figures are taken:
+docs/benchmark-standard.md ("Running it", "Beside MdpTetris: building the peer").
 """
 
 from __future__ import annotations

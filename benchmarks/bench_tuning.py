@@ -4,34 +4,13 @@
     python benchmarks/bench_tuning.py --standard [--seeds 1 2 3] [--standard-tuners cmaes optuna-tpe ...]
                                       [--generations N] [--population N] [--set KEY=VALUE ...] [--out DIR]
 
-1. every registered tuner with a shipped config of its name (configs/ga.yaml, random.yaml,
-   pso.yaml, cmaes.yaml, cem.yaml, optuna.yaml (Optuna's TPE): one space, 288 evaluations each),
-   and ``optuna-cmaes`` (optuna.yaml with Optuna's CMA-ES sampler): final best fitness per seed,
-   at the same number of evaluations (population x generations); ``--tuners`` picks some, and
-   ``--compare-only`` stops after this part;
-2. configs/ga.yaml with and without early abort: pieces simulated, wall time, final best;
-3. no false abort: every candidate early abort stopped is run to the end (no threshold) and its
-   final fitness compared with the K-th best finished fitness its threshold was built from;
-4. parallel efficiency of the n_jobs = 2 runs: summed evaluation seconds / (n_jobs x wall), over
-   the generations (the run's start-up excluded) and over the whole run.
-
-``--standard`` runs part 5 alone: our CMA-ES (``cmaes``: with ``cmaes.bounds=penalty``, the setting
-shipped until this comparison; ``cmaes-resample``: with ``cmaes.bounds=resample``, shipped since)
-against Optuna's samplers on the standard 10 x 20
-fitness (configs/cmaes_standard_split.yaml and configs/optuna_standard_split.yaml: one splitting
-estimate of the mean rows per game per candidate, 16 candidates x 24 generations, the same
-estimates' seeds for every tuner), each tuner on every ``--seeds`` (the run's seed: the tuner's
-random state). Per run: the tuned best (the highest single estimate, which favours a lucky draw)
-and the re-scored best (the 4 best re-estimated on 4 estimates no candidate's seed made: the
-figure to compare; ours also re-scores its centroid, `rescore.recommendation`: 4 estimates more
-than Optuna's 400, 1%), evaluations and wall time; then each tuner's mean, min and max. About
-10 to 30 minutes a run with 2 workers (a stronger tuner's candidates play longer games), so the
-default 4 tuners x 3 seeds take several hours (resumable per
-run: each run has a directory of its own, ``OUT/standard-<tuner>-seed<seed>``, and the same
-command with the same ``--out`` continues every unfinished run from its checkpoint and reads back
-the finished ones; a run directory made by other settings is refused).
-``--generations`` and ``--population`` shrink every run alike (a smoke test); ``--set`` passes
-further overrides to every run (e.g. ``solver.splitting.trials=20``).
+Without ``--standard``: the registered tuners at equal budget on the Geek game's short fitness,
+early abort on and off, a check that no abort was false, and the parallel efficiency of the runs.
+``--standard``: our CMA-ES (``cmaes``, ``cmaes-resample``) against Optuna's samplers on the
+standard 10 x 20 splitting fitness (`STANDARD`), each tuner on every ``--seeds``, each run in a
+directory of its own under ``--out`` (``OUT/standard-<tuner>-seed<seed>``) that the same command
+resumes. What each part measures, and the figures: docs/tuning.md ("The optuna tuner", "Measured:
+tuners and early abort").
 """
 
 from __future__ import annotations

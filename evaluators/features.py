@@ -1,30 +1,15 @@
 """The built-in features: one registered numba kernel each (see `evaluators.registry`).
 
 Boards are the engine's: a numpy ``uint16`` array of ``height`` rows, row ``y = 0`` at the top,
-bit ``x`` of row ``y`` set when cell (x, y) is occupied; ``width`` is given separately. Every
-kernel works on whole rows as int64 bit masks (shifts, masks, `engine.board.popcount`), never cell by
-cell. A board feature is ``f(board, width, top)``, ``top`` the first occupied row (``height`` for an
-empty board; every row above it is empty); a row feature is ``f(row, above, width)`` summed over the
-rows (``above``: the rows above OR-ed together), and an evaluator computes all those it weighs in
-one pass. Terms used below:
+bit ``x`` of row ``y`` set when cell (x, y) is occupied; every kernel works on whole rows as int64
+bit masks, never cell by cell. A board feature is ``f(board, width, top)``, ``top`` the first
+occupied row; a row feature is ``f(row, above, width)`` summed over the rows. Beside a feature, its
+*form* when it has one (`evaluators.incremental`). Registration order is slot order: the features
+are registered in the order the evaluator has always added them, so values are bit-for-bit those
+of earlier versions. Limits: ``width`` up to 16, ``height`` up to `MAX_HEIGHT`.
 
-- *column height*: ``height - y`` where ``y`` is the row of the column's top occupied cell; 0 for an
-  empty column. A flat stack one row high has height 1 in every column.
-- *hole*: an empty cell with at least one occupied cell anywhere above it in the same column.
-- *open to the sky*: an empty cell with no occupied cell above it in its column.
-
-Registration order is slot order, and an evaluator sums its terms in slot order: the features are
-registered in the order the evaluator has always added them, so values are bit-for-bit those of
-earlier versions. The docs' feature table is `registry.table()`.
-
-Beside a feature, its *form* when it has one (`evaluators.incremental`): the same value as a sum over
-the board's columns (``column_form``: ``g(left, col, right, height)`` of one column's bits, bit k the
-cell k rows above the floor, a wall all ones), or a row feature marked ``local_rows`` (its row
-function ignores ``above``). A 1-ply search values a child that cleared no row from its parent's
-columns and the piece's; the tests hold every form to its feature on random boards.
-
-Limits: ``width`` up to 16 (16-bit rows), ``height`` up to `MAX_HEIGHT` = 64 (the engine's rules
-allow 60): ``open_holes`` and ``wells`` keep one word per row in a fixed stack buffer.
+The terms the descriptions use (column height, hole, open to the sky), the forms and the limits:
+docs/evaluators.md, "How features become kernels".
 """
 
 from __future__ import annotations

@@ -1,45 +1,14 @@
 """Valuing the children of one board incrementally: a child that cleared no row is its parent plus
 the piece's four cells, so most of its features are its parent's, changed where the cells fell.
 
-A 1-ply search values every placement of a piece on one board (`solver.greedy.best_placement`). A
-feature may declare a *form* beside its definition, which says how its value follows from the
-board's columns or rows:
-
-- `column_form` (``combine="sum"``): the feature is the sum over the columns of
-  ``g(left, col, right, height)``, a count, ``col`` a column's cells as an int64 bit mask (bit k:
-  the cell k rows above the floor), ``left`` and ``right`` its neighbours' (a wall: every bit of
-  the board's height set); ``reach`` 1 when g reads the neighbours, 0 when it reads its column
-  only. A child's value is then its parent's, minus g of the columns the piece's cells fall in
-  (and, with reach 1, the columns beside them) on the parent, plus g of the same columns on the
-  child.
-- `column_form` (``combine="or"``): the feature is the number of bits set in the OR of g over the
-  columns (rows holding some column's mark, say); the parent's ORs of the columns left and right of
-  each column are kept, so a child ORs in its changed columns only (and, with reach 1, those
-  beside them).
-- A column form's ``edge``: ``"wall"`` (the default) gives the first and last columns a wall as
-  their outer neighbour; ``"none"`` gives them -1 (every bit set, which no column of at most 63
-  rows is), for a feature that reads pairs of columns inside the board only.
-- `local_rows`: a row feature (`registry.row_feature`) whose row function ignores ``above``: a
-  child's value is its parent's plus the change of the rows the piece covers.
-
-From the forms of the features an evaluator weighs, two kernels are generated per evaluator layout
-(as `registry.evaluate` is, and compiled into the search that calls them):
-
-- `column_view(board, width, spec, view)`: once per parent, fills the `ColumnView`: the board's
-  columns, each weighed form's value per column and in total;
-- `evaluate_child(p, view, parent_values, spec, to_beat)`: `registry.evaluate`'s value of a child
-  ``p`` (a `registry.Placement` whose lock cleared no row: ``p.board`` is ``p.parent`` with the
-  piece's cells set), from the view and the piece. Bit for bit the same: the forms give the same
-  integers as the features' kernels (tests hold them to it on random boards and children), and the
-  terms are added in the order `evaluate` adds them. Placement features are called on ``p`` as
-  `evaluate` calls them. A form's g is a count (never negative): so when the last terms `evaluate`
-  adds are all forms' plain terms and their weights are not positive, the sum of the terms before
-  them bounds the value from above, and a child whose bound is already below ``to_beat`` (a
-  search's best value so far) is given -inf without computing them (float addition is monotone:
-  adding a term that is not positive never raises a sum).
-
-An evaluator that weighs a board feature without a form is valued by `evaluate` on the child
-board: `column_view` then does nothing, and `evaluate_child` is `evaluate`.
+A feature may declare a *form* beside its definition (`column_form`, with ``combine`` "sum" or
+"or", its ``reach`` and ``edge``; `local_rows` for a row feature that ignores ``above``). From the
+forms of the features an evaluator weighs, two kernels are generated per evaluator layout:
+`column_view` (once per parent, fills the `ColumnView`) and `evaluate_child` (`registry.evaluate`'s
+value of a child that cleared no row, bit for bit, from the view and the piece, or -inf once a
+bound shows it cannot beat ``to_beat``). An evaluator that weighs a board feature without a form
+is valued by `evaluate` on the child board. The forms and the bound in full: docs/evaluators.md,
+"Valuing children incrementally".
 """
 
 from __future__ import annotations

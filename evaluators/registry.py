@@ -1,31 +1,15 @@
 """The features an evaluator weighs and the tie-breaks it may name: each declared once, by a
 decorator; everything else is derived from the declarations.
 
-A *board feature* is one numba function ``f(board, width, top)`` of the board after the lock and the
-clear (``top``: its first occupied row, ``height`` when empty; every feature starts there, so the
-evaluator computes it once), registered with `board_feature`; one kernel that measures several
-features in one pass returns a tuple and is registered with `board_features`. A *row feature* is a
-function ``f(row, above, width)`` summed over the board's rows, registered with `row_feature`: the
-generated `evaluate` computes every row feature an evaluator weighs in one pass over the rows. A
-*placement feature* is a function ``f(p)`` of the lock itself, ``p`` a `Placement`, registered with
-`placement_feature`.
-The function's docstring (its first paragraph) is the feature's description.
-
-The features and the tie-breaks are each a `engine.registry.Registry` (`FEATURES`, `TIE_BREAKS`),
-the one idiom of everything found by name; the decorators above are how a feature joins it.
-Registration is all it takes. From the registry come: the feature names and their slots in an
-evaluator's weight vector (registration order, `names`), the evaluator kernels (`evaluate`,
-`board_values`, `feature_vector`, compiled for the registry as it is when an evaluator is built),
-the YAML validation (a name must be registered), and the docs' feature table (`table`).
-
-How the kernels follow the registry: an evaluator's `EvaluatorSpec` carries a `Kind` token whose
-numba type names a digest of the registry (names, kernels and their sources), the tie-break and the
-evaluator's layout (the features it weighs, each plain, delta or through a table). The kernels are
-numba overloads whose code is generated from the registry of that digest and that layout when a
-kernel calling them is compiled: `evaluate` calls the weighed features' kernels only, with no test
-per registered feature. So every policy kernel is compiled (and cached on disk) once per registry
-and evaluator layout: registering a feature or weighing another one compiles afresh, new weights
-(a tuner's candidates) do not, and a known layout loads from the cache.
+`board_feature`, `board_features`, `row_feature` and `placement_feature` register a feature (the
+function's docstring, its first paragraph, is its description), `tie_break` a tie-break, into
+`FEATURES` and `TIE_BREAKS`, each an `engine.registry.Registry`. From the registry come the feature
+names and their slots in an evaluator's weight vector (`names`), the evaluator kernels
+(`evaluate`, `board_values`, `feature_vector`: numba overloads generated for the registry's digest
+and the evaluator's layout, carried by the `Kind` token of its `EvaluatorSpec`, so a policy kernel
+is compiled once per registry and layout, not per weights), the YAML validation and the docs'
+feature table (`table`). In full: docs/evaluators.md, "Adding a feature" and "How features become
+kernels".
 """
 
 from __future__ import annotations

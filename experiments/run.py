@@ -10,20 +10,9 @@ experiments.solve RUN/best.yaml), fitness.png, run.log and checkpoint.npz. An in
 (Ctrl-C, kill) continues with ``--resume RUN_DIR`` from its last finished generation, reading the
 evaluations already written back; only ``parallel.*`` may be overridden on resume.
 
-Every configuration problem is found before the run directory is created and reported as one line
-``error: <file>: <key>: <problem>`` (exit status 2); so is a ``runs_dir`` that is not a folder,
-cannot be written or has under 32 MB free, and a dask scheduler that does not answer in 10 s or
-has a worker that cannot import this project (or runs other sources of it): nothing is made then. Two runs started in the same
-second get two directories. A process holds ``run.lock`` in its run directory while it works there:
-a ``--resume`` of a run that is still running is refused (exit status 2), and the lock goes with
-the process, however it ends. A resume refuses a run whose files disagree: a checkpoint.npz that
-cannot be read, an evaluations.csv lacking rows the checkpoint counts (a damaged, edited or
-deleted file), or a config.yaml that differs from the copy the checkpoint keeps (edited after the
-run began: the first key that differs is named); the message says which and how to go on. A
-provenance.json that cannot be read is rebuilt from the checkpoint's copy, and an evaluation whose
-curve curves.jsonl lost is simulated again. A population (or a number of generations) whose run
-would need more memory than there is, and a parallel.n_jobs above the CPU count (unless a dask
-scheduler is named), are configuration problems like any other.
+Every problem (a configuration, the runs folder, a dask scheduler, memory, a run's files that
+disagree on resume, a run another process holds) is one line ``error: <file>: <key>: <problem>``,
+exit status 2, found before anything is made: docs/tuning.md, "Tuning runs" (its guarantees).
 """
 
 from __future__ import annotations

@@ -4,54 +4,9 @@ incumbent and the elite with pooled estimates, sample sizes that grow as the pop
 
 A candidate scored on seeded games (a policy for unknown pieces) has a noisy fitness: the mean of
 its ``online.games`` games (or splitting estimates). Everything here is off by default; the
-sections are ``noise`` and ``restart`` of the run config.
-
-**Points and pooled means.** A point is a candidate's parameter values as played (decoded, the
-``normalize`` group scaled). Each finished evaluation of a point is one sample of the n games its
-generation played; the point's pooled mean is the games-weighted mean of its samples,
-sum(n_i f_i) / sum(n_i) (each f_i is already a mean over n_i games). A point proposed twice in one
-generation plays the same games, so a generation adds at most one sample per point; an
-early-aborted evaluation adds none.
-
-**(a) Re-evaluation** (``noise.reevaluate: k``). Each generation the k points of highest pooled
-mean so far (the incumbent first; ties: the point evaluated first) are played again on that
-generation's games, after the tuner's candidates (their rows in evaluations.csv have the indices
-that follow), unless the tuner proposes them itself. ``games.seeds: per_generation`` is required,
-so the games are new to them. The tuner is told the pooled mean of each of its candidates' points
-(a new point: its one sample). The run's best (best.yaml, the ranking the re-scoring starts from)
-is the point of highest pooled mean among those sampled at least ``noise.confirm`` times (until
-one is: among all), not the luckiest single draw.
-
-**(b) Sample size** (``noise.samples``). Generation g's candidates play n_g games each (their
-``online.games``; n_0 is the solver's). After a generation, R is the set of points sampled in it
-that had samples before (the re-evaluated elite, and points the tuner proposed again):
-
-- ``grow: rank`` (after UH-CMA-ES's measure of rank changes, Hansen et al. 2009): over the pairs
-  of points of R, the share whose order by the new samples differs from their order by the pooled
-  means before them (pairs tied either way are not counted). Above ``tolerance``, the noise
-  reorders the elite: n_{g+1} = ceil(n_g x ``factor``), at most ``max``. Needs ``reevaluate`` >= 2.
-- ``grow: spread``: the noise of one game estimated from R, s^2 = mean over R of
-  d^2 / (1/n + 1/m) (d: the new sample minus the point's pooled mean before it, n and m their
-  games), against the spread of the generation (the standard deviation of its candidates'
-  finished samples): when the spread is below ``ratio`` x s / sqrt(n_g), the candidates differ by
-  less than one evaluation's noise, and n grows as above. Needs ``reevaluate`` >= 1.
-
-Sizes only grow. Generation g's games start at seed + n_0 + ... + n_{g-1}: no two generations
-share a game whatever the sizes (with a constant size, the seeds of ``games.seeds: per_generation``).
-
-**(c) Restarts** (``restart.stall: N``). A generation whose best told fitness does not beat the
-best since the tuner (re)started by more than ``tolerance`` x |that best| is a stalled one; after
-N in a row, while generations remain (and fewer than ``max`` restarts were made), the tuner is
-replaced by a new one of its kind with more candidates per generation: IPOP (Auger & Hansen
-2005), the population times ``factor``^k at the k-th restart; BIPOP (Hansen 2009), restarts
-alternating between that large regime and a small one, population
-floor(lambda_0 x (lambda_large / (2 lambda_0))^(U^2)) and initial step (the tuner's ``sigma``,
-where it has one, and the run's ``init_sigma``) times 10^(-2U), U uniform in [0, 1) (Hansen's
-budget rule, which picks the regime that has used less, is simplified to alternation). The new
-tuner starts from ``start``: a uniform draw (``random``, as IPOP), the run's initial point
-(``point``) or the run's best (``best``), and has its own random state (the run's seed and k).
-The run keeps its number of generations; its best, the pooled means and the sample size carry
-over.
+sections are ``noise`` (`NoiseConfig`, `SamplesConfig`) and ``restart`` (`RestartConfig`) of the
+run config, checked against the tuner by `check`. The rules (points and pooled means,
+re-evaluation, sample sizes, restarts) are in docs/tuning.md, "Noise handling and restarts".
 
 All of it is the state of `Noise`, saved in the checkpoint beside the tuner, so a resumed run
 re-evaluates, grows and restarts as an uninterrupted one. ``noise.csv`` in the run directory has
