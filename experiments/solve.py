@@ -5,45 +5,14 @@
 CONFIG is a solver YAML (see configs/solver.yaml) or the best.yaml a tuning run exports;
 ``key=value`` overrides any dotted key (``beam.width=100``). Writes DIR/record.txt, DIR/replay.js,
 DIR/submit.js (the contest's console lines) and DIR/summary.json, after the project's replayer has
-confirmed the record's score. A policy for unknown pieces (one_ply, preview, expect, mcts, ...) plays
-``online.games`` seeded games instead: DIR/summary.json holds every game's score, pieces and end
-(with ``online.estimate: splitting``, that many estimates of the mean game length: each estimate's
-figures, `solver.online.splitting`).
+confirmed the record's score, as one set (`engine.files.OutputSet`) under the lock ``DIR.lock``
+(`engine.files.FolderLock`). A policy for unknown pieces plays ``online.games`` seeded games
+instead (or splitting estimates, `solver.online.splitting`) and writes the summary. A resumable
+policy (``segment``) saves its search in ``DIR.checkpoint.npz``; ``--resume DIR`` continues it.
 
-The files are put in place as one set (`engine.files.OutputSet`): the folder holds the complete new
-set, or its previous one, never a mix, and is there at every instant, even when the process is
-killed while writing (where the two sets cannot be swapped in one step, a set a kill left aside is
-put back by the next solve, replay or view of the folder). DIR must be a
-new folder or one holding an earlier solve's files; it is checked before the search (not a folder,
-other files in it, not writable, under 32 MB free: one line, exit status 2, the search not begun).
-The default DIR, ``solves/<config>-<date>-<time>-<pid>``, is never another solve's. The process
-solving into DIR holds the lock ``DIR.lock`` beside it (`engine.files.FolderLock`) from before the
-search until its files are in place (the file is removed then): a second solve into DIR meanwhile
-is refused (one line naming DIR and the pid, exit status 2), never raced. A dask scheduler the
-search would use (``segment.parallel.scheduler``) is checked before the search, within 10 s.
-
-Ctrl-C (or a kill: SIGTERM) once ends the search at the next step with its best path so far,
-which is verified and written like a finished one (``stop: interrupted`` in the summary; exit
-status 130); a second one, or one during online games, stops at once and writes nothing, as one
-does at any stage before the search (parsing, checking, compiling, connecting: ``interrupted:
-nothing written``, exit status 130). Once the search is over (or the games played), and for one
-that came when the search had no step left to stop at, Ctrl-C and SIGTERM are held until the
-files are written: the record is verified and written whole, the command says so and exits with
-status 130.
-
-Every size in the configuration (beam width, nodes, states, games, ...) is checked against memory
-before anything is allocated: a search whose estimate exceeds the memory there is (the machine's,
-a cgroup's limit, ``ulimit -v``) is refused in one line naming the key, the estimate and that
-memory (exit status 2, nothing made).
-
-A resumable policy (``segment``) also saves its whole search beside the folder, in
-``DIR.checkpoint.npz`` (data only, `engine.statefile`), every ``segment.checkpoint_seconds`` and
-when it stops; ``--resume DIR``
-continues that search (same configuration and overrides: a checkpoint made by other settings is
-refused) and ends exactly as an uninterrupted run would, so a run of many hours can be done over
-several sittings: stop it with Ctrl-C (its best path so far is written), resume it later. The
-lock ``DIR.lock`` is taken before the checkpoint is looked at, so two processes never write one
-checkpoint either.
+Every problem is one line, exit status 2, before the search; Ctrl-C or SIGTERM writes the best path
+so far (exit status 130). The folder, the lock, interrupts, memory checks and resuming in full:
+docs/policies.md, "The command".
 """
 
 from __future__ import annotations

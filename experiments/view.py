@@ -7,23 +7,11 @@ FILE is a record (plain, or either console line the contest accepted) or a solve
 (its ``record.txt`` beside it is replayed under the rules and seed of its ``config``). The record is
 replayed by the engine (`engine.replay` with a trace) and every piece's board, lock, score and the
 next piece are embedded in one HTML file (base64 of little-endian arrays; no network, no external
-script): the board with the piece just locked highlighted, the next piece, score, piece counter,
-lines cleared by kind, play/pause, speed, single steps, jump to a piece, a seek bar and the score
-curve with the current piece marked. Keys: space play/pause, left/right one piece, Home/End;
-``replay.html#500`` opens at piece 500. The page's HTML, CSS and JavaScript are the template
-``experiments/templates/replay.html`` (package data); the data is filled in per record.
-
-"Piece n" is the game once n pieces have appeared and locked (piece 0: the empty board); its score
-is the replayer's score after piece n. Exit status: 0 written, 1 invalid record, 2 bad input.
-
-FILE is read no further than the limit of its kind (`engine.files`: a record 4,001,000 bytes, a
-summary 32 MiB), so an endless input such as ``/dev/zero`` is refused at once. The output is
-written atomically (the old file or the new one, never a part), with the mode a new file gets from
-``open`` (0666 less the umask). Every problem with FILE or ``--out`` (unreadable, too large, not
-UTF-8; a summary.json that its schema refuses, `solver.result.read_summary`, such as a field of the
-wrong type, named; ``--out`` empty, a folder, not a plain file, under a file, on a read-only or full disk) is
-one line naming it, exit status 2, and leaves nothing behind: folders made for ``--out`` are
-removed again when the file cannot be written.
+script). The page's HTML, CSS and JavaScript are the template ``experiments/templates/replay.html``
+(package data); the data is filled in per record. "Piece n" is the game once n pieces have appeared
+and locked (piece 0: the empty board). Exit status: 0 written, 1 invalid record, 2 bad input (one
+line naming it, nothing left behind). What the page shows, its keys and the limits on FILE and
+``--out``: docs/tuning.md, "Replay viewer".
 """
 
 from __future__ import annotations
