@@ -332,3 +332,10 @@ def test_the_performance_page_lists_every_benchmark_script():
     table = page.split("## How figures are measured", 1)[1].split("\n\n", 2)[1]
     listed = set(re.findall(r"`python benchmarks/(\w+)\.py", table))
     assert listed == {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
+
+
+def test_the_readme_is_a_front_door():
+    """The README says what the project is, the two commands, the workflow, the layout and the
+    scores, and links into docs/ for the rest: at most 150 lines."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines: move narrative and dated figures to docs/"
