@@ -5,7 +5,8 @@ Layers, lowest first: `rules` (a game as data, and `KernelRules`, the bundle ker
 spawn), `movegen` (placements and routes), `record` (the contest's record format), `replay` (the
 contest engine's replay), `state` (one game between pieces), and over them `envs` (Gymnasium
 environments, imported on their own: the engine loads without gymnasium). Beside them, what every
-layer shares: `files` (files written whole or not at all, reads bounded by kind), `statefile` (a run's or a
+layer shares: `outcome` (how a game ended and why a search stopped: codes and the labels
+files write), `files` (files written whole or not at all, reads bounded by kind), `statefile` (a run's or a
 search's saved state as data, read back within bounds, never by running code), `validation` (the base of
 every configuration section, `validation.Strict`, and the one-line configuration error), `config`
 (configuration files and their ``key=value`` overrides), `paths` (dotted paths into configuration
@@ -20,8 +21,9 @@ the memory there is) and `provenance` (where a result came from, and the command
 from . import _numba_cache  # noqa: F401  (first: numba's cache directory is set before any kernel)
 from . import typeof  # noqa: F401  (bundles passed from Python typed by a lookup of their structure)
 from .board import BOARD_DTYPE, from_strings, to_strings
-from .lock import END_NAMES, GOING_ON, LockResult, lock_copy, lock_piece, spawn_blocked, spawn_state
+from .lock import GOING_ON, LockResult, lock_copy, lock_piece, spawn_blocked, spawn_state
 from .movegen import MoveScratch, capacity, placements, route, scratch
+from .outcome import GameEnd, Stop
 from .record import Record, RecordError, encode, extract, parse, rejection, replay_line, upload_line
 from .replay import ReplayResult, final_board, replay, replay_record
 from .rules import (CLASSIC, COURSE, GEEK, PRESETS, STANDARD, STANDARD_10X10, STANDARD_10X12, STANDARD_CLEAR_FIRST,
@@ -29,9 +31,9 @@ from .rules import (CLASSIC, COURSE, GEEK, PRESETS, STANDARD, STANDARD_10X10, ST
 from .state import GameState, Transition
 
 __all__ = [
-    "BOARD_DTYPE", "CLASSIC", "COURSE", "END_NAMES", "GEEK", "GOING_ON", "GameState", "KernelRules", "LockResult",
+    "BOARD_DTYPE", "CLASSIC", "COURSE", "GEEK", "GOING_ON", "GameEnd", "GameState", "KernelRules", "LockResult",
     "MoveScratch", "PRESETS", "PieceSource", "Record", "RecordError", "ReplayResult", "Rules", "STANDARD",
-    "STANDARD_10X10", "STANDARD_10X12", "STANDARD_CLEAR_FIRST", "Transition", "capacity", "encode", "extract", "final_board",
+    "STANDARD_10X10", "STANDARD_10X12", "STANDARD_CLEAR_FIRST", "Stop", "Transition", "capacity", "encode", "extract", "final_board",
     "from_strings", "get_rules", "lock_copy", "lock_piece", "parse", "placements", "replay", "replay_line",
     "rejection", "replay_record", "route", "scratch", "spawn_blocked", "spawn_state", "to_strings", "upload_line",
 ]

@@ -37,12 +37,12 @@ from numba import njit
 from .board import clear_rows, copy_rows, count_rows, is_valid, place, popcount
 from .dispatch import fixed
 from .jit import inlined, inner
+from .outcome import LOCK_ENDS, GameEnd
 from .rules import OVERFLOW_CLEAR_FIRST, OVERFLOW_DISCARD, OVERFLOW_END
 
-END_NAMES = ("record_end", "top_touched", "spawn_blocked", "piece_limit", "sequence_end", "overflow")
-#: `LockResult.end` of a lock after which the game goes on
-GOING_ON = -1
-RECORD_END, TOP_TOUCHED, SPAWN_BLOCKED, PIECE_LIMIT, SEQUENCE_END, OVERFLOW = range(len(END_NAMES))
+#: `LockResult.end` of a lock after which the game goes on, and the ends (the kernels' int constants, from `GameEnd`)
+GOING_ON = int(GameEnd.GOING_ON)
+RECORD_END, TOP_TOUCHED, SPAWN_BLOCKED, PIECE_LIMIT, SEQUENCE_END, OVERFLOW = (int(end) for end in LOCK_ENDS)
 
 
 class LockResult(NamedTuple):

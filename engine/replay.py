@@ -20,8 +20,8 @@ import numpy as np
 from numba import njit
 
 from .board import BOARD_DTYPE, is_valid
-from .lock import (END_NAMES, GOING_ON, PIECE_LIMIT, RECORD_END, SPAWN_BLOCKED, lock_piece_call, spawn_blocked,
-                   spawn_state)
+from .lock import GOING_ON, PIECE_LIMIT, RECORD_END, SPAWN_BLOCKED, lock_piece_call, spawn_blocked, spawn_state
+from .outcome import GameEnd
 from .record import OP_N, Record, RecordError, extract, parse
 from .rules import GEEK, Rules
 
@@ -111,7 +111,7 @@ def replay_kernel(kinds, counts, sequence, rules, score_by_piece, board, boards,
 @dataclass(frozen=True)
 class ReplayResult:
     """What a replay reports. ``bricks`` is the piece counter (pieces that appeared, a
-    spawn-blocked one included); ``end`` is one of `END_NAMES`, None when the record is invalid.
+    spawn-blocked one included); ``end`` is a `GameEnd`'s label (`engine.outcome.LOCK_ENDS`), None when the record is invalid.
     ``score_by_piece[n]`` is the score once piece n (1-based) has locked. With a trace
     (``replay(..., trace=True)``): ``boards[n]`` is the board once piece n has locked and full rows
     were cleared (``boards[0]`` is empty), ``locked[n]`` is (shape, state, x, y, full rows) of that
@@ -152,8 +152,8 @@ def replay_record(record: Record, rules: Rules = GEEK, seed: int | None = None,
     )
     by_piece = np.maximum.accumulate(by_piece[: counter + 1])
     if not trace:
-        return ReplayResult(True, int(score), int(counter), END_NAMES[end], None, by_piece)
-    return ReplayResult(True, int(score), int(counter), END_NAMES[end], None, by_piece,
+        return ReplayResult(True, int(score), int(counter), GameEnd(end).label, None, by_piece)
+    return ReplayResult(True, int(score), int(counter), GameEnd(end).label, None, by_piece,
                         boards[: counter + 1], locked[: counter + 1])
 
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .board import BOARD_DTYPE, popcount
-from .lock import END_NAMES, GOING_ON, lock_piece, spawn_blocked
+from .lock import GOING_ON, lock_piece, spawn_blocked
 from .movegen import MoveScratch, placements, route
+from .outcome import GameEnd
 from .rules import GEEK, Rules
 
 
@@ -107,7 +108,7 @@ class GameState:
             raise ValueError(f"({x}, {y}, {s}) is not a placement of piece {self.piece}")
         board = self.board.copy()
         lock = lock_piece(board, self.rules.kernel, self.shape, s, x, y, self.piece + 1)
-        end = None if lock.end == GOING_ON else END_NAMES[lock.end]
+        end = None if lock.end == GOING_ON else GameEnd(lock.end).label
         points, full_rows = int(lock.points), int(lock.lines)
         kinds = list(self.clear_kinds)
         if full_rows and end is None:
@@ -124,7 +125,7 @@ class GameState:
     def _spawn_end(self) -> str | None:
         """Why the next piece cannot appear, or None."""
         if self.piece >= len(self.sequence):
-            return "sequence_end"
+            return GameEnd.SEQUENCE_END.label
         if spawn_blocked(self.board, self.rules.kernel, self.shape, self.spawn_state):
-            return "spawn_blocked"
+            return GameEnd.SPAWN_BLOCKED.label
         return None

@@ -25,7 +25,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine import replay_line, upload_line
+from engine import Stop, replay_line, upload_line
 from engine.config import ConfigError
 from engine.files import FolderLock, Locked, OutputError, OutputSet
 from engine.parallel import ParallelConfig, ParallelError, check_scheduler
@@ -254,7 +254,7 @@ def report(result, target: Path) -> int:
         return 0
     print(f"{result.score:,} points, {result.pieces:,} pieces ({result.end}; {result.stop}) in "
           f"{result.seconds:.1f} s; verified by the replayer; written to {target}/")
-    if result.stop == "interrupted":
+    if result.stop == Stop.INTERRUPTED.label:
         print("interrupted: the best path found so far was written", file=sys.stderr)
         return 130
     return 0

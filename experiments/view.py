@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine import PRESETS, ReplayResult, Rules, get_rules, replay
+from engine import PRESETS, GameEnd, ReplayResult, Rules, get_rules, replay
 from engine.rules import SHAPE_NAMES
 
 from engine.files import (MAX_JSON_BYTES, MAX_RECORD_BYTES, ReadError, not_a_folder, read_text,
@@ -129,7 +129,7 @@ def cleared_rows(res: ReplayResult) -> np.ndarray:
     """Rows cleared by each piece's lock, counted as `engine.GameState` counts clears: 0 for a piece
     that never locked and for a lock that ended the game (it scores nothing)."""
     rows = np.where(res.locked[:, 0] >= 0, res.locked[:, 4], 0)
-    if res.end in ("top_touched", "piece_limit") and len(rows) > 1:
+    if res.end in (GameEnd.TOP_TOUCHED.label, GameEnd.PIECE_LIMIT.label) and len(rows) > 1:
         rows[-1] = 0
     return rows
 

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.outcome import GameEnd, Stop
+
 SIMULATIONS = 0  # solver runs in this process (tests count them)
 #: hex digits of a config's SHA-1 kept as its key (64 bits: no clash among a run's candidates)
 KEY_HEX_DIGITS = 16
@@ -111,7 +113,7 @@ def aborted_record(curve, piece: int, threshold: float, aborted_fitness: str) ->
     """The record of a candidate stopped at ``piece`` (1-based) whose running best is ``curve``."""
     best = int(curve[piece - 1])
     return TuningRecord(fitness=float(best) if aborted_fitness == "score_at_abort" else 0.0, score=best,
-                        pieces=int(piece), stop="aborted", aborted=True, abort_piece=int(piece),
+                        pieces=int(piece), stop=Stop.ABORTED.label, aborted=True, abort_piece=int(piece),
                         threshold=float(threshold), seconds=0.0)
 
 
@@ -121,7 +123,7 @@ def games_fitness(score: float, ends: Sequence[str] | None, topout_penalty: floa
     None for the known sequence, or a series of estimates)."""
     if not topout_penalty or not ends:
         return float(score)
-    lost = sum(end != "capped" for end in ends)
+    lost = sum(end != GameEnd.CAPPED.label for end in ends)
     return float(score) - topout_penalty * lost / len(ends)
 
 

@@ -16,6 +16,7 @@ from numba import njit
 from engine import Rules
 from engine.jit import KernelCall, inner
 from engine.lock import GOING_ON, lock_copy, lock_piece_call, lost
+from engine.outcome import Stop
 from evaluators import Evaluator, Placement, evaluate
 from evaluators.incremental import ColumnView, column_scratch
 
@@ -124,11 +125,9 @@ def path_scores(placements: np.ndarray, sequence: np.ndarray, rules: Rules) -> t
     return path.score_by_step, tuple(int(v) for v in path.kinds)
 
 
-#: why a search stopped (`SolveResult.stop`), by the codes the kernels return
-STOP_NAMES = ("done", "stuck", "spawn_blocked", "aborted", "interrupted")
-#: a single-path kernel's stop code while pieces are left to play
-GOING = -1
-DONE, STUCK, BLOCKED, ABORTED, INTERRUPTED = range(len(STOP_NAMES))
+#: the kernels' stop codes (int constants, from `engine.outcome.Stop`; `GOING` while pieces are left to play)
+GOING, DONE, STUCK, BLOCKED, ABORTED, INTERRUPTED = (int(stop) for stop in (
+    Stop.GOING, Stop.DONE, Stop.STUCK, Stop.SPAWN_BLOCKED, Stop.ABORTED, Stop.INTERRUPTED))
 
 
 def path_result(score, done, stop, path: Path, threshold, nodes) -> SolveResult:
@@ -137,7 +136,7 @@ def path_result(score, done, stop, path: Path, threshold, nodes) -> SolveResult:
     result = SolveResult(
         score=int(score), pieces=done, score_by_step=by_step[:done], best_by_step=by_step[:done].copy(),
         clear_kinds=tuple(int(v) for v in path.kinds), placements=path.placements[:done],
-        stop=STOP_NAMES[stop] if stop >= 0 else "done", nodes=nodes)
+        stop=Stop(stop).written.label, nodes=nodes)
     if result.aborted:
         result.abort_piece = done
         result.abort_threshold = float(threshold[done - 1])
@@ -242,9 +241,9 @@ class Policy(ABC):
         if progress and (t % 50 == 49 or t == n - 1):
             progress(t + 1, n, best)
         if top < threshold[t]:
-            return "aborted", t + 1, float(threshold[t])
+            return Stop.ABORTED.label, t + 1, float(threshold[t])
         if self.interrupted and t + 1 < n:
-            return "interrupted", None, None
+            return Stop.INTERRUPTED.label, None, None
         return None
 
     @contextlib.contextmanager

@@ -24,6 +24,7 @@ from pydantic import (ConfigDict, Field, ValidationError, ValidationInfo, create
                       model_validator)
 
 from engine.files import MAX_JSON_BYTES, ReadError, read_json
+from engine.outcome import Stop
 from engine.validation import WRITTEN_ELSEWHERE, Strict, problem, show
 
 
@@ -50,7 +51,7 @@ class Outcome:
     pieces: int
     best_by_step: np.ndarray
     clear_kinds: tuple
-    stop: str = "done"
+    stop: str = Stop.DONE.label
     abort_piece: int | None = None
     abort_threshold: float | None = None
     nodes: int = 0
@@ -60,7 +61,7 @@ class Outcome:
 
     @property
     def aborted(self) -> bool:
-        return self.stop == "aborted"
+        return self.stop == Stop.ABORTED.label
 
     def summary(self) -> dict:
         """A JSON-ready dict (curves as lists): summary.json's fields (`OutcomeSummary`)."""

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from engine import Rules, get_rules
+from engine.outcome import Stop
 from evaluators import Evaluator, load_evaluator
 
 from . import registry
@@ -59,7 +60,7 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
             raise ValueError(f"policy {config.policy!r} cannot save or resume its search (a checkpoint was given)")
         policy.checkpoint, policy.resume = Path(checkpoint), resume
     result = policy.run(curve, progress, interruptible, searched)
-    if policy.signalled is not None and result.stop != "interrupted":
+    if policy.signalled is not None and result.stop != Stop.INTERRUPTED.label:
         # the first signal came when the search had no step left to stop it at (its last piece, or
         # as it ended): it acts now, as one after the search does (a command holds it: exit 130)
         signal.raise_signal(policy.signalled)

@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from engine import GEEK, END_NAMES, GOING_ON, GameState, final_board, from_strings, lock_piece, replay, to_strings
+from engine import GEEK, GOING_ON, GameEnd, GameState, final_board, from_strings, lock_piece, replay, to_strings
 from engine.lock import PIECE_LIMIT, TOP_TOUCHED
 from solver import SolverConfig, solve
 
@@ -57,7 +57,7 @@ def test_a_game_state_reaching_the_limit_ends_there_and_scores_nothing():
         assert t.state.piece == piece + 1
         _, lock = lock_on_copy(board, GEEK, I, (4, 19, 1), piece + 1)
         assert (lock.points, lock.lines, lock.cells) == (points, 1, 10)
-        assert (END_NAMES[lock.end] if lock.over else None) == end
+        assert (GameEnd(lock.end).label if lock.over else None) == end
         if end is None:
             assert (t.lines, t.state.lines, t.state.clears) == (1, 1, 1)
         else:  # the game ended: the row is not counted as a clear either

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from engine import CLASSIC, END_NAMES, GEEK, GameState, encode, from_strings, lock_copy, placements, replay, scratch
+from engine import CLASSIC, GEEK, GameEnd, GameState, encode, from_strings, lock_copy, placements, replay, scratch
 
 
 def state_on(board_text, shapes, piece=0, rules=GEEK):
@@ -116,7 +116,7 @@ def test_children_match_apply():
             assert (locked == piece).all()                      # the board before the clear
             assert (cleared == t.state.board).all()             # the board after it
             assert lock.points == t.points and lock.over == t.over
-            assert (END_NAMES[lock.end] if lock.over else None) == (t.state.end if t.over else None)
+            assert (GameEnd(lock.end).label if lock.over else None) == (t.state.end if t.over else None)
             assert lock.cells == sum(bin(int(r)).count("1") for r in piece)
             assert lock.occupied_rows == int((piece != 0).sum())
             if lock.over:

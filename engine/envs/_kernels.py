@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..lock import END_NAMES, GOING_ON, PIECE_LIMIT, SPAWN_BLOCKED, lock_piece, spawn_blocked, spawn_state
+from ..lock import GOING_ON, PIECE_LIMIT, SPAWN_BLOCKED, lock_piece, spawn_blocked, spawn_state
 from ..movegen import lowest_placements_into
+from ..outcome import GameEnd
 
 
 def leftmost(cells: np.ndarray) -> np.ndarray:
@@ -78,8 +79,8 @@ def lock_and_offer(board, rules, shape, state, x, y, number, next_shape, next_st
 
 #: what `batch_play` does with each game of a batch
 MODE_STEP, MODE_RESTART, MODE_KEEP = 0, 1, 2
-#: `batch_play`'s end codes beyond `engine.lock.END_NAMES`' (`engine.lock.GOING_ON` while a game goes on)
-CAPPED, STUCK = len(END_NAMES), len(END_NAMES) + 1
+#: `batch_play`'s end codes beyond the lock's (`engine.lock.GOING_ON` while a game goes on), from `GameEnd`
+CAPPED, STUCK = int(GameEnd.CAPPED), int(GameEnd.STUCK)
 
 
 @njit(cache=True, _nrt=False)

@@ -33,14 +33,16 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..lock import END_NAMES, GOING_ON, PIECE_LIMIT, spawn_blocked, lock_piece
+from ..lock import GOING_ON, PIECE_LIMIT, spawn_blocked, lock_piece
 from ..movegen import capacity, route, scratch
+from ..outcome import GameEnd
 from ..record import encode
 from ..rules import SHAPE_NAMES, Rules, get_rules
 from ._kernels import leftmost, lock_and_offer, offer
 
 #: how an episode ended (``info["end"]``): the lock's own ends, then the environment's
-ENDS = ("top_touched", "overflow", "spawn_blocked", "stuck", "piece_limit", "capped")
+ENDS = GameEnd.labels((GameEnd.TOP_TOUCHED, GameEnd.OVERFLOW, GameEnd.SPAWN_BLOCKED, GameEnd.STUCK, GameEnd.PIECE_LIMIT,
+                       GameEnd.CAPPED))
 #: pieces drawn from the source at once (the stream is the same whatever the block: numpy's
 #: generator and the LCG keep their state between draws)
 BLOCK = 256
@@ -173,13 +175,13 @@ class TetrisEnv(gym.Env):
         reason = None
         if end != GOING_ON:
             truncated, terminated = end == PIECE_LIMIT, end != PIECE_LIMIT
-            reason = END_NAMES[end]
+            reason = GameEnd(end).label
             lines = 0
         elif self.max_pieces is not None and t + 1 >= self.max_pieces:
-            truncated, reason = True, "capped"
+            truncated, reason = True, GameEnd.CAPPED.label
         elif n == 0:
             blocked = spawn_blocked(self.board, self._kernel, self.shape_of(t + 1), self.rules.spawn_state_of(t + 1))
-            terminated, reason = True, "spawn_blocked" if blocked else "stuck"
+            terminated, reason = True, (GameEnd.SPAWN_BLOCKED if blocked else GameEnd.STUCK).label
         self.score += int(points)
         self.lines += int(lines)
         self._over = terminated or truncated

@@ -20,14 +20,12 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..lock import END_NAMES
 from ..movegen import capacity, scratch
+from ..outcome import GameEnd
 from ..rules import SHAPE_NAMES, Rules
 from ._kernels import CAPPED, MODE_KEEP, MODE_RESTART, MODE_STEP, STUCK, batch_play, leftmost
 from .tetris import BLOCK, TetrisEnv
 
-#: `batch_play`'s end codes -> their names (as ``info["end"]`` gives them)
-END_BY_CODE = {**dict(enumerate(END_NAMES)), CAPPED: "capped", STUCK: "stuck"}
 #: pieces held per game: the block being played and the (at most two) pieces kept from the one before
 WINDOW = BLOCK + 3
 
@@ -168,7 +166,7 @@ class TetrisVectorEnv(VectorEnv):
         if done.any():
             end = np.full(n, None, dtype=object)
             for i in np.flatnonzero(done):
-                end[i] = END_BY_CODE[self._ends[i]]
+                end[i] = GameEnd(self._ends[i]).label
             info["end"], info["_end"] = end, done
         return self._observation(), self._rewards.copy(), self._terminated.copy(), self._truncated.copy(), info
 

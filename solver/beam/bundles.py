@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from engine.jit import inlined, inner
+from engine.outcome import Stop
 
 
 
@@ -28,8 +29,8 @@ CHUNK_SECONDS = 0.5
 #: the trace starts with room for this many full layers and doubles when it needs more
 TRACE_LAYERS = 64
 
-#: why `run_layers` returned
-GOING, STUCK, ABORTED = -1, 1, 3
+#: why `run_layers` returned (int constants, from `engine.outcome.Stop`)
+GOING, STUCK, ABORTED = int(Stop.GOING), int(Stop.STUCK), int(Stop.ABORTED)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from numba import get_num_threads
 
 from engine.jit import KernelCall
 from engine.movegen import capacity
+from engine.outcome import Stop
 
 from .._base import Policy, path_scores
 from ..config import BeamConfig
@@ -115,7 +116,7 @@ class Beam(Policy):
         t, stop = 0, GOING
         step = 1
         abort_piece = abort_threshold = None
-        stop_name = "done"
+        stop_name = Stop.DONE.label
         while t < n_pieces:
             started = time.perf_counter()
             st, t_new, stop = run_layers(self.sequence, t, min(n_pieces, t + step), rules.kernel, spec, kernel_cfg,
@@ -126,13 +127,13 @@ class Beam(Policy):
             if progress:
                 progress(t, n_pieces, int(st.scalars[S_BEST_SCORE]))
             if stop == STUCK:
-                stop_name = "stuck"
+                stop_name = Stop.STUCK.label
                 break
             if stop == ABORTED:
-                stop_name, abort_piece, abort_threshold = "aborted", t, float(threshold[t - 1])
+                stop_name, abort_piece, abort_threshold = Stop.ABORTED.label, t, float(threshold[t - 1])
                 break
             if self.interrupted and t < n_pieces:
-                stop_name = "interrupted"
+                stop_name = Stop.INTERRUPTED.label
                 break
         placements = trace_back(st)
         placed = len(placements)

@@ -31,6 +31,7 @@ from engine import Rules
 from engine import _numba_cache
 from engine._numba_cache import KERNEL_PACKAGES
 from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
+from engine.outcome import GameEnd, Stop
 from evaluators import Evaluator, load_evaluator
 
 from .. import registry
@@ -42,11 +43,12 @@ from ._kernels import CURRENT
 from .intervals import CI_METHOD, mean_ci95, survival_mean, survival_summary
 from .splitting import SplittingSeries, solve_splitting
 
-#: why a game ended (the end codes of `play_chunk`, but `PLAYING`)
-GAME_ENDS = ("capped", "stuck", "spawn_blocked", "rules_end")
-CAPPED, STUCK, SPAWN_BLOCKED, RULES_END = range(len(GAME_ENDS))
-#: `play_chunk`'s end code while the game goes on
-PLAYING = -1
+#: `play_chunk`'s end codes (int constants, from `engine.outcome.GameEnd`), `PLAYING` while the game goes on
+CAPPED, STUCK, SPAWN_BLOCKED, RULES_END = (int(end) for end in (
+    GameEnd.CAPPED, GameEnd.STUCK, GameEnd.SPAWN_BLOCKED, GameEnd.RULES_END))
+PLAYING = int(GameEnd.GOING_ON)
+#: how a game can end (`GamesResult.ends`), as labels
+GAME_ENDS = GameEnd.labels((GameEnd.CAPPED, GameEnd.STUCK, GameEnd.SPAWN_BLOCKED, GameEnd.RULES_END))
 CHUNK = 20_000  # pieces per kernel call (progress and Ctrl-C between calls)
 #: pieces drawn at once when a game resumed from a checkpoint draws again those it placed
 SKIP_BLOCK = 1 << 22
@@ -96,7 +98,7 @@ def _play_chunk(bundle, pieces, t0, board, rules, spec, ws, score, kinds):
     """Play pieces t0 .. t0 + n - 1, whose shapes are ``pieces[0 .. n - 1]`` (``pieces`` holds one
     more, the last one's next piece), on ``board`` in place with the policy whose bundle is
     ``bundle`` (`choose`; shown the next piece when the rules show it); returns (pieces placed,
-    score, end code: `PLAYING`, else an index into `GAME_ENDS`); ``kinds[f]`` counts the clears of
+    score, end code: `PLAYING`, `SPAWN_BLOCKED`, `STUCK` or `RULES_END`); ``kinds[f]`` counts the clears of
     f rows."""
     found = ws.found[CURRENT]
     for i in range(pieces.shape[0] - 1):
@@ -211,7 +213,7 @@ class GamesResult:
 
     @property
     def capped(self) -> int:
-        return sum(e == "capped" for e in self.ends)
+        return sum(e == GameEnd.CAPPED.label for e in self.ends)
 
     @property
     def ci95(self) -> tuple[float, float] | None:
@@ -229,7 +231,7 @@ class GamesResult:
 
     @property
     def _ended(self) -> list[bool]:
-        return [e != "capped" for e in self.ends]
+        return [e != GameEnd.CAPPED.label for e in self.ends]
 
     def summary(self) -> dict:
         ci = self.ci95
@@ -352,7 +354,7 @@ def play_game(policy: OnlinePolicy, seed: int, cap: int, progress=None, start: G
         if keep is not None and end == PLAYING and t < cap and time.perf_counter() - kept >= keep_seconds:
             kept = time.perf_counter()
             keep(GameCheckpoint(seed, int(t), int(score), board.copy(), kinds.copy(), before + kept - begin))
-    return (int(score), int(t), GAME_ENDS[CAPPED if end == PLAYING else end], kinds,
+    return (int(score), int(t), GameEnd(CAPPED if end == PLAYING else end).label, kinds,
             before + time.perf_counter() - begin)
 
 
@@ -435,7 +437,7 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
     running = (np.cumsum(scores) / np.arange(1, len(scores) + 1)).round().astype(np.int64)
     result = GamesSeries(
         score=int(round(games.mean)), pieces=int(games.pieces.sum()), best_by_step=running,
-        clear_kinds=games.clear_kinds, stop="aborted" if stopped["at"] is not None else "done", seconds=seconds,
+        clear_kinds=games.clear_kinds, stop=(Stop.ABORTED if stopped["at"] is not None else Stop.DONE).label, seconds=seconds,
         games=games)
     if stopped["at"] is not None:
         result.abort_piece = stopped["at"] + 1

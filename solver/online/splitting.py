@@ -48,6 +48,7 @@ from engine._numba_cache import KERNEL_PACKAGES
 from engine.board import popcount
 from engine.jit import inlined
 from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
+from engine.outcome import Stop
 
 from .. import registry
 from ..config import Strict
@@ -401,7 +402,7 @@ def solve_splitting(policy, config, seeds, stop, stopped, curve, progress=None) 
     running = np.array(running).round().astype(np.int64)
     result = SplittingSeries(
         score=int(round(mean)), pieces=int(sum(e.pieces_played for e in found)), best_by_step=running,
-        clear_kinds=(0, 0, 0, 0, 0), stop="aborted" if stopped["at"] is not None else "done",
+        clear_kinds=(0, 0, 0, 0, 0), stop=(Stop.ABORTED if stopped["at"] is not None else Stop.DONE).label,
         seconds=time.perf_counter() - start, settings=settings, estimates=found, mean=mean, ci95=ci)
     if stopped["at"] is not None:
         result.abort_piece = stopped["at"] + 1

@@ -8,8 +8,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from engine.board import popcount
+from engine.outcome import Stop
 
-from .._base import ABORTED, DONE, GOING, STOP_NAMES, STUCK, Path, Policy, new_path, path_result, path_scores
+from .._base import ABORTED, GOING, STUCK, Path, Policy, new_path, path_result, path_scores
 from ..config import ProfileDPConfig
 from ..registry import register
 from ..result import Report, SolveResult
@@ -89,7 +90,7 @@ class LayerRun:
     distinct: int = 0
     layers: int = 0
     on_disk: bool = False
-    stop: str = STOP_NAMES[DONE]
+    stop: str = Stop.DONE.label
     abort_piece: int | None = None
     abort_threshold: float | None = None
     codes: np.ndarray | None = None
@@ -213,7 +214,7 @@ class ProfileDP(Policy):
         run.children += n * nm
         run.distinct += u
         if k == 0:
-            run.stop = STOP_NAMES[STUCK]
+            run.stop = Stop.STUCK.label
             return None
         kept = States(buf.kept.profiles[:k].copy(), buf.kept.scores[:k].copy())
         links.append(buf.links[:k])

@@ -16,6 +16,7 @@ import numba
 import numpy as np
 
 from engine.files import remove_stale_temporaries
+from engine.outcome import Stop
 from engine.parallel import Pool
 from engine.statefile import MAX_SEARCH_STATE_BYTES, Fields, StateError, legacy_problem, read_state, write_state
 
@@ -181,7 +182,7 @@ class Segment(Policy):
         sittings = [*sittings, sitting.record(min(i, n))]
         pool = self._pool()
         leaves = new_leaves(kcfg, rules.height) if pool is None else None
-        stop, abort_piece, abort_threshold = "done", None, None
+        stop, abort_piece, abort_threshold = Stop.DONE.label, None, None
         saved_at = time.monotonic()
         try:
             while i < n:
@@ -234,7 +235,7 @@ class Segment(Policy):
         if saving:
             self._save(table, history, best_by_step, i, valued, best, sittings)
         if i > n and not history.reached(n):
-            stop = "stuck"  # no path reached the last piece
+            stop = Stop.STUCK.label  # no path reached the last piece
         chosen = history.best()
         placements = history.placements(chosen)
         by_step, kinds = path_scores(placements, self.sequence, rules)
