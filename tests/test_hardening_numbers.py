@@ -21,6 +21,8 @@ import yaml
 import engine.memory as memory
 from engine.files import LongInteger, ReadError, parse_yaml, read_json
 
+from test_tools_hardening import fake_run  # noqa: F401  (the fixture of a run with no generation yet)
+
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
 LONG = "1" * 5001  # more digits than int() reads from text (sys.get_int_max_str_digits: 4,300)
@@ -362,23 +364,12 @@ def test_a_solve_writes_the_summary_it_reads(tmp_path, capsys):
     ("init_sigma", ".nan", f"init_sigma: {NOT_FINITE}"),
     ("early_abort", "{margin: -.inf}", f"early_abort.margin: {NOT_FINITE}"),
 ], ids=["seed-5001-digits", "init_sigma-nan", "margin-inf"])
-def test_report_on_a_run_whose_config_holds_a_number_no_setting_takes_is_one_line(tmp_path, capsys, name, text,
+def test_report_on_a_run_whose_config_holds_a_number_no_setting_takes_is_one_line(fake_run, capsys, name, text,
                                                                                   message):
     """experiments.report reads a run's config.yaml (no summary.json) by the run's schema."""
     from experiments import report
-    from engine.files import write_yaml
-    from optimizers.run import as_run_config
-    from optimizers.store import GENERATION_COLUMNS, RunStore
-    from optimizers.tuner import make_space
-    from test_tuning import TINY
 
-    run = tmp_path / "run"
-    run.mkdir()
-    config = as_run_config(TINY)
-    write_yaml(run / "config.yaml", config.model_dump(mode="json"))
-    store = RunStore(run, make_space(config).params)
-    (run / "evaluations.csv").write_text(",".join(store.eval_columns) + "\n")
-    (run / "generations.csv").write_text(",".join(GENERATION_COLUMNS) + "\n")
+    run = fake_run
     data = yaml.safe_load((run / "config.yaml").read_text())
     (run / "config.yaml").write_text(yaml_with(data, name, text))
     err = one_line(capsys, report.main([str(run)]))
