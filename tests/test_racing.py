@@ -116,7 +116,7 @@ def run_race(settings: RaceConfig, seed: int, candidates=range(len(MEANS))) -> R
     return race
 
 
-@pytest.mark.parametrize("test", list(TESTS))
+@pytest.mark.parametrize("test", [t if t == "friedman" else pytest.param(t, marks=pytest.mark.slow) for t in TESTS])
 def test_a_race_keeps_the_best_at_its_confidence_and_spends_less(test):
     settings = RaceConfig(test=test, confidence=0.95, first_test=5, max_instances=20)
     full = len(MEANS) * settings.max_instances

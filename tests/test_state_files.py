@@ -31,6 +31,8 @@ import toy_fitness
 
 LEGACY = Path(__file__).resolve().parent / "data" / "legacy"
 RUNS = sorted(p.name for p in LEGACY.iterdir() if (p / "checkpoint.pkl").exists())
+#: the fixtures converted and resumed in the everyday loop (`-m "not slow"`); the others in the suite
+EVERYDAY = {"ga", "cmaes_noise"}
 
 
 class Marker:
@@ -230,7 +232,7 @@ def test_every_tuner_has_a_legacy_fixture():
     assert names == set(TUNERS)
 
 
-@pytest.mark.parametrize("name", RUNS)
+@pytest.mark.parametrize("name", [n if n in EVERYDAY else pytest.param(n, marks=pytest.mark.slow) for n in RUNS])
 def test_a_converted_run_ends_as_one_never_stopped(tmp_path, monkeypatch, capsys, name):
     from optimizers import run as tuning
 
@@ -249,6 +251,7 @@ def test_a_converted_run_ends_as_one_never_stopped(tmp_path, monkeypatch, capsys
     assert resumed.state["best"] == whole.state["best"]
 
 
+@pytest.mark.slow
 def test_a_converted_segment_search_ends_as_one_never_stopped(tmp_path, capsys):
     from solver import solve
     from test_segment import small_config
