@@ -326,9 +326,7 @@ def saved_state(run_dir: str | Path):
     the tuner, the early abort, the statistics, the best), made again from its config.yaml and
     checkpoint.npz without running anything; `RunDamaged` or `ConfigError` in one line when they
     cannot be read."""
-    from engine.statefile import Fields, StateError
-
-    from .state import RunState, check_against_checkpoint
+    from .state import RunState
     from .store import RunDamaged, RunStore
 
     run_dir = Path(run_dir)
@@ -338,11 +336,7 @@ def saved_state(run_dir: str | Path):
     tree = store.load_checkpoint()
     if tree is None:
         raise RunDamaged(f"{store.checkpoint}: file not found (the run has no checkpoint yet)")
-    check_against_checkpoint(config, tree, run_dir / "config.yaml")
-    try:
-        return RunState.from_state(Fields(tree, store.checkpoint), config, space)
-    except StateError as e:
-        raise RunDamaged(str(e)) from None
+    return RunState.from_checkpoint(tree, store, config, space)
 
 
 def resume(run_dir: str | Path, overrides: list[str] = (), *, quiet: bool = True,

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.statefile import Fields
+from engine.statefile import Fields, StateError
 from engine.validation import show
 
 from ._base import Optimizer
@@ -96,6 +96,17 @@ class RunState:
         return cls(generation=f.int("generation", 0, optimizer.generations), optimizer=optimizer,
                    early_abort=early_abort, history=history, best=_record(f, "best", Best),
                    rescored=_record(f, "rescored", Rescored), done=f.bool("done"), noise=noise)
+
+    @classmethod
+    def from_checkpoint(cls, tree: dict, store, config, space) -> "RunState":
+        """The state of the checkpoint ``tree`` that ``store`` (`optimizers.store.RunStore`) read:
+        its copy of the run's config checked against ``config`` (`check_against_checkpoint`), then
+        `from_state`; `RunDamaged` in one line, saying how to go on, otherwise."""
+        check_against_checkpoint(config, tree, store.dir / "config.yaml")
+        try:
+            return cls.from_state(Fields(tree, store.checkpoint), config, space)
+        except StateError as e:
+            raise RunDamaged(f"{e}; {store.checkpoint_advice}") from None
 
     def to_state(self) -> dict:
         return {"generation": self.generation, "optimizer": self.optimizer.state_dict(),

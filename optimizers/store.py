@@ -123,11 +123,6 @@ class GenerationStats:
     best_so_far: float
     kth_best: float | None
 
-    @classmethod
-    def from_dict(cls, data: dict) -> "GenerationStats":
-        """From a checkpoint's history entry (a column it lacks is None)."""
-        return cls(**{name: data.get(name) for name in GENERATION_COLUMNS})
-
     def as_dict(self) -> dict:
         return asdict(self)
 

@@ -55,8 +55,8 @@ from .noise import Noise, point_key
 from .rescore import Rescore
 from .restore import Restore
 from .space import Param, Space, with_settings
-from .state import Best, RunState, check_against_checkpoint
-from .store import IN_PLAY, Evaluation, GenerationStats, RunDamaged, RunStore, spread
+from .state import Best, RunState
+from .store import IN_PLAY, Evaluation, GenerationStats, RunStore, spread
 from .tuners import get as get_tuner
 
 log = logging.getLogger("optimizers.run")
@@ -183,13 +183,7 @@ class Tuner(Restore, Rescore, Artifacts):
             self.state.optimizer.attach(self.dir)
             self.store.save_checkpoint(self.state.to_state())
         else:
-            from engine.statefile import Fields, StateError
-
-            check_against_checkpoint(self.config, checkpoint, self.dir / "config.yaml")
-            try:
-                self.state = RunState.from_state(Fields(checkpoint, self.store.checkpoint), self.config, self.space)
-            except StateError as e:
-                raise RunDamaged(f"{e}; {self.store.checkpoint_advice}") from None
+            self.state = RunState.from_checkpoint(checkpoint, self.store, self.config, self.space)
             self.state.optimizer.attach(self.dir)
         self.store.add_provenance({**provenance(), "resumed_at": self.state.generation if resume else None})
         if resume:
