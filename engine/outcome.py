@@ -12,8 +12,17 @@ from __future__ import annotations
 from enum import IntEnum
 
 
+#: the code of both vocabularies for "not over yet" (`GameEnd.GOING_ON`, `Stop.GOING`)
+GOING_CODE = -1
+
+
 class _Labelled(IntEnum):
-    """A code whose written form is its lower-case name."""
+    """A code whose written form is its lower-case name; `GOING_CODE` means not over yet."""
+
+    @property
+    def ended(self) -> bool:
+        """Whether it is over: the game ended, the search stopped (any code but `GOING_CODE`)."""
+        return self.value != GOING_CODE
 
     @property
     def label(self) -> str:
@@ -35,7 +44,7 @@ class GameEnd(_Labelled):
     then a player's own (`engine.envs`' batch, `solver.online`'s games)."""
 
     #: the game goes on (`engine.lock.LockResult.end` of a lock after which it does)
-    GOING_ON = -1
+    GOING_ON = GOING_CODE
     #: a record's moves ran out (the replay)
     RECORD_END = 0
     #: a lock left a cell in the top row
@@ -55,11 +64,6 @@ class GameEnd(_Labelled):
     #: a lock ended the game under the rules (`solver.online`: any of the lock's ends)
     RULES_END = 8
 
-    @property
-    def ended(self) -> bool:
-        """Whether the game is over (any code but `GOING_ON`)."""
-        return self is not GameEnd.GOING_ON
-
 
 #: the ends a lock or a replay gives, by code (0 ..): `engine.replay.ReplayResult.end`
 LOCK_ENDS = tuple(GameEnd(code) for code in range(GameEnd.OVERFLOW + 1))
@@ -69,7 +73,7 @@ class Stop(_Labelled):
     """Why a search stopped (`solver.result.SolveResult.stop`), by the codes its kernels return."""
 
     #: a single-path kernel's code while pieces are left to play (a search that ends so is `DONE`)
-    GOING = -1
+    GOING = GOING_CODE
     #: every piece placed, or the budget spent
     DONE = 0
     #: no placement (or no path) for the next piece
@@ -80,11 +84,6 @@ class Stop(_Labelled):
     ABORTED = 3
     #: a first Ctrl-C: the best path so far
     INTERRUPTED = 4
-
-    @property
-    def ended(self) -> bool:
-        """Whether the search has stopped (any code but `GOING`)."""
-        return self is not Stop.GOING
 
     @property
     def written(self) -> Stop:

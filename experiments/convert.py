@@ -149,16 +149,19 @@ def convert_search(data) -> dict:
 
 def targets(path: Path) -> list[tuple[Path, str]]:
     """(pickle, kind) pairs found at ``path``: ``run``, ``search``."""
+    from experiments.solve import checkpoint_path
+    from optimizers.store import IN_PLAY, LEGACY_CHECKPOINT
+
     if path.is_dir():
         found = []
-        if (path / "checkpoint.pkl").exists():
-            found.append((path / "checkpoint.pkl", "run"))
-        found += [(p, "search") for p in sorted((path / "in-play").glob("*.pkl"))] if (path / "in-play").is_dir() else []
-        beside = path.with_name(path.name + ".checkpoint.pkl")
+        if (path / LEGACY_CHECKPOINT).exists():
+            found.append((path / LEGACY_CHECKPOINT, "run"))
+        found += [(p, "search") for p in sorted((path / IN_PLAY).glob("*.pkl"))] if (path / IN_PLAY).is_dir() else []
+        beside = checkpoint_path(path).with_suffix(".pkl")  # a solve's saved search, as an older version named it
         if beside.exists():
             found.append((beside, "search"))
         return found
-    if path.name == "checkpoint.pkl":
+    if path.name == LEGACY_CHECKPOINT:
         return [(path, "run")]
     if path.suffix == ".pkl" and path.exists():
         return [(path, "search")]

@@ -167,8 +167,9 @@ class Segment(Policy):
         saving = self.checkpoint is not None and not self.warming
         if saving:  # the temporary files of a checkpoint whose writer was killed (kill -9)
             remove_stale_temporaries(self.checkpoint.parent, self.checkpoint.name)
-        if saving and self.resume and not self.checkpoint.exists() and self.checkpoint.with_suffix(".pkl").exists():
-            raise CheckpointError(f"{self.checkpoint.with_suffix('.pkl')}: {legacy_problem(self.checkpoint.with_suffix('.pkl'))}")
+        legacy = self.checkpoint.with_suffix(".pkl") if saving else None
+        if saving and self.resume and not self.checkpoint.exists() and legacy.exists():
+            raise CheckpointError(f"{legacy}: {legacy_problem(legacy)}")
         state = self._load(kcfg) if saving and self.resume and self.checkpoint.exists() else None
         if state is None:
             table, history = new_table(kcfg, rules.height), History()

@@ -162,8 +162,7 @@ def checkpoint_state(f: Fields, kcfg: SegmentSettings, height: int, n: int):
         total += m
     if len(first) != len(blocks) or not blocks:
         h.fail("history", "blocks and their first ids do not match")
-    history = History()
-    history.first, history.blocks, history.dropped = first, blocks, h.int("dropped", 0)
+    history = History.from_dict({"first": first, "blocks": blocks, "dropped": h.int("dropped", 0)})
     used = used_slots(table)
     if (table.parent[used] < 0).any() or (table.parent[used] >= total).any():
         t.fail("table.parent", f"a state's parent is not in the history ({total} states)")
