@@ -29,6 +29,7 @@ from experiments import interrupts
 from optimizers.run import check_cluster, load_resume, load_run_config, make_run_dir, resume, tune
 from optimizers.store import RECOMMENDATION, RunDamaged
 from optimizers.tuners import TUNERS
+from optimizers.validation import Validated
 
 
 def _report(run_dir: Path, state: dict) -> None:
@@ -43,6 +44,8 @@ def _report(run_dir: Path, state: dict) -> None:
              else f"generation {b['generation']}, candidate {b['index']}")
     print(f"{what} fitness {b['fitness']:,.0f} ({where}); "
           f"written to {run_dir}/\n  run it: python -m experiments.solve {run_dir / 'best.yaml'}")
+    if state.get("validated") is not None:
+        print(Validated(**state["validated"]).sentence())
 
 
 def main(argv: list[str] | None = None, exiting: bool = False) -> int:

@@ -29,8 +29,11 @@ The modules:
   `_settings.TunerSettings`);
 - `noise`: noise handling and restarts on the run loop, for every tuner (re-evaluation with pooled
   means, growing games per candidate, IPOP/BIPOP restarts);
+- `instances`: what a fitness depends on besides the setting (blocks of seeded games), the
+  training and held-out sets;
 - `racing`: a race of candidates instance by instance, the losers dropped by a paired test at a
-  stated confidence (irace's F-race, paired t, Wilcoxon);
+  stated confidence (irace's F-race, paired t, Wilcoxon), as a generation of the run loop;
+- `validation`: the pick and the start played on held-out instances, their paired difference;
 - `config`: the run configuration schema; `store`: the run directory's files; `state`: the run's
   state between generations (the checkpoint); `tuner`: the run loop, with `generation` (a
   generation under way), `restore` (what a resume takes back beyond the checkpoint), `rescore`

@@ -4,7 +4,7 @@ keys, and the base of a tuner's settings."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from engine.validation import Strict
 
@@ -17,6 +17,23 @@ def known(kind: str, names):
             raise ValueError(f"unknown {kind} {v!r} (known: {', '.join(names)})")
         return v
     return classmethod(check)
+
+
+def flat_settings(value: dict[str, Any]) -> dict[str, Any]:
+    """Overrides as dotted settings, one each: a nested mapping (as ``rescore.overrides.online.games=4``
+    on the command line makes) is the dotted setting ``online.games: 4``, not a new section."""
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            flat[prefix] = node
+
+    for key, v in value.items():
+        walk(str(key), v)
+    return flat
 
 
 class TunerSettings(Strict):

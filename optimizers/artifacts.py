@@ -31,13 +31,7 @@ class Artifacts:
         if best is None:
             return None
         source = rescored or best
-        data = self.space.config(source.values)
-        rung = self.state.optimizer.settings_at(source.generation)
-        if rung:  # a multi-fidelity tuner's candidate at the fidelity it was scored at
-            data = with_settings(data, rung)
-        if rescored is not None:
-            data = with_settings(data, self.config.rescore.overrides)
-        data = SolverConfig.model_validate(data).model_dump(mode="json")
+        data = SolverConfig.model_validate(self.pick_config()).model_dump(mode="json")
         meta = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
                 "generation": source.generation, "index": source.index,
                 "fitness": source.fitness, "score": source.score,
@@ -51,7 +45,21 @@ class Artifacts:
             meta.update({"tuned_fitness": rescored.tuned_fitness, "rescored_with": dict(self.config.rescore.overrides),
                          "best_before_rescoring": {"generation": best.generation, "index": best.index,
                                                    "fitness": best.fitness}})
+        if self.state.validated is not None:
+            meta["validation"] = self.state.validated.meta()
         data["meta"] = meta
+        return data
+
+    def pick_config(self) -> dict:
+        """The run's pick as a solver config mapping: the best re-scored candidate when re-scored,
+        else the best, at the fidelity it was scored at."""
+        source = self.state.rescored or self.state.best
+        data = self.space.config(source.values)
+        rung = self.state.optimizer.settings_at(source.generation)
+        if rung:  # a multi-fidelity tuner's candidate at the fidelity it was scored at
+            data = with_settings(data, rung)
+        if self.state.rescored is not None:
+            data = with_settings(data, self.config.rescore.overrides)
         return data
 
     def recommended(self) -> list | None:

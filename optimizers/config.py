@@ -17,9 +17,11 @@ from pydantic import Field, create_model, field_validator, model_validator
 from engine.parallel import ParallelConfig
 from engine.validation import INT_LIMIT, out_of_range
 
-from ._settings import Strict, TunerSettings
+from ._settings import Strict, TunerSettings, flat_settings
 from .noise import NoiseConfig, RestartConfig
+from .racing import RaceConfig
 from .tuners import TUNERS
+from .validation import ValidationConfig
 
 
 class ParamSpec(Strict):
@@ -118,18 +120,7 @@ class RescoreConfig(Strict):
     @field_validator("overrides")
     @classmethod
     def _one_setting_each(cls, value: dict[str, Any]) -> dict[str, Any]:
-        flat: dict[str, Any] = {}
-
-        def walk(prefix: str, node: Any) -> None:
-            if isinstance(node, dict) and node:
-                for k, v in node.items():
-                    walk(f"{prefix}.{k}" if prefix else str(k), v)
-            else:
-                flat[prefix] = node
-
-        for key, v in value.items():
-            walk(str(key), v)
-        return flat
+        return flat_settings(value)
 
 
 class RunKeys(Strict):
@@ -156,6 +147,12 @@ class RunKeys(Strict):
     restart: RestartConfig = Field(default_factory=RestartConfig)
     parallel: ParallelConfig = Field(default_factory=ParallelConfig)
     rescore: RescoreConfig | None = Field(None, description="final re-scoring of the top candidates (null: none)")
+    race: RaceConfig | None = Field(
+        None, description="race each generation's candidates and the elites on shared training instances, dropping "
+                          "the losers by a paired test (null: each candidate plays once)")
+    validation: ValidationConfig | None = Field(
+        None, description="at the end, play the pick and the start on held-out instances and state their paired "
+                          "difference (null: none)")
     runs_dir: str = Field("runs", description="where run directories are created")
     meta: dict[str, Any] | None = Field(None, description="free-form notes; the resolved config.yaml records its sources here")
 
@@ -170,6 +167,40 @@ class RunKeys(Strict):
     def _one_solver(self):
         if self.solver is not None and self.solver_config is not None:
             raise ValueError("solver: give either solver or solver_config, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _instances(self):
+        """A race needs seeded games and a loop that tells candidates apart by the race alone; held-out
+        instances must be ones no candidate is chosen on (`optimizers.instances.check_held_out`)."""
+        if getattr(self, "algorithm", None) is None or (self.race is None and self.validation is None):
+            return self
+        from solver import registry
+
+        solver = base_solver(self)
+        try:
+            known = registry.get(solver.get("policy", "beam")).known_pieces
+        except registry.PolicyError:
+            return self  # (the solver config's own check names it)
+        if known:
+            key = "race" if self.race is not None else "validation"
+            raise ValueError(f"{key}: instances are blocks of seeded games, and policy "
+                             f"{solver.get('policy', 'beam')!r} plays the known sequence (a tie seed for the Geek "
+                             "game is not built yet)")
+        if self.race is not None:
+            from ._base import Optimizer
+
+            clashes = [("noise", self.noise.enabled), ("restart", bool(self.restart.stall)),
+                       ("early_abort.enabled", self.early_abort.enabled), ("rescore", self.rescore is not None),
+                       ("games.seeds", self.games.seeds == "per_generation"),
+                       ("algorithm", TUNERS[self.algorithm].settings_at is not Optimizer.settings_at)]
+            for key, on in clashes:
+                if on:
+                    raise ValueError(f"race: does not go with {key} ({RACE_CLASHES[key]})")
+        if self.validation is not None:
+            from .instances import check_held_out
+
+            check_held_out(self, solver)
         return self
 
     @model_validator(mode="after")
@@ -216,6 +247,16 @@ class RunKeys(Strict):
         """Candidates per generation."""
         return self.settings.budget(len(self.space))[1]
 
+
+#: why a race refuses each of these keys
+RACE_CLASHES = {
+    "noise": "a race compares candidates on shared instances instead of pooling re-evaluations",
+    "restart": "a restart's population is not raced",
+    "early_abort.enabled": "its threshold compares games of other instances; set early_abort.enabled: false",
+    "rescore": "the race's survivors are its re-scoring; validate the pick with a validation section",
+    "games.seeds": "a race plays its own training instances; set games.seeds: fixed",
+    "algorithm": "a multi-fidelity tuner changes the fidelity between generations",
+}
 
 #: the default tuner
 DEFAULT_ALGORITHM = "ga"

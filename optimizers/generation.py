@@ -35,11 +35,21 @@ class Generation:
     started: float
     told: int | None = None
     records: list[TuningRecord | None] = field(default_factory=list)
+    #: a racing generation's race (`optimizers.racing.Race`) over its ``entrants`` (the elites, then
+    #: the tuner's ``told`` candidates); its candidates are then the (entrant, instance) evaluations
+    #: in the order the race asked for them
+    race: object | None = None
+    entrants: list = field(default_factory=list)
 
     def __post_init__(self):
         self.records = [None] * len(self.candidates)
         if self.told is None:
             self.told = len(self.candidates)
 
+    def extend(self, candidates: list[Candidate]) -> None:
+        """Candidates added to the generation under way (a race's next batch)."""
+        self.candidates.extend(candidates)
+        self.records.extend([None] * len(candidates))
+
     def best_fitness(self) -> float:
-        return max(r.fitness for r in self.records if r is not None)
+        return max((r.fitness for r in self.records if r is not None), default=float("nan"))

@@ -145,8 +145,12 @@ class RaceConfig(Strict):
     first_test: int = Field(5, ge=2, description="instances every candidate plays before the first test")
     each_test: int = Field(1, ge=1, description="instances between two tests after the first")
     max_instances: int = Field(20, ge=1, description="instances a race plays at most")
-    survivors: int = Field(1, ge=1, description="the race stops once this many candidates are left")
+    survivors: int = Field(1, ge=1, description="the race stops once this many candidates are left; the best this "
+                                                "many of those left are the next race's elites")
     holm: bool = Field(True, description="t, wilcoxon: Holm's correction of the levels across the candidates")
+    seed: int | None = Field(None, ge=0, description="first seed of the training instances: instance i plays the "
+                                                      "solver's online.games games from seed + i x games (null: the "
+                                                      "solver's seed)")
 
     @model_validator(mode="after")
     def _sizes(self):
@@ -183,17 +187,19 @@ class Race:
     _decisions: dict = field(default_factory=dict, repr=False)
 
     def step(self) -> list[tuple]:
-        """The (candidate, instance) pairs to evaluate next; [] when the race is over. Replays the
-        decisions from round 1, so it depends only on `results`."""
+        """The (candidate, instance) pairs to evaluate next, every one the race needs before its next
+        test (a batch for the pool); [] when the race is over. Replays the decisions from round 1,
+        so it depends only on `results`."""
         s = self.settings
         alive = list(self.candidates)
         self.dropped = {}
+        need = []
         for r in range(s.max_instances):
-            need = [(c, r) for c in alive if (c, r) not in self.results]
-            if need:
-                return need
+            need += [(c, r) for c in alive if (c, r) not in self.results]
             played = r + 1
             if played >= s.first_test and (played - s.first_test) % s.each_test == 0 and len(alive) > s.survivors:
+                if need:
+                    return need
                 at = (played, tuple(alive))
                 if at not in self._decisions:
                     table = np.array([[self.results[(c, i)] for i in range(played)] for c in alive])
@@ -206,7 +212,7 @@ class Race:
             if len(alive) <= s.survivors:
                 break
         self.alive = alive
-        return []
+        return need
 
     def mean(self, candidate) -> float:
         """The candidate's mean over the instances it played."""
@@ -230,3 +236,91 @@ class Race:
     @property
     def evaluations(self) -> int:
         return len(self.results)
+
+    def standing(self) -> list:
+        """The candidates left, best mean first (the race's order on ties)."""
+        if self.step():
+            raise ValueError("the race is not over")
+        order = {c: j for j, c in enumerate(self.candidates)}
+        return sorted(self.alive, key=lambda c: (-self.mean(c), order[c]))
+
+    @property
+    def instances(self) -> int:
+        """Instances the race played (those its last candidates played)."""
+        return 1 + max(i for _, i in self.results) if self.results else 0
+
+
+# ------------------------------------------------------------------------------------------------
+# A race as a generation of the run loop
+
+
+@dataclass
+class Entrant:
+    """A candidate of a race: its played ``values`` and where it was proposed (``generation``,
+    ``index`` among that generation's proposals)."""
+
+    values: list
+    generation: int
+    index: int
+
+
+class Racing:
+    """The run loop's racing generation (`optimizers.tuner.Tuner` is one): the tuner's proposals and
+    the elites raced on the training instances (`optimizers.instances.training`), each race step's
+    evaluations one batch on the pool through the memo; the tuner is told `Race.fitness`, the elites
+    are the race's best survivors (kept in the checkpoint, `RunState.elites`)."""
+
+    def race_generation(self, pool, g: int) -> None:
+        import time
+
+        from .fitness import canonical
+        from .generation import Candidate, Generation
+        from .instances import training
+        from .noise import point_key
+        from .space import with_settings
+
+        started = time.perf_counter()
+        proposals = [self.space.played(v) for v in self.state.optimizer.ask()]
+        mine = {point_key(v) for v in proposals}
+        elites = [e for e in self.state.elites if point_key(e.values) not in mine]
+        entrants = elites + [Entrant(list(v), g, i) for i, v in enumerate(proposals)]
+        race = Race(list(range(len(entrants))), self.config.race)
+        instances = training(self.config, self.space.base)
+        gen = Generation(g, [], None, None, started, len(proposals), race=race, entrants=entrants)
+        base = [self.candidate_config(e.values, g) for e in entrants]
+        with self._progress(gen) as bar:
+            while need := race.step():
+                batch = [Candidate(len(gen.candidates) + j, entrants[c].values,
+                                   *canonical(with_settings(base[c], instances.settings(r))))
+                         for j, (c, r) in enumerate(need)]
+                gen.extend(batch)
+                bar.total += len(batch)
+                bar.refresh()
+                pending = self.settle_known(gen, bar, batch)
+                self.simulate(pool, gen, pending, bar)
+                for (c, r), cand in zip(need, batch):
+                    race.results[(c, r)] = gen.records[cand.index].fitness
+        self.conclude(gen)
+
+    def race_outcome(self, gen) -> tuple:
+        """(fitness told to the tuner, each proposal's mean over the instances it played, the new
+        elites, the race's winner as `Best`, a line for the log) of a finished racing generation."""
+        from .fitness import canonical
+        from .state import Best
+
+        race, entrants = gen.race, gen.entrants
+        first = len(entrants) - gen.told  # the proposals follow the elites
+        told = race.fitness()
+        fitness = np.array([told[c] for c in range(first, len(entrants))])
+        means = np.array([race.mean(c) for c in range(first, len(entrants))])
+        standing = race.standing()
+        elites = [entrants[c] for c in standing[: self.config.race.survivors]]
+        w = standing[0]
+        winner = entrants[w]
+        scores = [gen.records[cand.index].score for cand in gen.candidates if cand.values == winner.values]
+        best = Best(fitness=race.mean(w), score=int(round(float(np.mean(scores)))), generation=winner.generation,
+                    index=winner.index, key=canonical(self.candidate_config(winner.values, gen.number))[0],
+                    values=list(winner.values))
+        line = (f" | race: {len(race.results)} evaluations on {race.instances} instances, {len(race.alive)} of "
+                f"{len(entrants)} left")
+        return fitness, means, elites, best, line

@@ -46,6 +46,8 @@ class Restore:
         rows = self.store.read_evaluations()
         noise = self.state.noise
         told = {r["generation"]: r["candidates"] for r in noise.rows} if noise is not None else None
+        if self.config.race is not None:  # a race's statistics are means by entrant: only rows are counted
+            told = {h.generation: 0 for h in self.state.history}
         self.store.check_against(rows, self.state.history, told)
         damaged = self.store.damaged.get(self.store.evaluations.name)
         if damaged:  # (lines of no finished generation: check_against refuses those)

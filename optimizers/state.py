@@ -23,7 +23,9 @@ from ._base import Optimizer
 from .config import RunConfig
 from .early_abort import EarlyAbort
 from .noise import Noise
+from .racing import Entrant
 from .store import Evaluation, GenerationStats, RunDamaged, Rescoring
+from .validation import Validated
 
 
 @dataclass
@@ -76,6 +78,10 @@ class RunState:
     rescored: Rescored | None = None
     done: bool = False
     noise: Noise | None = None
+    #: a racing run's elites, carried into the next race (`optimizers.racing`)
+    elites: list[Entrant] = field(default_factory=list)
+    #: the validation on held-out instances, once played (`optimizers.validation`)
+    validated: Validated | None = None
 
     @classmethod
     def from_state(cls, f: Fields, config, space) -> "RunState":
@@ -93,9 +99,23 @@ class RunState:
         if noise is not None:
             noise.load_state(f.sub("noise"))
         history = [_typed(h, GenerationStats, finite=False) for h in f.subs("history")]
+        elites = [_typed(e, Entrant) for e in f.subs("elites")] if f.get("elites") is not None else []
+        if len(elites) > (config.race.survivors if config.race is not None else 0):
+            f.fail("elites", f"{len(elites)} elites, more than this config's race keeps")
+        for k, e in enumerate(elites):
+            if len(e.values) != len(space.params):
+                f.fail(f"elites.{k}.values", f"{len(e.values)} values for a space of {len(space.params)} parameters")
+        validated = None if f.get("validated") is None else _typed(f.sub("validated"), Validated)
+        if validated is not None:
+            for key in ("pick", "start"):
+                values = getattr(validated, key)
+                if len(values) != validated.instances or not all(
+                        isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+                    f.fail(f"validated.{key}", f"not {validated.instances} finite numbers")
         return cls(generation=f.int("generation", 0, optimizer.generations), optimizer=optimizer,
                    early_abort=early_abort, history=history, best=_record(f, "best", Best),
-                   rescored=_record(f, "rescored", Rescored), done=f.bool("done"), noise=noise)
+                   rescored=_record(f, "rescored", Rescored), done=f.bool("done"), noise=noise, elites=elites,
+                   validated=validated)
 
     @classmethod
     def from_checkpoint(cls, tree: dict, store, config, space) -> "RunState":
@@ -113,7 +133,9 @@ class RunState:
                 "early_abort": self.early_abort.state_dict(), "history": [h.as_dict() for h in self.history],
                 "best": None if self.best is None else asdict(self.best),
                 "rescored": None if self.rescored is None else asdict(self.rescored), "done": self.done,
-                "noise": None if self.noise is None else self.noise.state_dict()}
+                "noise": None if self.noise is None else self.noise.state_dict(),
+                "elites": [asdict(e) for e in self.elites],
+                "validated": None if self.validated is None else asdict(self.validated)}
 
 
 def _record(f: Fields, key: str, cls):

@@ -51,13 +51,16 @@ from .config import RunConfig, base_solver
 from .early_abort import EarlyAbort
 from .fitness import Evaluated, Memo, TuningRecord, canonical, evaluate
 from .generation import Candidate, Generation
+from .instances import first_seed, generation_seed
 from .noise import Noise, point_key
+from .racing import Racing
 from .rescore import Rescore
 from .restore import Restore
 from .space import Param, Space, with_settings
 from .state import Best, RunState
 from .store import IN_PLAY, Evaluation, GenerationStats, RunStore, spread
 from .tuners import get as get_tuner
+from .validation import Validation
 
 log = logging.getLogger("optimizers.run")
 #: pieces of the game each policy plays in `Tuner.warm_up`: enough to call every kernel once
@@ -77,24 +80,7 @@ def make_optimizer(config: RunConfig, space: Space) -> Optimizer:
                                        init_sigma=config.init_sigma)
 
 
-def first_seed(solver: dict) -> int:
-    """The first seed of a solver config's games: its seed, else its rules' own."""
-    from engine import get_rules
-
-    base = solver.get("seed")
-    if base is None:
-        base = get_rules(solver.get("rules", "geek")).pieces.seed
-    return int(base)
-
-
-def generation_seed(solver: dict, g: int) -> int:
-    """The first seed generation ``g`` plays under ``games.seeds: per_generation``: the solver's
-    seed (else its rules' own) plus ``g`` times its games, so no two generations share a game."""
-    games = (solver.get("online") or {}).get("games", 1)
-    return first_seed(solver) + g * int(games)
-
-
-class Tuner(Restore, Rescore, Artifacts):
+class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
     """Runs (or resumes) one tuning run in ``run_dir``; ``config`` is the resolved run config.
     ``on_evaluation`` is called with each evaluation as it is written down (`Evaluation.as_row`)."""
 
@@ -200,6 +186,8 @@ class Tuner(Restore, Rescore, Artifacts):
         """The re-scoring (when configured and not done yet), then the final checkpoint and artifacts."""
         if self.config.rescore is not None and self.state.rescored is None:
             self.run_rescore(pool)
+        if self.config.validation is not None and self.state.validated is None and self.state.best is not None:
+            self.run_validation(pool)
         self.state.done = True
         self.store.save_checkpoint(self.state.to_state())
         with contextlib.suppress(OSError):
@@ -258,7 +246,10 @@ class Tuner(Restore, Rescore, Artifacts):
     # ------------------------------------------------------------------ one generation
     def run_generation(self, pool: Pool, g: int) -> None:
         """Generation ``g``: propose, settle the candidates known without a simulation, simulate the
-        others, then take the results in (see the module docstring)."""
+        others, then take the results in (see the module docstring); under ``race``, a race
+        (`optimizers.racing.Racing.race_generation`)."""
+        if self.config.race is not None:
+            return self.race_generation(pool, g)
         gen = self.propose(g)
         self._recover_curves(pool, gen)
         with self._progress(gen) as bar:
@@ -289,13 +280,14 @@ class Tuner(Restore, Rescore, Artifacts):
         return tqdm(total=len(gen.candidates), desc=f"generation {g} ({g + 1} of {total})", unit="eval", leave=False,
                     disable=self.quiet, dynamic_ncols=True)
 
-    def settle_known(self, gen: Generation, bar) -> dict[str, list[int]]:
-        """Give a record, in index order, to every candidate that needs no simulation: one written
-        before an interruption, a repeat of an earlier candidate of the generation, or one the memo
-        knows. Returns the others' indices by config key (each key is simulated once)."""
+    def settle_known(self, gen: Generation, bar, candidates: list[Candidate] | None = None) -> dict[str, list[int]]:
+        """Give a record, in index order, to every candidate (of ``candidates``, a race's batch; else
+        all of the generation's) that needs no simulation: one written before an interruption, a
+        repeat of an earlier candidate, or one the memo knows. Returns the others' indices by config
+        key (each key is simulated once)."""
         pending: dict[str, list[int]] = {}
         first_of: dict[str, int] = {}  # key -> its first candidate with a record or pending
-        for c in gen.candidates:
+        for c in gen.candidates if candidates is None else candidates:
             if self._read_back(gen, c):
                 first_of.setdefault(c.key, c.index)
             elif c.key in pending:
@@ -337,7 +329,8 @@ class Tuner(Restore, Rescore, Artifacts):
             if files[t] is not None:  # written down: its saved search is not needed again
                 files[t].unlink(missing_ok=True)
             bar.update(len(indices))
-            bar.set_postfix_str(f"best {gen.best_fitness():,.0f}", refresh=False)
+            if gen.race is None:  # (a race's single evaluations are not a candidate's fitness)
+                bar.set_postfix_str(f"best {gen.best_fitness():,.0f}", refresh=False)
 
         self.evaluate_on(pool, tasks, done)
 
@@ -379,17 +372,21 @@ class Tuner(Restore, Rescore, Artifacts):
         """Take a generation in: the evaluations rewritten in order, the tuner and the early abort
         told, the statistics, the checkpoint and the artifacts written."""
         state, noise = self.state, self.state.noise
-        mine = gen.records[: gen.told]  # the tuner's candidates (then re-evaluations)
-        fitness = np.array([r.fitness for r in mine])
         self.store.rewrite_evaluations(sorted(self.evaluations.values(), key=lambda e: e.slot))
-        told = fitness
-        if noise is not None:
-            told = noise.observe(gen.number, [(c.index, c.values, r) for c, r in zip(gen.candidates, gen.records)],
-                                 gen.told)
-        state.optimizer.tell_run(told, [r.abort_piece if r.aborted else None for r in mine])
-        state.early_abort.observe(gen.number, [(c.index, c.key, r, self.memo.curve(c.key))
-                                               for c, r in zip(gen.candidates, gen.records) if not r.aborted])
-        state.best = self._best_so_far(gen.number)
+        extra = ""
+        if gen.race is not None:  # told the race's order; its statistics are the proposals' means
+            told, fitness, state.elites, state.best, extra = self.race_outcome(gen)
+            state.optimizer.tell_run(told, [None] * len(told))
+        else:
+            mine = gen.records[: gen.told]  # the tuner's candidates (then re-evaluations)
+            fitness = told = np.array([r.fitness for r in mine])
+            if noise is not None:
+                told = noise.observe(gen.number, [(c.index, c.values, r) for c, r in zip(gen.candidates, gen.records)],
+                                     gen.told)
+            state.optimizer.tell_run(told, [r.abort_piece if r.aborted else None for r in mine])
+            state.early_abort.observe(gen.number, [(c.index, c.key, r, self.memo.curve(c.key))
+                                                   for c, r in zip(gen.candidates, gen.records) if not r.aborted])
+            state.best = self._best_so_far(gen.number)
         stats = self._statistics(gen, fitness)
         state.history.append(stats)
         state.generation = gen.number + 1
@@ -402,7 +399,6 @@ class Tuner(Restore, Rescore, Artifacts):
         for stale in (self.dir / IN_PLAY).glob(f"g{gen.number}-*.npz"):  # a stop between a result and its unlink
             stale.unlink(missing_ok=True)
         self.write_artifacts()
-        extra = ""
         if noise is not None and noise.pools:
             extra = f" | {noise.played[-1]} games each, {len(gen.candidates) - gen.told} re-evaluated"
         self._say(f"generation {stats.generation} ({stats.generation + 1} of {state.optimizer.generations}): "

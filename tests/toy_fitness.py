@@ -45,14 +45,19 @@ class ToyFitness:
     """`optimizers.fitness.evaluate`'s contract on the synthetic function; ``noise``: the standard
     deviation of one game's draw. ``calls`` keeps every task's (weights, seed, games)."""
 
-    def __init__(self, noise: float = 0.0, value=true_value):
+    def __init__(self, noise: float = 0.0, value=true_value, shared: float = 0.0):
         self.noise = noise
         self.value = value
+        self.shared = shared
         self.calls: list[tuple] = []
 
     def draw(self, weights, seed: int, games: int) -> float:
+        """The games' noise: each game's own draw for this candidate, plus (``shared``) the game's
+        draw common to every candidate (a hard game is hard for every policy)."""
         tag = int.from_bytes(hashlib.sha1(repr([float(w) for w in weights]).encode()).digest()[:8], "little")
         draws = [np.random.default_rng([seed + i, tag]).normal(0.0, self.noise) for i in range(games)]
+        if self.shared:
+            draws = [d + np.random.default_rng([seed + i]).normal(0.0, self.shared) for i, d in enumerate(draws)]
         return float(np.mean(draws))
 
     def __call__(self, task: dict) -> Evaluated:
@@ -72,9 +77,9 @@ class ToyFitness:
         return Evaluated(record, curve)
 
 
-def install(monkeypatch, noise: float = 0.0, value=true_value) -> ToyFitness:
+def install(monkeypatch, noise: float = 0.0, value=true_value, shared: float = 0.0) -> ToyFitness:
     """Evaluate the run loop's candidates with a `ToyFitness` (returned)."""
-    toy = ToyFitness(noise, value)
+    toy = ToyFitness(noise, value, shared)
     monkeypatch.setattr(run_loop, "evaluate", toy)
     monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self, pool: None)
     return toy

@@ -1,0 +1,189 @@
+"""Racing and validated picks in the run loop (issue 58), on the synthetic fitness of `toy_fitness`:
+the race's batches, its elites, a stop mid-race and mid-validation, the held-out instances, the
+config's refusals."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from engine.config import ConfigError
+from optimizers import run as tuning
+from optimizers import tuner as run_loop
+from optimizers.validation import Validated, paired_interval
+
+import toy_fitness
+
+RACE = {"first_test": 3, "max_instances": 10, "survivors": 2}
+#: a race of 6 candidates a generation over 3 generations, validated on 6 held-out instances
+RACING = {"random": {"samples": 6, "generations": 3}, "games": {"seeds": "fixed"}, "race": RACE,
+          "validation": {"instances": 6, "seed": 5000}}
+
+
+def config(tmp_path, **changes):
+    data = {**toy_fitness.RUN, **changes, "runs_dir": str(tmp_path / "runs")}
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return tuning.load_run_config(path)
+
+
+def rows(run_dir, name="evaluations.csv"):
+    with open(run_dir / name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def weights(row):
+    return tuple(float(row[p]) for p in toy_fitness.TARGET)
+
+
+def test_a_race_plays_shared_instances_and_carries_its_elites(tmp_path, monkeypatch):
+    toy = toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
+    run = tuning.tune(config(tmp_path, **RACING))
+    table = rows(run.dir)
+    by_gen = {g: [r for r in table if int(r["generation"]) == g] for g in range(3)}
+    for g, got in by_gen.items():
+        entrants = len({weights(r) for r in got})
+        assert entrants == (6 if g == 0 else 8)  # 6 proposals, and from generation 1 the 2 elites
+        first = [weights(r) for r in got if int(r["index"]) < entrants * RACE["first_test"]]
+        assert sorted(first) == sorted([*{*first}] * RACE["first_test"])  # the first batch: each entrant 3 times ...
+        assert len(got) < entrants * RACE["max_instances"]  # ... and the losers stop early
+    # generation 1 races the 2 elites of generation 0 beside its 6 proposals: their results are known (memo)
+    elites = run.state["elites"]
+    assert len(elites) == 2
+    cached = [r for r in by_gen[1] if r["cached"] == "True"]
+    assert cached and all(weights(r) in {weights(x) for x in by_gen[0]} for r in cached)
+    # training games are seeds 100..109 only; the validation plays 5000..5005 and nothing else
+    played = {seed for _, seed, _ in toy.calls}
+    assert played <= set(range(100, 110)) | set(range(5000, 5006))
+    assert set(range(5000, 5006)) <= played
+    # the run's best is the last race's winner, at its mean over the instances it played
+    best = run.state["best"]
+    mine = [float(r["fitness"]) for r in by_gen[2] if weights(r) == tuple(best["values"])]
+    assert RACE["first_test"] <= len(mine) <= RACE["max_instances"]
+    assert best["fitness"] == pytest.approx(np.mean(mine))
+
+def test_the_validation_states_the_paired_difference_with_its_interval(tmp_path, monkeypatch, capsys):
+    toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
+    run = tuning.tune(config(tmp_path, **RACING))
+    table = rows(run.dir, "validation.csv")
+    assert [(int(r["instance"]), r["player"]) for r in table] == [(i, p) for i in range(6) for p in ("pick", "start")]
+    pick = [float(r["fitness"]) for r in table if r["player"] == "pick"]
+    start = [float(r["fitness"]) for r in table if r["player"] == "start"]
+    v = run.state["validated"]
+    d, low, high = paired_interval(pick, start, 0.95)
+    assert (v["difference"], v["low"], v["high"]) == (d, low, high)
+    assert v["pick"] == pick and v["start"] == start and v["instances"] == 6 and v["seed"] == 5000
+    # the true values: the start (-8, -1) is far from the target (-3, -6); the pick is better, and
+    # the shared draws cancel in the differences
+    assert low > 0
+    meta = yaml.safe_load((run.dir / "best.yaml").read_text())["meta"]["validation"]
+    assert meta["interval"] == [low, high] and meta["verdict"] == "better than the start"
+    from experiments.run import _report
+
+    _report(run.dir, run.state)
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("validated on 6 held-out instances (seeds 5000 on, none seen in tuning)")
+    assert last.endswith("better than the start")
+
+
+def test_paired_interval_on_hand_made_differences():
+    mean, low, high = paired_interval([3.0, 5.0, 7.0], [2.0, 3.0, 4.0], 0.95)  # differences 1, 2, 3
+    half = 4.302652729911275 / math.sqrt(3)  # t(0.975, 2) x sd 1 / sqrt(3)
+    assert mean == 2.0 and low == pytest.approx(2.0 - half) and high == pytest.approx(2.0 + half)
+    assert paired_interval([5.0, 6.0], [4.0, 5.0], 0.95) == (1.0, 1.0, 1.0)  # no spread: a point
+    v = Validated.of(tuning_held(), 0.95, [1.0, 2.0], [1.0, 2.0])
+    assert v.verdict == "not told apart from the start"
+
+
+def tuning_held():
+    from optimizers.instances import InstanceSet
+
+    return InstanceSet("held-out", 1000, 1, 2)
+
+
+class Stop(Exception):
+    pass
+
+
+def test_a_race_stopped_midway_resumes_to_the_uninterrupted_end(tmp_path, monkeypatch):
+    toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
+    whole = tuning.tune(config(tmp_path / "a", **RACING))
+    seen = []
+
+    def stop(row):
+        seen.append(row)
+        if row["generation"] == 1 and sum(r["generation"] == 1 for r in seen) == 13:  # inside the race's 2nd batch
+            raise Stop()
+
+    with pytest.raises(Stop):
+        tuning.tune(config(tmp_path / "b", **RACING), on_evaluation=stop)
+    (cut,) = list((tmp_path / "b" / "runs").iterdir())
+    resumed = tuning.resume(cut)
+    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
+    assert drop(rows(cut)) == drop(rows(whole.dir))
+    assert resumed.state["best"] == whole.state["best"]
+    assert resumed.state["elites"] == whole.state["elites"]
+    assert resumed.state["validated"] == whole.state["validated"]
+
+
+def test_a_validation_stopped_midway_plays_only_what_is_missing(tmp_path, monkeypatch):
+    toy = toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
+    whole = tuning.tune(config(tmp_path / "a", **RACING))
+    calls = len(toy.calls)
+    count = {"n": 0}
+
+    def stopping(task):
+        count["n"] += 1
+        if count["n"] == calls - 5:  # the 7th of the validation's 12 plays
+            raise Stop()
+        return toy(task)
+
+    monkeypatch.setattr(run_loop, "evaluate", stopping)
+    with pytest.raises(Stop):
+        tuning.tune(config(tmp_path / "b", **RACING))
+    (cut,) = list((tmp_path / "b" / "runs").iterdir())
+    assert len(rows(cut, "validation.csv")) == 6
+    before = len(toy.calls)
+    monkeypatch.setattr(run_loop, "evaluate", toy)
+    resumed = tuning.resume(cut)
+    assert len(toy.calls) - before == 6  # the 6 plays not written down, nothing else
+    assert resumed.state["validated"] == whole.state["validated"]
+
+
+def test_a_racing_run_is_reproduced_by_its_config_and_seed(tmp_path, monkeypatch):
+    toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
+    a = tuning.tune(config(tmp_path / "a", **RACING))
+    b = tuning.tune(config(tmp_path / "b", **RACING))
+    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
+    assert drop(rows(a.dir)) == drop(rows(b.dir)) and a.state["best"] == b.state["best"]
+
+
+REFUSED = [
+    ({"early_abort": {"enabled": True}}, "race: does not go with early_abort.enabled"),
+    ({"games": {"seeds": "per_generation"}}, "race: does not go with games.seeds"),
+    ({"noise": {"reevaluate": 2}, "games": {"seeds": "per_generation"}}, "race: does not go with noise"),
+    ({"rescore": {"top": 2, "overrides": {"seed": 9000}}}, "race: does not go with rescore"),
+    ({"algorithm": "sha", "sha": {"candidates": 4, "rungs": [{"settings": {"pieces": 10}}, {}]}},
+     "race: does not go with algorithm"),
+    ({"solver": {"policy": "beam", "rules": "geek", "pieces": 20}}, "race: instances are blocks of seeded games"),
+    ({"validation": {"instances": 4, "seed": 105}}, "validation.seed: the held-out seeds 105 to 108 include seeds 105 "
+                                                    "to 108, which race plays"),
+    ({"race": {"first_test": 6, "max_instances": 5}}, "first_test: at most max_instances (5)"),
+]
+
+
+@pytest.mark.parametrize("changes, message", REFUSED)
+def test_a_race_refuses_what_it_cannot_honour(tmp_path, changes, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        config(tmp_path, **{**RACING, **changes})
+
+
+def test_held_out_seeds_are_checked_without_a_race(tmp_path):
+    with pytest.raises(ConfigError, match="which the generations' games plays"):
+        config(tmp_path, validation={"instances": 4, "seed": 102})  # generation 2 plays seed 102
+    config(tmp_path / "ok", validation={"instances": 4, "seed": 104})  # 4 generations: seeds 100..103
