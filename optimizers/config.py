@@ -173,7 +173,11 @@ class RunKeys(Strict):
     def _instances(self):
         """A race needs seeded games and a loop that tells candidates apart by the race alone; held-out
         instances must be ones no candidate is chosen on (`optimizers.instances.check_held_out`)."""
-        if getattr(self, "algorithm", None) is None or (self.race is None and self.validation is None):
+        if getattr(self, "algorithm", None) is None:
+            return self
+        if getattr(self.settings, "pruner", "none") != "none" and self.race is None:
+            raise ValueError(f"{self.algorithm}.pruner: needs a race section (its instances are the pruner's steps)")
+        if self.race is None and self.validation is None:
             return self
         from solver import registry
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Callable, Literal, Protocol
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -182,6 +182,10 @@ class Race:
     results: dict = field(default_factory=dict)
     #: the round each dropped candidate was dropped after
     dropped: dict = field(default_factory=dict)
+    #: ``decide(alive, table) -> indices kept`` in place of the configured test (a tuner's own
+    #: pruner, `Racing`), and ``keep_going``: the race goes on to its last instance whoever is left
+    decide: Callable | None = None
+    keep_going: bool = False
     #: each test's decision, by (instances played, the candidates tested): a result once known never
     #: changes, so a decision is made once however often `step` replays the race
     _decisions: dict = field(default_factory=dict, repr=False)
@@ -197,19 +201,21 @@ class Race:
         for r in range(s.max_instances):
             need += [(c, r) for c in alive if (c, r) not in self.results]
             played = r + 1
-            if played >= s.first_test and (played - s.first_test) % s.each_test == 0 and len(alive) > s.survivors:
+            least = 0 if self.keep_going else s.survivors
+            if played >= s.first_test and (played - s.first_test) % s.each_test == 0 and len(alive) > least:
                 if need:
                     return need
                 at = (played, tuple(alive))
                 if at not in self._decisions:
                     table = np.array([[self.results[(c, i)] for i in range(played)] for c in alive])
-                    self._decisions[at] = frozenset(survivors(table, s).tolist())
+                    kept = survivors(table, s) if self.decide is None else self.decide(alive, table)
+                    self._decisions[at] = frozenset(np.asarray(kept, dtype=np.int64).tolist())
                 kept = self._decisions[at]
                 for j, c in enumerate(alive):
                     if j not in kept:
                         self.dropped[c] = played
                 alive = [c for j, c in enumerate(alive) if j in kept]
-            if len(alive) <= s.survivors:
+            if not alive or (len(alive) <= s.survivors and not self.keep_going):
                 break
         self.alive = alive
         return need
@@ -226,7 +232,7 @@ class Race:
         if self.step():
             raise ValueError("the race is not over")
         out = {c: self.mean(c) for c in self.alive}
-        floor = min(out.values())
+        floor = min(out.values()) if out else max(self.mean(c) for c in self.dropped)  # (a pruner may stop all)
         gap = DROPPED_GAP * max(1.0, abs(floor))
         order = sorted(self.dropped, key=lambda c: (-self.dropped[c], -self.mean(c)))
         for k, c in enumerate(order):
@@ -264,6 +270,17 @@ class Entrant:
     index: int
 
 
+class PrunesTrials(Protocol):
+    """A tuner whose own pruner, not the race's test, stops its trials (``prunes``; the `optuna`
+    tuner with ``pruner: wilcoxon``): it races without elites, each trial to the last instance
+    unless `prune` stops it, and the run's best is the best winner of all its races."""
+
+    prunes: bool
+
+    def prune(self, index: int, values) -> bool:
+        """Whether proposal ``index`` of the generation stops after its results ``values``."""
+
+
 class Racing:
     """The run loop's racing generation (`optimizers.tuner.Tuner` is one): the tuner's proposals and
     the elites raced on the training instances (`optimizers.instances.training`), each race step's
@@ -280,11 +297,18 @@ class Racing:
         from .space import with_settings
 
         started = time.perf_counter()
-        proposals = [self.space.played(v) for v in self.state.optimizer.ask()]
+        tuner = self.state.optimizer
+        proposals = [self.space.played(v) for v in tuner.ask()]
         mine = {point_key(v) for v in proposals}
-        elites = [e for e in self.state.elites if point_key(e.values) not in mine]
+        prunes = getattr(tuner, "prunes", False)  # the tuner's own pruner decides (`PrunesTrials`): no elites
+        elites = [] if prunes else [e for e in self.state.elites if point_key(e.values) not in mine]
         entrants = elites + [Entrant(list(v), g, i) for i, v in enumerate(proposals)]
-        race = Race(list(range(len(entrants))), self.config.race)
+
+        def by_pruner(alive, table):
+            return [j for j, c in enumerate(alive) if not tuner.prune(c, table[j])]
+
+        race = Race(list(range(len(entrants))), self.config.race, decide=by_pruner if prunes else None,
+                    keep_going=prunes)
         instances = training(self.config, self.space.base)
         gen = Generation(g, [], None, None, started, len(proposals), race=race, entrants=entrants)
         base = [self.candidate_config(e.values, g) for e in entrants]
@@ -303,8 +327,9 @@ class Racing:
         self.conclude(gen)
 
     def race_outcome(self, gen) -> tuple:
-        """(fitness told to the tuner, each proposal's mean over the instances it played, the new
-        elites, the race's winner as `Best`, a line for the log) of a finished racing generation."""
+        """(fitness told to the tuner, each proposal's mean over the instances it played, where each
+        trial its pruner stopped stopped (else None), the new elites, the race's winner as `Best`, a
+        line for the log) of a finished racing generation."""
         from .fitness import canonical
         from .state import Best
 
@@ -314,13 +339,21 @@ class Racing:
         fitness = np.array([told[c] for c in range(first, len(entrants))])
         means = np.array([race.mean(c) for c in range(first, len(entrants))])
         standing = race.standing()
-        elites = [entrants[c] for c in standing[: self.config.race.survivors]]
+        prunes = getattr(self.state.optimizer, "prunes", False)
+        # a trial its pruner stopped is told so (at its last instance), the others their value
+        stopped = [race.dropped[c] - 1 if prunes and c in race.dropped else None for c in range(first, len(entrants))]
+        elites = [] if prunes else [entrants[c] for c in standing[: self.config.race.survivors]]
+        line = (f" | race: {len(race.results)} evaluations on {race.instances} instances, {len(race.alive)} of "
+                f"{len(entrants)} left")
+        if not standing:  # the pruner stopped every trial: the best so far stands
+            return fitness, means, stopped, elites, self.state.best, line
         w = standing[0]
         winner = entrants[w]
         scores = [gen.records[cand.index].score for cand in gen.candidates if cand.values == winner.values]
         best = Best(fitness=race.mean(w), score=int(round(float(np.mean(scores)))), generation=winner.generation,
                     index=winner.index, key=canonical(self.candidate_config(winner.values, gen.number))[0],
                     values=list(winner.values))
-        line = (f" | race: {len(race.results)} evaluations on {race.instances} instances, {len(race.alive)} of "
-                f"{len(entrants)} left")
-        return fitness, means, elites, best, line
+        before = self.state.best
+        if prunes and before is not None and before.fitness >= best.fitness:
+            best = before  # no elites: the run's best is the best winner of every race
+        return fitness, means, stopped, elites, best, line

@@ -375,8 +375,8 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
         self.store.rewrite_evaluations(sorted(self.evaluations.values(), key=lambda e: e.slot))
         extra = ""
         if gen.race is not None:  # told the race's order; its statistics are the proposals' means
-            told, fitness, state.elites, state.best, extra = self.race_outcome(gen)
-            state.optimizer.tell_run(told, [None] * len(told))
+            told, fitness, stopped, state.elites, state.best, extra = self.race_outcome(gen)
+            state.optimizer.tell_run(told, stopped)
         else:
             mine = gen.records[: gen.told]  # the tuner's candidates (then re-evaluations)
             fitness = told = np.array([r.fitness for r in mine])

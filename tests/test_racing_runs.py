@@ -187,3 +187,63 @@ def test_held_out_seeds_are_checked_without_a_race(tmp_path):
     with pytest.raises(ConfigError, match="which the generations' games plays"):
         config(tmp_path, validation={"instances": 4, "seed": 102})  # generation 2 plays seed 102
     config(tmp_path / "ok", validation={"instances": 4, "seed": 104})  # 4 generations: seeds 100..103
+
+
+# ------------------------------------------------------------------------------------------------
+# Optuna's WilcoxonPruner as the race's decider (the ecosystem's baseline)
+
+OPTUNA_PRUNED = {"algorithm": "optuna", "optuna": {"population": 6, "generations": 3, "pruner": "wilcoxon",
+                                                   "p_threshold": 0.1, "startup_steps": 2},
+                 "games": {"seeds": "fixed"}, "race": {"first_test": 2, "max_instances": 8},
+                 "validation": {"instances": 4, "seed": 5000}}
+
+
+def test_optunas_wilcoxon_pruner_stops_trials_on_the_race_instances(tmp_path, monkeypatch):
+    import optuna
+
+    toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
+    run = tuning.tune(config(tmp_path, **OPTUNA_PRUNED))
+    study = optuna.load_study(study_name=run.dir.name, storage=f"sqlite:///{run.dir / 'study.db'}")
+    trials = study.get_trials()
+    states = [t.state.name for t in trials]
+    assert len(trials) == 18 and "PRUNED" in states and "COMPLETE" in states
+    for t in trials:  # each trial's steps are the instances it played, 0, 1, ...; a complete one all 8
+        assert sorted(t.intermediate_values) == list(range(len(t.intermediate_values)))
+        if t.state.name == "COMPLETE":
+            assert len(t.intermediate_values) == 8 and t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
+    assert run.state["elites"] == []  # no elites: the pruner compares with the best trial
+    complete = [t for t in trials if t.state.name == "COMPLETE"]
+    assert run.state["best"]["fitness"] == pytest.approx(max(t.value for t in complete))
+    assert len(rows(run.dir)) < 18 * 8  # pruned trials stop early
+
+
+def test_a_pruned_optuna_race_stopped_midway_resumes_to_the_same_study(tmp_path, monkeypatch):
+    import optuna
+
+    toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
+    whole = tuning.tune(config(tmp_path / "a", **OPTUNA_PRUNED))
+    seen = []
+
+    def stop(row):
+        seen.append(row)
+        if row["generation"] == 2 and sum(r["generation"] == 2 for r in seen) == 15:
+            raise Stop()
+
+    with pytest.raises(Stop):
+        tuning.tune(config(tmp_path / "b", **OPTUNA_PRUNED), on_evaluation=stop)
+    (cut,) = list((tmp_path / "b" / "runs").iterdir())
+    resumed = tuning.resume(cut)
+    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
+    assert drop(rows(cut)) == drop(rows(whole.dir))
+    assert resumed.state["best"]["values"] == whole.state["best"]["values"]
+
+    def trials(run_dir):
+        study = optuna.load_study(study_name=run_dir.name, storage=f"sqlite:///{run_dir / 'study.db'}")
+        return [(t.state.name, t.params, t.intermediate_values, t.value) for t in study.get_trials()]
+
+    assert trials(cut) == trials(whole.dir)
+
+
+def test_a_pruner_needs_a_race(tmp_path):
+    with pytest.raises(ConfigError, match="optuna.pruner: needs a race section"):
+        config(tmp_path, **{**OPTUNA_PRUNED, "race": None})

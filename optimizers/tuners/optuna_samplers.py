@@ -108,6 +108,13 @@ class OptunaConfig(TunerSettings):
         True, description="cmaes: pruned trials enter the update with their fitness at the abort "
                           "(Optuna's consider_pruned_trials)")
 
+    pruner: Literal["none", "wilcoxon"] = Field(
+        "none", description="with a `race` section: `wilcoxon`, Optuna's WilcoxonPruner decides which trials stop, "
+                            "the race's instances as its steps, instead of the race's test (the ecosystem's baseline)")
+    p_threshold: float = Field(0.1, gt=0, lt=1, description="wilcoxon: the pruner's p_threshold")
+    startup_steps: int = Field(2, ge=0, description="wilcoxon: instances a trial plays before it can be pruned "
+                                                    "(n_startup_steps)")
+
     def budget(self, dim: int) -> tuple[int, int]:
         return self.generations, self.population
 
@@ -133,6 +140,7 @@ class OptunaTuner(Optimizer):
         self._file_study: int | None = None
         self._study = None
         self._trials: list = []
+        self._reported: dict[int, int] = {}  # a trial of the generation -> its instances reported (the pruner)
 
     # ------------------------------------------------------------------ state (the checkpoint)
     def state_dict(self) -> dict:
@@ -241,8 +249,14 @@ class OptunaTuner(Optimizer):
             name = self.study_name or MEMORY_STUDY
             if self.path is not None or self._memory is None:  # in a run: filled from study.db below
                 self._memory = optuna.storages.InMemoryStorage()
-            study = optuna.create_study(storage=self._memory, sampler=self.sampler, direction="maximize",
-                                        study_name=name, load_if_exists=True)
+            pruner = None
+            if self.settings.pruner == "wilcoxon":
+                with warnings.catch_warnings():  # (experimental since Optuna 3.6: a warning each run)
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    pruner = optuna.pruners.WilcoxonPruner(p_threshold=self.settings.p_threshold,
+                                                           n_startup_steps=self.settings.startup_steps)
+            study = optuna.create_study(storage=self._memory, sampler=self.sampler, pruner=pruner,
+                                        direction="maximize", study_name=name, load_if_exists=True)
             if self.path is not None:
                 self._check_file()
                 try:
@@ -388,7 +402,22 @@ class OptunaTuner(Optimizer):
                 study.enqueue_trial(self._params(genes))
         distributions = self._distributions()
         self._trials = [study.ask(distributions) for _ in range(n)]
+        self._reported = {}
         return np.array([self._genes(t.params) for t in self._trials])
+
+    @property
+    def prunes(self) -> bool:
+        """Whether Optuna's pruner, not the race's test, stops this tuner's trials (`prune`)."""
+        return self.settings.pruner != "none"
+
+    def prune(self, index: int, values) -> bool:
+        """Whether trial ``index`` of the generation stops after its results ``values`` on the race's
+        first instances: each new one reported at its step (the instance), then Optuna's pruner asked."""
+        trial = self._trials[index]
+        for step in range(self._reported.get(index, 0), len(values)):
+            trial.report(float(values[step]), step=step)
+        self._reported[index] = len(values)
+        return trial.should_prune()
 
     def tell(self, fitness: np.ndarray) -> None:
         self.tell_run(fitness, [None] * len(self._trials))
@@ -397,11 +426,13 @@ class OptunaTuner(Optimizer):
         from optuna.trial import TrialState
 
         study = self.study()
+        reported = {self._trials[i].number for i in self._reported}
         for trial, f, piece in zip(self._trials, np.asarray(fitness, dtype=np.float64), stopped):
             if piece is None:
                 study.tell(trial, float(f))
             else:
-                trial.report(float(f), step=int(piece))
+                if trial.number not in reported:  # (a trial the pruner stopped has its values reported)
+                    trial.report(float(f), step=int(piece))
                 study.tell(trial, state=TrialState.PRUNED)
         frozen = study.get_trials(deepcopy=False)  # by trial number
         mine = [frozen[trial.number] for trial in self._trials]
