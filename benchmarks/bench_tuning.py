@@ -3,14 +3,19 @@
     python benchmarks/bench_tuning.py [--seeds 1 2 3] [--generations N] [--tuners ga cem ...] [--compare-only] [--out DIR]
     python benchmarks/bench_tuning.py --standard [--seeds 1 2 3] [--standard-tuners cmaes optuna-tpe ...]
                                       [--generations N] [--population N] [--set KEY=VALUE ...] [--out DIR]
+    python benchmarks/bench_tuning.py --held-out RUN_DIR [RUN_DIR ...] [--instances 10] [--seed 1000]
+    python benchmarks/bench_tuning.py --dropped RUN_DIR [--only-generations G ...]
 
 Without ``--standard``: the registered tuners at equal budget on the Geek game's short fitness,
 early abort on and off, a check that no abort was false, and the parallel efficiency of the runs.
 ``--standard``: our CMA-ES (``cmaes``, ``cmaes-resample``) against Optuna's samplers on the
 standard 10 x 20 splitting fitness (`STANDARD`), each tuner on every ``--seeds``, each run in a
 directory of its own under ``--out`` (``OUT/standard-<tuner>-seed<seed>``) that the same command
-resumes. What each part measures, and the figures: docs/tuning.md ("The optuna tuner", "Measured:
-tuners and early abort").
+resumes. ``--held-out``: finished runs compared at the budget each spent (simulated evaluations,
+re-scoring included), each pick and the runs' start played on the same held-out instances, paired.
+``--dropped``: a racing run's dropped candidates played out to the race's last instance, to count
+those that would have beaten the race's winner. What each part measures, and the figures:
+docs/tuning.md ("The optuna tuner", "Measured: tuners and early abort", "Measured: racing").
 """
 
 from __future__ import annotations
@@ -170,6 +175,140 @@ def standard(args, out: Path) -> int:
     return 0
 
 
+def _values(space, row) -> list:
+    return [int(row[p.path]) if p.type == "int" else float(row[p.path]) if p.type == "float" else row[p.path]
+            for p in space.params]
+
+
+def _play(configs: list[dict], n_jobs: int) -> list[float]:
+    """Each solver config mapping's fitness (`optimizers.fitness.evaluate` on a pool of ``n_jobs``)."""
+    from engine.parallel import ParallelConfig
+
+    tasks = [{"config": c, "threshold": None, "threads": 1, "aborted_fitness": "score_at_abort"} for c in configs]
+    with Pool(ParallelConfig(n_jobs=n_jobs)) as pool:
+        return [r.record.fitness for r in pool.map(evaluate, tasks)]
+
+
+def held_out(args) -> int:
+    """Part 6: each run's pick (best.yaml) and the runs' start played on the same held-out instances."""
+    import numpy as np
+    import pandas as pd
+    import yaml
+
+    from optimizers.fitness import canonical
+    from optimizers.instances import InstanceSet, games_of
+    from optimizers.run import load_resume
+    from optimizers.space import with_settings
+    from optimizers.validation import paired_interval
+
+    runs = []
+    for run_dir in args.held_out:
+        if not (run_dir / "best.yaml").is_file():
+            raise BenchError(f"{run_dir}: no best.yaml (not a run directory, or no evaluation finished)")
+        config = load_resume(run_dir)
+        space = make_space(config)
+        pick = yaml.safe_load((run_dir / "best.yaml").read_text())
+        pick.pop("meta", None)
+        ev = pd.read_csv(run_dir / "evaluations.csv")
+        spent = int((~ev.cached).sum())
+        seconds = float(ev.seconds[~ev.cached].sum())
+        if (run_dir / "rescore.csv").is_file():
+            rs = pd.read_csv(run_dir / "rescore.csv")
+            spent, seconds = spent + int((~rs.cached).sum()), seconds + float(rs.seconds[~rs.cached].sum())
+        runs.append((run_dir, config, pick, space.config(space.init_values), spent, seconds))
+    held = InstanceSet("held-out", args.seed, games_of(runs[0][2]), args.instances)
+    players = {}  # key -> config, in first-seen order
+    plays = []  # per run: (pick keys, start keys)
+    for _, _, pick, start, _, _ in runs:
+        keys = []
+        for player in (pick, start):
+            row = []
+            for i in range(held.count):
+                key, data = canonical(with_settings(player, held.settings(i)))
+                players.setdefault(key, data)
+                row.append(key)
+            keys.append(row)
+        plays.append(keys)
+    order = list(players)
+    print(f"6. picks on {held.describe()}, {len(order)} plays on {args.jobs} workers", flush=True)
+    got = dict(zip(order, _play([players[k] for k in order], args.jobs)))
+    print(f"{'run':<44}{"algorithm":>16}{"spent":>7}{'CPU s':>8}{'pick':>14}{'start':>14}   difference to the start "
+          f"({held.count} paired, 95%)")
+    picks = []
+    for (run_dir, config, *_, spent, seconds), (pk, sk) in zip(runs, plays):
+        p, s0 = [got[k] for k in pk], [got[k] for k in sk]
+        d, low, high = paired_interval(p, s0, 0.95)
+        race = "race" if config.race is not None else "no race"
+        label = f"{config.algorithm} ({race})"
+        print(f"{run_dir.name[:43]:<44}{label:>16}{spent:>7}{seconds:>8.0f}{np.mean(p):>14,.0f}{np.mean(s0):>14,.0f}   "
+              f"{d:+,.0f} ({low:+,.0f} to {high:+,.0f})")
+        picks.append((run_dir.name, p))
+    for a in range(len(picks)):
+        for b in range(a + 1, len(picks)):
+            d, low, high = paired_interval(picks[a][1], picks[b][1], 0.95)
+            print(f"  {picks[a][0]} - {picks[b][0]}: {d:+,.0f} ({low:+,.0f} to {high:+,.0f})")
+    return 0
+
+
+def dropped(args) -> int:
+    """Part 7: a racing run's dropped candidates played out to the race's last instance."""
+    import numpy as np
+    import pandas as pd
+
+    from optimizers.config import base_solver
+    from optimizers.fitness import canonical
+    from optimizers.instances import training
+    from optimizers.run import load_resume
+    from optimizers.space import with_settings
+
+    run_dir = args.dropped
+    config = load_resume(run_dir)
+    if config.race is None:
+        raise BenchError(f"{run_dir}: not a racing run (its config has no race section)")
+    space = make_space(config)
+    instances = training(config, base_solver(config))
+    ev = pd.read_csv(run_dir / "evaluations.csv").sort_values(["generation", "index"])
+    last = config.race.max_instances
+    todo, races = {}, []
+    for g, rows in ev.groupby("generation"):
+        if args.only_generations and g not in args.only_generations:
+            continue
+        played: dict[tuple, list[float]] = {}  # an entrant's values -> its results, instance by instance
+        for _, row in rows.iterrows():
+            played.setdefault(tuple(_values(space, row)), []).append(float(row.fitness))
+        most = max(len(v) for v in played.values())
+        alive = [v for v, r in played.items() if len(r) == most]
+        winner = max(alive, key=lambda v: np.mean(played[v]))
+        for values, results in played.items():
+            if values in alive and values != winner:
+                continue
+            for i in range(len(results), last):
+                key, data = canonical(with_settings(space.config(list(values)), instances.settings(i)))
+                todo.setdefault(key, data)
+        races.append((g, played, alive, winner))
+    keys = list(todo)
+    print(f"7. {run_dir.name}: the dropped candidates of {len(races)} races played out to instance {last} "
+          f"({len(keys)} plays on {args.jobs} workers)", flush=True)
+    got = dict(zip(keys, _play([todo[k] for k in keys], args.jobs)))
+
+    def full(values, results):
+        rest = [got[canonical(with_settings(space.config(list(values)), instances.settings(i)))[0]]
+                for i in range(len(results), last)]
+        return float(np.mean(results + rest))
+
+    wrong, checked = 0, 0
+    for g, played, alive, winner in races:
+        w = full(winner, played[winner])
+        beaten = [(v, full(v, r)) for v, r in played.items() if v not in alive]
+        better = [f for _, f in beaten if f > w]
+        checked += len(beaten)
+        wrong += len(better)
+        print(f"  generation {g}: {len(beaten)} dropped, winner {w:,.0f} over {last}; "
+              f"{len(better)} would have beaten it" + (f" ({', '.join(f'{f:,.0f}' for f in better)})" if better else ""))
+    print(f"  {wrong} of {checked} dropped candidates would have beaten their race's winner with the full budget")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -184,7 +323,22 @@ def main(argv=None) -> int:
                         help="the tuners compared in part 5")
     parser.add_argument("--population", type=int, help="part 5: fewer candidates per generation (a quick look)")
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="part 5: overrides for every run")
+    parser.add_argument("--held-out", type=Path, nargs="+", metavar="RUN_DIR",
+                        help="part 6 alone: these finished runs' picks and start on the same held-out instances")
+    parser.add_argument("--instances", type=int, default=10, help="part 6: held-out instances")
+    parser.add_argument("--seed", type=int, default=1000, help="part 6: the first held-out instance's seed")
+    parser.add_argument("--dropped", type=Path, metavar="RUN_DIR",
+                        help="part 7 alone: a racing run's dropped candidates played out")
+    parser.add_argument("--only-generations", type=int, nargs="+", metavar="G",
+                        help="part 7: these generations' races only")
+    parser.add_argument("--jobs", type=int, default=2, help="parts 6 and 7: workers")
     args = parser.parse_args(argv)
+    if args.held_out or args.dropped:
+        try:
+            return held_out(args) if args.held_out else dropped(args)
+        except BenchError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-tuning-"))
     if args.standard:
         try:
