@@ -232,7 +232,7 @@ def held_out(args) -> int:
     order = list(players)
     print(f"6. picks on {held.describe()}, {len(order)} plays on {args.jobs} workers", flush=True)
     got = dict(zip(order, _play([players[k] for k in order], args.jobs)))
-    print(f"{'run':<44}{"algorithm":>16}{"spent":>7}{'CPU s':>8}{'pick':>14}{'start':>14}   difference to the start "
+    print(f"{'run':<44}{'algorithm':>16}{'spent':>7}{'CPU s':>8}{'pick':>14}{'start':>14}   difference to the start "
           f"({held.count} paired, 95%)")
     picks = []
     for (run_dir, config, *_, spent, seconds), (pk, sk) in zip(runs, plays):
