@@ -196,7 +196,7 @@ def held_out(args) -> int:
     import yaml
 
     from optimizers.fitness import canonical
-    from optimizers.instances import InstanceSet, games_of
+    from optimizers.instances import InstanceSet, instance_setting
     from optimizers.run import load_resume
     from optimizers.space import with_settings
     from optimizers.validation import paired_interval
@@ -216,7 +216,8 @@ def held_out(args) -> int:
             rs = pd.read_csv(run_dir / "rescore.csv")
             spent, seconds = spent + int((~rs.cached).sum()), seconds + float(rs.seconds[~rs.cached].sum())
         runs.append((run_dir, config, pick, space.config(space.init_values), spent, seconds))
-    held = InstanceSet("held-out", args.seed, games_of(runs[0][2]), args.instances)
+    setting, step = instance_setting(runs[0][2])
+    held = InstanceSet("held-out", setting, args.seed, step, args.instances)
     players = {}  # key -> config, in first-seen order
     plays = []  # per run: (pick keys, start keys)
     for _, _, pick, start, _, _ in runs:

@@ -181,16 +181,20 @@ class RunKeys(Strict):
             return self
         from solver import registry
 
+        from .instances import instance_setting
+
         solver = base_solver(self)
         try:
-            known = registry.get(solver.get("policy", "beam")).known_pieces
+            registry.get(solver.get("policy", "beam"))
         except registry.PolicyError:
             return self  # (the solver config's own check names it)
-        if known:
-            key = "race" if self.race is not None else "validation"
-            raise ValueError(f"{key}: instances are blocks of seeded games, and policy "
-                             f"{solver.get('policy', 'beam')!r} plays the known sequence (a tie seed for the Geek "
-                             "game is not built yet)")
+        if any(p.path == "policy" for p in self.space):
+            raise ValueError(f"{'race' if self.race is not None else 'validation'}: the policy is tuned (space: "
+                             "policy): its instances would differ from candidate to candidate")
+        try:
+            instance_setting(solver)
+        except ValueError as e:
+            raise ValueError(f"{'race' if self.race is not None else 'validation'}: {e}") from None
         if self.race is not None:
             from ._base import Optimizer
 

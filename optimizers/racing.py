@@ -148,9 +148,10 @@ class RaceConfig(Strict):
     survivors: int = Field(1, ge=1, description="the race stops once this many candidates are left; the best this "
                                                 "many of those left are the next race's elites")
     holm: bool = Field(True, description="t, wilcoxon: Holm's correction of the levels across the candidates")
-    seed: int | None = Field(None, ge=0, description="first seed of the training instances: instance i plays the "
-                                                      "solver's online.games games from seed + i x games (null: the "
-                                                      "solver's seed)")
+    seed: int | None = Field(None, ge=0, description="the first training instance: instance i plays the solver's "
+                                                      "online.games games from seed + i x games, or, on the known "
+                                                      "sequence, tie seed seed + i (null: the solver's seed, or its "
+                                                      "tie seed)")
 
     @model_validator(mode="after")
     def _sizes(self):

@@ -37,9 +37,10 @@ VALIDATION_FILE = "validation.csv"
 class ValidationConfig(Strict):
     """``validation``: the run's pick and its start played on held-out instances no candidate saw."""
 
-    instances: int = Field(20, ge=2, description="held-out instances (each the solver's online.games games)")
-    seed: int = Field(1000, ge=0, description="first seed of the held-out instances: instance i plays from seed + i x "
-                                              "games; refused when it meets a seed the candidates are chosen on")
+    instances: int = Field(20, ge=2, description="held-out instances (each the solver's online.games games, or a tie seed)")
+    seed: int = Field(1000, ge=0, description="the first held-out instance: instance i plays from seed + i x games (or "
+                                              "tie seed seed + i on the known sequence); refused when it meets a seed "
+                                              "the candidates are chosen on")
     confidence: float = Field(0.95, gt=0.5, lt=1, description="the confidence of the paired difference's interval")
     overrides: dict[str, Any] = Field(
         default_factory=dict, description="dotted solver settings the validation plays with (as rescore.overrides), "
@@ -85,7 +86,7 @@ class Validated:
     @classmethod
     def of(cls, held: InstanceSet, confidence: float, pick: list, start: list) -> "Validated":
         d, low, high = paired_interval(pick, start, confidence)
-        return cls(instances=held.count, seed=held.first, games=held.games, confidence=confidence,
+        return cls(instances=held.count, seed=held.first, games=held.step, confidence=confidence,
                    pick=[float(v) for v in pick], start=[float(v) for v in start], pick_mean=float(np.mean(pick)),
                    start_mean=float(np.mean(start)), difference=d, low=low, high=high)
 
@@ -106,7 +107,7 @@ class Validated:
 
     def meta(self) -> dict:
         """best.yaml's ``meta.validation``."""
-        return {"instances": self.instances, "seed": self.seed, "games_each": self.games, "pick": self.pick_mean,
+        return {"instances": self.instances, "seed": self.seed, "step": self.games, "pick": self.pick_mean,
                 "start": self.start_mean, "difference": self.difference, "confidence": self.confidence,
                 "interval": [self.low, self.high], "verdict": self.verdict}
 

@@ -164,6 +164,9 @@ class Policy(ABC):
     known_pieces: bool = True
     #: it can save its search to a file and continue from it (`checkpoint`, `resume`)
     resumable: bool = False
+    #: the dotted setting whose values draw another order of equal-valued boards (``beam.tie_seed``),
+    #: an instance of the known sequence for racing (`optimizers.instances`); None: the policy has none
+    tie_seed: str | None = None
     #: a resumable policy's checkpoint file (None: none is kept), and whether to start from it
     checkpoint = None
     resume: bool = False

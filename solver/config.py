@@ -75,6 +75,10 @@ class BeamConfig(Strict):
         "hash",
         description="order of nodes tied on a ranking: by a hash of the board, or by the board's rows read as five "
                     "64-bit words of four rows each, top word first, larger first (as the 1,395,326 solver)")
+    tie_seed: int = Field(
+        0, ge=0, lt=2**63, description="the order of nodes of equal value under the `hash` tie order (0: the default "
+                                       "order, which the records were made with); another seed draws another order of "
+                                       "ties only: an instance of the Geek game for racing")
     keep_ties: bool = Field(
         False,
         description="once a ranking's picks are made, also keep the next nodes within the quotas whose ranking key "
@@ -88,6 +92,13 @@ class BeamConfig(Strict):
         if any(not 0 < q <= 1 for q in v):
             raise ValueError("every quota must be in (0, 1]")
         return v
+
+    @model_validator(mode="after")
+    def _tie_seed_orders_hashes(self):
+        if self.tie_seed and self.tie_break != "hash":
+            raise ValueError("tie_seed: draws the order of the `hash` tie order; tie_break: board orders ties by the "
+                             "boards' rows")
+        return self
 
     def memory(self, config: "SolverKeys") -> list[Need]:
         """What the search allocates (`engine.memory`; measured on the Geek game, 16 KB a node and

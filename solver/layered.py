@@ -51,6 +51,28 @@ def board_hash(board):
     return np.int64(h >> np.uint64(1))
 
 
+#: 63 bits (a `board_hash`), and the odd multipliers of `tie_hash`'s mix (splitmix64's)
+LOW_63 = np.uint64((1 << 63) - 1)
+MIX_1, MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+@inlined
+def tie_hash(board, seed):
+    """The hash that orders boards of equal value under tie seed ``seed``: `board_hash` itself
+    for seed 0 (today's order), else a bijection of it on 63 bits drawn by the seed (xor, odd
+    multiplications and xor-shifts), so equal boards keep equal hashes and only the order of
+    distinct boards of equal value changes."""
+    h = board_hash(board)
+    if seed == 0:
+        return h
+    x = (np.uint64(h) ^ (np.uint64(seed) * GOLDEN)) & LOW_63
+    x = (x * MIX_1) & LOW_63
+    x ^= x >> np.uint64(31)
+    x = (x * MIX_2) & LOW_63
+    x ^= x >> np.uint64(29)
+    return np.int64(x)
+
+
 @inlined
 def table_hash(board):
     """A fast hash of a board for the merge table (rows times distinct odd constants, summed, then

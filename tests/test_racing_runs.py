@@ -103,7 +103,7 @@ def test_paired_interval_on_hand_made_differences():
 def tuning_held():
     from optimizers.instances import InstanceSet
 
-    return InstanceSet("held-out", 1000, 1, 2)
+    return InstanceSet("held-out", "seed", 1000, 1, 2)
 
 
 class Stop(Exception):
@@ -170,7 +170,8 @@ REFUSED = [
     ({"rescore": {"top": 2, "overrides": {"seed": 9000}}}, "race: does not go with rescore"),
     ({"algorithm": "sha", "sha": {"candidates": 4, "rungs": [{"settings": {"pieces": 10}}, {}]}},
      "race: does not go with algorithm"),
-    ({"solver": {"policy": "beam", "rules": "geek", "pieces": 20}}, "race: instances are blocks of seeded games"),
+    ({"solver": {"policy": "greedy", "rules": "geek", "pieces": 20}},
+     "race: policy 'greedy' plays the known sequence and has no tie seed"),
     ({"validation": {"instances": 4, "seed": 105}}, "validation.seed: the held-out seeds 105 to 108 include seeds 105 "
                                                     "to 108, which race plays"),
     ({"race": {"first_test": 6, "max_instances": 5}}, "first_test: at most max_instances (5)"),
@@ -247,3 +248,43 @@ def test_a_pruned_optuna_race_stopped_midway_resumes_to_the_same_study(tmp_path,
 def test_a_pruner_needs_a_race(tmp_path):
     with pytest.raises(ConfigError, match="optuna.pruner: needs a race section"):
         config(tmp_path, **{**OPTUNA_PRUNED, "race": None})
+
+
+# ------------------------------------------------------------------------------------------------
+# the known sequence: an instance is a tie seed
+
+GEEK_RACE = {"name": "geek-race", "seed": 3, "algorithm": "random", "random": {"samples": 3, "generations": 2},
+             "solver": {"policy": "beam", "rules": "geek", "evaluator": "chys_quality", "pieces": 40, "threads": 1,
+                        "beam": {"width": 4}},
+             "space": [{"path": "beam.score_share", "low": 0.0, "high": 1.0}],
+             "early_abort": {"enabled": False}, "games": {"seeds": "fixed"}, "race": {"first_test": 2, "max_instances": 3},
+             "validation": {"instances": 2, "seed": 1000}, "parallel": {"n_jobs": 1, "threads": 1}}
+
+
+def test_on_the_known_sequence_an_instance_is_a_tie_seed(tmp_path):
+    from optimizers.config import base_solver
+    from optimizers.instances import held_out, training
+
+    c = config(tmp_path, **GEEK_RACE)
+    assert [training(c, base_solver(c)).settings(i) for i in range(3)] == [{"beam.tie_seed": i} for i in range(3)]
+    assert held_out(c, base_solver(c)).settings(1) == {"beam.tie_seed": 1001}
+    with pytest.raises(ConfigError, match="the held-out seeds 2 to 3 include seeds 2 to 2, which race plays"):
+        config(tmp_path / "overlap", **{**GEEK_RACE, "validation": {"instances": 2, "seed": 2}})
+    with pytest.raises(ConfigError, match="race: the policy is tuned"):
+        config(tmp_path / "tuned", **{**GEEK_RACE, "space": [{"path": "policy", "type": "choice",
+                                                              "choices": ["beam", "segment"]}]})
+
+
+@pytest.mark.slow
+def test_a_race_on_the_geek_game_plays_tie_seeds(tmp_path):
+    run = tuning.tune(config(tmp_path, **GEEK_RACE))
+    table = rows(run.dir)
+    for g in (0, 1):
+        by_entrant = {}
+        for r in (r for r in table if int(r["generation"]) == g):
+            by_entrant.setdefault(r["beam.score_share"], []).append(r["key"])
+        # each entrant plays tie seeds 0, 1 (and 2 if it survives the test): a config each
+        assert all(2 <= len(keys) <= 3 and len(set(keys)) == len(keys) for keys in by_entrant.values())
+    v = run.state["validated"]
+    played = rows(run.dir, "validation.csv")
+    assert [float(r["fitness"]) for r in played if r["player"] == "pick"] == v["pick"] and len(v["start"]) == 2

@@ -59,6 +59,7 @@ class BeamSettings(NamedTuple):
     sky_max_cells: int
     top_row_free: bool
     tie_order: object            # a `TIE_ORDERS` token
+    tie_seed: int                # the order of boards of equal value (`layered.tie_hash`; 0: the default)
     keep_ties: bool
     threads: object              # a token of the `THREADS` tables: each stage in this thread or over numba's
     chunks: int                  # runs of parents spread over numba's threads (1: no threads)

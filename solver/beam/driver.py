@@ -46,7 +46,7 @@ def settings(cfg, rules, pieces: int, threads: int) -> BeamSettings:
         min_height=np.array([0] + list(cfg.clear_min_height), np.int64),
         min_cells=np.array([0] + list(cfg.clear_min_cells), np.int64),
         endgame_start=max(pieces - cfg.endgame_pieces, 0), sky_rows=cfg.sky_rows, sky_max_cells=cfg.sky_max_cells,
-        top_row_free=cfg.top_row_free, tie_order=TIE_ORDERS.token(cfg.tie_break), keep_ties=cfg.keep_ties,
+        top_row_free=cfg.top_row_free, tie_order=TIE_ORDERS.token(cfg.tie_break), tie_seed=cfg.tie_seed, keep_ties=cfg.keep_ties,
         threads=PLACE_NODES.token("threads" if threads > 1 else "serial"),
         chunks=THREAD_CHUNKS * threads if threads > 1 else 1)
 
@@ -84,6 +84,7 @@ def initial_state(rules, pieces: int, width: int, gens: int) -> BeamState:
 @register
 class Beam(Policy):
     name = "beam"
+    tie_seed = "beam.tie_seed"
     Settings = BeamConfig
 
     def kernel_inputs(self) -> tuple[BeamSettings, BeamState]:
@@ -101,7 +102,7 @@ class Beam(Policy):
         threads = cfg.threads.name
         return {
             "lock_nodes": KernelCall(LOCK_NODES[threads], (0, parents, st.kids, 0, 0, rules, cfg, True)),
-            "merge_equal_boards": KernelCall(merge_equal_boards, (st.kids, 0, st.merge_slot, st.merge_stamp, 0)),
+            "merge_equal_boards": KernelCall(merge_equal_boards, (st.kids, 0, st.merge_slot, st.merge_stamp, 0, 0)),
             "value_kept": KernelCall(VALUE_KEPT[threads], (picks, st.boards, st.scores, st.kids, 0, rules, spec, 0)),
             "cut": KernelCall(cut, (picks, picks, st.kids, st, cfg)),
             "next_layer": KernelCall(next_layer, (st, st.kids, picks, 0, 0, 0)),

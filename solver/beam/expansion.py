@@ -13,7 +13,7 @@ from engine.lock import lock_counted, lost
 from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
 
-from ..layered import board_hash, pack, same_board, table_hash, unpack
+from ..layered import pack, same_board, table_hash, tie_hash, unpack
 from .bundles import Children, GROWTH_DIVISOR, board_words, occupied_height
 
 
@@ -28,7 +28,7 @@ tie_keys = TIE_ORDERS.call
 @TIE_ORDERS.register("hash")
 @inner
 def hash_tie_keys(boards, idx, hashes):
-    """One key row: the board's hash (`board_hash`), smaller first."""
+    """One key row: the board's hash (`tie_hash`, the tie seed's), smaller first."""
     return hashes.reshape((1, hashes.shape[0]))
 
 
@@ -271,24 +271,24 @@ def equal_board_winners(kids, total, slot, stamp, layer, winner, keys):
 
 
 @inner(_nrt=False)
-def kept_in_order(boards, kept, out, hashes):
+def kept_in_order(boards, kept, out, hashes, tie_seed):
     """The indices j with ``kept[j]`` in increasing order into ``out``, with their boards'
-    `board_hash` into ``hashes``."""
+    `tie_hash` under ``tie_seed`` into ``hashes``."""
     m = 0
     for j in range(kept.shape[0]):
         if kept[j]:
             out[m] = j
-            hashes[m] = board_hash(boards[j])
+            hashes[m] = tie_hash(boards[j], tie_seed)
             m += 1
 
 
 @inner
-def merge_equal_boards(kids, total, slot, stamp, layer):
+def merge_equal_boards(kids, total, slot, stamp, layer, tie_seed):
     """Of the surviving children with equal boards keep one: the higher score, then fewer clears,
     then the first generated. Returns the kept children's indices in generation order and their
-    board hashes (`board_hash`). ``slot``/``stamp`` are an open-addressing table reused across
-    layers (an entry is live when its stamp is ``layer``); its size is a power of two above twice
-    the children."""
+    board hashes (`tie_hash` under ``tie_seed``). ``slot``/``stamp`` are an open-addressing table
+    reused across layers (an entry is live when its stamp is ``layer``); its size is a power of
+    two above twice the children."""
     winner = np.empty(total, np.int64)
     keys = np.empty(total, np.uint64)
     n = equal_board_winners(kids, total, slot, stamp, layer, winner, keys)
@@ -297,5 +297,5 @@ def merge_equal_boards(kids, total, slot, stamp, layer):
         kept[winner[g]] = True
     out = np.empty(n, np.int64)
     hashes = np.empty(n, np.int64)
-    kept_in_order(kids.boards, kept, out, hashes)  # the kept children in generation order
+    kept_in_order(kids.boards, kept, out, hashes, tie_seed)  # the kept children in generation order
     return out, hashes

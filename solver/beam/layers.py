@@ -196,7 +196,7 @@ def run_layers(sequence, t0, t1, rules, spec, cfg, threshold, st):
         slot, stamp = merge_table(st, total)
         st = BeamState(st.boards, st.scores, st.clears, st.heights, st.cells, st.anc, st.trace_parent,
                        st.trace_code, st.trace_start, st.best_by_step, st.scalars, kids, slot, stamp, st.counters)
-        kept, hashes = merge_equal_boards(kids, total, slot, stamp, t)
+        kept, hashes = merge_equal_boards(kids, total, slot, stamp, t, cfg.tie_seed)
         value_kept_by(cfg.threads, kept, st.boards, st.scores, kids, shape, rules, spec, cfg.chunks)
         b = best_child(kept, hashes, kids)  # among every kept child, before the height filter
         if top >= st.scalars[S_BEST_SCORE]:  # a later piece wins ties on score

@@ -152,6 +152,7 @@ class Segment(Policy):
     name = "segment"
     Settings = SegmentConfig
     resumable = True
+    tie_seed = "segment.tie_seed"
 
     def fingerprint(self) -> str:
         """What a checkpoint must have been made by: the settings, rules, evaluator, pieces and sequence."""

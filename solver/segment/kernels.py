@@ -16,7 +16,7 @@ from engine.movegen import MoveScratch, capacity, lowest_placements_into, new_sc
 from evaluators import Placement, board_values, evaluate
 
 from .._base import ValueScratch, value_scratch
-from ..layered import board_hash, descending, grown, pack, radix_argsort, same_board, table_hash
+from ..layered import descending, tie_hash, grown, pack, radix_argsort, same_board, table_hash
 from .settings import CHILDREN_PER_NODE, Found
 
 
@@ -80,16 +80,17 @@ def first_of_each(boards, n, table, unique):
 
 
 @inner(_nrt=False)
-def hashes_of(boards, which, out):
-    """``out[m]`` = `board_hash` of ``boards[which[m]]``, for every m."""
+def hashes_of(boards, which, out, tie_seed):
+    """``out[m]`` = `tie_hash` of ``boards[which[m]]`` under ``tie_seed``, for every m."""
     for m in range(which.shape[0]):
-        out[m] = board_hash(boards[which[m]])
+        out[m] = tie_hash(boards[which[m]], tie_seed)
 
 
 @inner
-def keep_best(values, boards, n, nodes, slot):
+def keep_best(values, boards, n, nodes, slot, tie_seed):
     """Indices (best first) of the best ``nodes`` of children 0..n-1 after merging equal boards (the
-    first generated stays): the higher value, then the smaller hash, then the first generated.
+    first generated stays): the higher value, then the smaller hash (`tie_hash` under
+    ``tie_seed``), then the first generated.
     ``slot``: a scratch table. Only the children whose value reaches the ``nodes``-th best value
     are hashed and sorted: every one of the best ``nodes`` is among them."""
     size = 1
@@ -110,7 +111,7 @@ def keep_best(values, boards, n, nodes, slot):
                 m += 1
         unique, keys = unique[:m], keys[:m]
     h = np.empty(unique.shape[0], np.int64)
-    hashes_of(boards, unique, h)
+    hashes_of(boards, unique, h, tie_seed)
     by_hash = radix_argsort(h)
     order = by_hash[radix_argsort(keys[by_hash])]
     return unique[order[:min(nodes, unique.shape[0])]], slot
@@ -207,7 +208,7 @@ def grow_layer(r, d, start, skip, cur, n_cur, n_kids, root_cells, roots, sequenc
             v = evaluate(p, vs.pvals, spec)
             valued += 1
             score = roots.score[r] + lock.points
-            h = board_hash(vs.cleared)
+            h = tie_hash(vs.cleared, cfg.tie_seed)
             key = cells_after // cfg.key_cells
             c = leaves.count[r, d, key]
             m = bucket_slot(c, leaves.boards[r, d, key], leaves.score[r, d, key], leaves.value[r, d, key],
@@ -264,7 +265,7 @@ def expand(r, roots, sequence, rules, spec, cfg, leaves):
         if n_kids == 0 or d + 1 == depth:
             n_cur = 0
             continue
-        best, slot = keep_best(kids.value, kids.boards, n_kids, cfg.nodes, slot)
+        best, slot = keep_best(kids.value, kids.boards, n_kids, cfg.nodes, slot, cfg.tie_seed)
         n_cur = best.shape[0]
         if cur.shape[0] < n_cur:
             cur = np.empty((cfg.nodes, height), np.uint16)

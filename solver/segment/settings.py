@@ -38,6 +38,10 @@ class SegmentConfig(Strict):
     endgame_pieces: int = Field(
         0, ge=0, description="no cell floor for clears in the last this many pieces (no later clear needs the cells)")
     top_free_rows: int = Field(1, ge=0, le=4, description="rows at the top no placement may occupy (before its clear)")
+    tie_seed: int = Field(
+        0, ge=0, lt=2**63, description="the order of boards of equal value (0: the default order, which the records "
+                                       "were made with); another seed draws another order of ties only: an instance "
+                                       "of the Geek game for racing")
     checkpoint_seconds: float = Field(60.0, gt=0, description="seconds between checkpoints (when the solve is given a checkpoint file)")
     parallel: ParallelConfig = Field(
         default_factory=ParallelConfig,
@@ -96,6 +100,7 @@ class SegmentSettings(NamedTuple):
     slots: int
     max_depth: int
     pieces: int
+    tie_seed: int  # the order of boards of equal value (`layered.tie_hash`; 0: the default)
 
 
 class Roots(NamedTuple):
@@ -171,4 +176,4 @@ def settings(cfg: SegmentConfig, rules, pieces: int) -> SegmentSettings:
     keys = rules.width * rules.height // cfg.key_cells + 1
     return SegmentSettings(cfg.nodes, cfg.placements == "lowest", cfg.states, cfg.key_cells, keys,
                            np.array(cfg.min_cells, np.int64), cfg.endgame_pieces, cfg.top_free_rows,
-                           max_depth + 1, max_depth, pieces)
+                           max_depth + 1, max_depth, pieces, cfg.tie_seed)
