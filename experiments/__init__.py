@@ -1,5 +1,5 @@
 """Command-line entry points of the workbench, the only layer that parses arguments: `run`, `solve`,
-`replay`, `report`, `view`, `bot`, `tui`, `results`, `reference` and `convert`, each ``python -m experiments.<name>``
+`replay`, `report`, `view`, `bot`, `tui`, `results`, `reference`, `convert` and `export`, each ``python -m experiments.<name>``
 (`figures` draws a run directory for `report` and the notebooks; `interrupts`: how a command meets
 SIGINT and SIGTERM at any stage). Files are read and written by the
 module that owns each format, in whichever layer, through `engine.files`."""

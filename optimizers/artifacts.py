@@ -1,5 +1,7 @@
-"""A run's artifacts: best.yaml (the best candidate as a solver configuration), recommendation.yaml
-(the tuner's mean), generations.csv, noise.csv and fitness.png, rewritten after each generation."""
+"""A run's artifacts: best.yaml (the best candidate as a solver configuration: what the run tuned
+and what replaying it needs), evaluator.yaml (its tuned evaluator alone, when the run tunes
+weights), recommendation.yaml (the tuner's mean), generations.csv, noise.csv and fitness.png,
+rewritten after each generation."""
 
 from __future__ import annotations
 
@@ -31,7 +33,9 @@ class Artifacts:
         if best is None:
             return None
         source = rescored or best
-        data = SolverConfig.model_validate(self.pick_config()).model_dump(mode="json")
+        data = trimmed(SolverConfig.model_validate(self.pick_config()))
+        if isinstance(data.get("evaluator"), dict) and any(p.path.startswith("evaluator.") for p in self.space.params):
+            data["evaluator"] = self.tuned_evaluator(data["evaluator"], source.fitness)
         meta = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
                 "generation": source.generation, "index": source.index,
                 "fitness": source.fitness, "score": source.score,
@@ -49,6 +53,21 @@ class Artifacts:
             meta["validation"] = self.state.validated.meta()
         data["meta"] = meta
         return data
+
+    def tuned_evaluator(self, evaluator: dict, fitness: float) -> dict:
+        """The pick's evaluator under a name of its own, its description saying what it is: the
+        starting evaluator's terms with the weights this run tuned."""
+        base = evaluator.get("name") or "the solver's evaluator"
+        return {**evaluator, "name": f"{self.config.name}-tuned",
+                "description": f"{base}'s terms with the weights tuned by {self.config.name} ({self.config.algorithm}, seed "
+                               f"{self.config.seed}, fitness {fitness:,.0f}); not {base}'s own weights"}
+
+    def write_evaluator(self, cfg: dict) -> None:
+        """evaluator.yaml: the pick's tuned evaluator alone, a file any solver config can name."""
+        if isinstance(cfg.get("evaluator"), dict) and cfg["evaluator"].get("name") == f"{self.config.name}-tuned":
+            write_yaml(self.dir / EVALUATOR_FILE, cfg["evaluator"],
+                       header=f"# the tuned evaluator of run {self.dir.name}; name it in a solver config with\n"
+                              f"#   evaluator: {self.dir / EVALUATOR_FILE}")
 
     def pick_config(self) -> dict:
         """The run's pick as a solver config mapping: the best re-scored candidate when re-scored,
@@ -79,7 +98,7 @@ class Artifacts:
         if values is None:
             return None
         data = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
-        data = SolverConfig.model_validate(data).model_dump(mode="json")
+        data = trimmed(SolverConfig.model_validate(data))
         data["meta"] = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
                         "generation": g, "recommendation": recommendation_note(g),
                         "parameters": {p.path: v for p, v in zip(self.space.params, values)}}
@@ -103,6 +122,7 @@ class Artifacts:
             write_yaml(self.dir / "best.yaml", cfg,
                        header=f"# the best candidate of run {self.dir.name}; run it with:\n"
                               f"#   python -m experiments.solve {self.dir / 'best.yaml'}")
+            self.write_evaluator(cfg)
         rec = self.recommendation_config()
         if rec is not None:
             write_yaml(self.dir / "recommendation.yaml", rec,
@@ -112,6 +132,22 @@ class Artifacts:
         if history and (final or time.monotonic() - self._plotted >= PLOT_EVERY):
             write_bytes(self.dir / "fitness.png", plot(history, self.config))
             self._plotted = time.monotonic()
+
+
+#: the run directory's file of the pick's tuned evaluator alone (`Artifacts.write_evaluator`)
+EVALUATOR_FILE = "evaluator.yaml"
+#: keys best.yaml keeps even at their defaults: what a reader looks for first
+ALWAYS_SHOWN = ("policy", "rules")
+
+
+def trimmed(config) -> dict:
+    """A solver config (`solver.SolverConfig`) as best.yaml holds it: the settings that differ from
+    the defaults (the tuned ones, and those the run's solver set), with `ALWAYS_SHOWN`; played
+    back, it is the same config."""
+    data = config.model_dump(mode="json", exclude_defaults=True)
+    full = config.model_dump(mode="json")
+    shown = {k: full[k] for k in ALWAYS_SHOWN}
+    return {**shown, **{k: v for k, v in data.items() if k not in shown}}
 
 
 def recommendation_note(generations: int) -> str:
