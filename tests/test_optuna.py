@@ -104,6 +104,7 @@ def test_a_run_keeps_its_study_in_sqlite_with_aborted_candidates_pruned(tmp_path
     rows = evaluations(run.dir)
     assert len(study.trials) == len(rows) == 24
     assert study.direction == optuna.study.StudyDirection.MAXIMIZE
+    assert study.metric_names == ["mean score per game"]  # the dashboard's name of the value
     for t, r in zip(study.trials, rows):
         played = {k: float(r[k]) for k in t.params}  # the trial's draw, to 12 significant digits
         assert t.params == pytest.approx(played, rel=1e-11) and len(played) == 2
@@ -187,3 +188,42 @@ def test_the_shipped_optuna_configs_mirror_ours_at_equal_budget(ours, theirs):
     same = ("seed", "solver", "pieces", "space", "normalize", "init", "games", "early_abort", "rescore", "parallel")
     assert {k: getattr(a, k) for k in same} == {k: getattr(b, k) for k in same}
     assert b.optuna.sigma == a.cmaes.sigma
+
+
+# ------------------------------------------------------------------------------------------------
+# Optuna's own loop: objective(trial) from a run config (issue 60 item 2)
+
+
+def test_study_optimize_with_the_median_pruner_on_a_toy_run(tmp_path, monkeypatch):
+    import optuna
+    import yaml as _yaml
+
+    import toy_fitness
+    from optimizers.objective import Objective, make_study
+
+    toy = toy_fitness.ToyFitness(noise=300.0, shared=2000.0)
+    data = {**toy_fitness.RUN, "games": {"seeds": "fixed"}, "runs_dir": str(tmp_path / "runs"),
+            "solver": {**toy_fitness.RUN["solver"], "online": {"games": 6}}}
+    path = tmp_path / "run.yaml"
+    path.write_text(_yaml.safe_dump(data, sort_keys=False))
+    config = tuning.load_run_config(path)
+    study = make_study(config, sampler=optuna.samplers.RandomSampler(seed=3),
+                       pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1))
+    study.optimize(Objective(config, evaluate=toy), n_trials=16)
+    assert study.metric_names == ["mean score per game"]
+    states = [t.state.name for t in study.trials]
+    assert "PRUNED" in states and states.count("COMPLETE") >= 3
+    for t in study.trials:  # a step is a game: seeds 100, 101, ... one game each
+        assert sorted(t.intermediate_values) == list(range(len(t.intermediate_values)))
+        if t.state.name == "COMPLETE":
+            assert len(t.intermediate_values) == 6
+            assert t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
+        else:
+            assert len(t.intermediate_values) < 6
+    assert {seed for _, seed, games in toy.calls} == set(range(100, 106)) and {g for *_, g in toy.calls} == {1}
+    best = study.best_trial.params
+    assert set(best) == set(toy_fitness.TARGET)  # by the run's paths
+    # the value of a complete trial is the run's fitness of that point over the same 6 games
+    (point,) = {w for w, _, _ in toy.calls if np.allclose(w, [best[p] for p in toy_fitness.TARGET], atol=1e-9)}
+    mine = [round(toy_fitness.true_value(point) + toy.draw(point, 100 + i, 1)) for i in range(6)]
+    assert study.best_value == pytest.approx(np.mean(mine))

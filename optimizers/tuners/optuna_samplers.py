@@ -184,17 +184,7 @@ class OptunaTuner(Optimizer):
 
     # ------------------------------------------------------------------ the space as Optuna sees it
     def _distributions(self) -> dict:
-        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-
-        out = {}
-        for p in self.space.params:
-            if p.type == "float":
-                out[p.path] = FloatDistribution(p.lower, p.upper)
-            elif p.type == "int":
-                out[p.path] = IntDistribution(int(p.low), int(p.high))
-            else:
-                out[p.path] = CategoricalDistribution(_choices(p))
-        return out
+        return distributions(self.space)
 
     def _params(self, genes) -> dict:
         """A vector as the trial's parameters (ints rounded, a choice by its value)."""
@@ -204,12 +194,7 @@ class OptunaTuner(Optimizer):
         return out
 
     def _genes(self, params: dict) -> np.ndarray:
-        """A trial's parameters as a vector (a choice as its index)."""
-        out = []
-        for p in self.space.params:
-            v = params[p.path]
-            out.append(float(_choices(p).index(v)) if p.type == "choice" else float(v))
-        return np.array(out, dtype=np.float64)
+        return genes(self.space, params)
 
     def _make_sampler(self):
         optuna = _optuna()
@@ -261,8 +246,15 @@ class OptunaTuner(Optimizer):
                 self._check_file()
                 try:
                     self._file = self._storage()
-                    self._file_study = optuna.create_study(storage=self._file, direction="maximize", study_name=name,
-                                                           load_if_exists=True)._study_id
+                    file_study = optuna.create_study(storage=self._file, direction="maximize", study_name=name,
+                                                     load_if_exists=True)
+                    self._file_study = file_study._study_id
+                    if not file_study.metric_names:  # the dashboard's name of the value
+                        from ..objective import metric_of
+
+                        with warnings.catch_warnings():  # (experimental since Optuna 3.2)
+                            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                            file_study.set_metric_names([metric_of(self.space.base)])
                     told = sorted(self._file.get_all_trials(self._file_study, deepcopy=False), key=lambda t: t.number)
                 except _sql_errors() as e:
                     raise self._damaged(f"cannot be read as a study ({_sql_problem(e)})") from None
@@ -496,6 +488,31 @@ def sampler_random_states(sampler, prefix: str = "sampler") -> dict:
         elif isinstance(v, BaseSampler):
             out.update(sampler_random_states(v, f"{prefix}.{name}"))
     return out
+
+
+def distributions(space) -> dict:
+    """The space as Optuna's distributions, each parameter under its path: a float in [low, high],
+    an int, a choice among its values (`_choices`)."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    out = {}
+    for p in space.params:
+        if p.type == "float":
+            out[p.path] = FloatDistribution(p.lower, p.upper)
+        elif p.type == "int":
+            out[p.path] = IntDistribution(int(p.low), int(p.high))
+        else:
+            out[p.path] = CategoricalDistribution(_choices(p))
+    return out
+
+
+def genes(space, params: dict) -> np.ndarray:
+    """A trial's parameters as a vector of the space (a choice as its index)."""
+    out = []
+    for p in space.params:
+        v = params[p.path]
+        out.append(float(_choices(p).index(v)) if p.type == "choice" else float(v))
+    return np.array(out, dtype=np.float64)
 
 
 def _choices(p) -> tuple:
