@@ -259,6 +259,7 @@ def dropped(args) -> int:
     from optimizers.config import base_solver
     from optimizers.fitness import canonical
     from optimizers.instances import training
+    from optimizers.racing import race_order
     from optimizers.run import load_resume
     from optimizers.space import with_settings
 
@@ -271,36 +272,39 @@ def dropped(args) -> int:
     ev = pd.read_csv(run_dir / "evaluations.csv").sort_values(["generation", "index"])
     last = config.race.max_instances
     todo, races = {}, []
+    seen = 0  # the training instances the races before played (`race_order`)
     for g, rows in ev.groupby("generation"):
-        if args.only_generations and g not in args.only_generations:
-            continue
-        played: dict[tuple, list[float]] = {}  # an entrant's values -> its results, instance by instance
+        order = race_order(seen, config.race)  # round k played instance order[k]
+        played: dict[tuple, list[float]] = {}  # an entrant's values -> its results, round by round
         for _, row in rows.iterrows():
             played.setdefault(tuple(_values(space, row)), []).append(float(row.fitness))
         most = max(len(v) for v in played.values())
+        seen = max(seen, max(order[:most]) + 1)
+        if args.only_generations and g not in args.only_generations:
+            continue
         alive = [v for v, r in played.items() if len(r) == most]
         winner = max(alive, key=lambda v: np.mean(played[v]))
         for values, results in played.items():
             if values in alive and values != winner:
                 continue
-            for i in range(len(results), last):
-                key, data = canonical(with_settings(space.config(list(values)), instances.settings(i)))
+            for k in range(len(results), last):
+                key, data = canonical(with_settings(space.config(list(values)), instances.settings(order[k])))
                 todo.setdefault(key, data)
-        races.append((g, played, alive, winner))
+        races.append((g, played, alive, winner, order))
     keys = list(todo)
     print(f"7. {run_dir.name}: the dropped candidates of {len(races)} races played out to instance {last} "
           f"({len(keys)} plays on {args.jobs} workers)", flush=True)
     got = dict(zip(keys, _play([todo[k] for k in keys], args.jobs)))
 
-    def full(values, results):
-        rest = [got[canonical(with_settings(space.config(list(values)), instances.settings(i)))[0]]
-                for i in range(len(results), last)]
+    def full(values, results, order):
+        rest = [got[canonical(with_settings(space.config(list(values)), instances.settings(order[k])))[0]]
+                for k in range(len(results), last)]
         return float(np.mean(results + rest))
 
     wrong, checked = 0, 0
-    for g, played, alive, winner in races:
-        w = full(winner, played[winner])
-        beaten = [(v, full(v, r)) for v, r in played.items() if v not in alive]
+    for g, played, alive, winner, order in races:
+        w = full(winner, played[winner], order)
+        beaten = [(v, full(v, r, order)) for v, r in played.items() if v not in alive]
         better = [f for _, f in beaten if f > w]
         checked += len(beaten)
         wrong += len(better)

@@ -40,6 +40,8 @@ class Generation:
     #: in the order the race asked for them
     race: object | None = None
     entrants: list = field(default_factory=list)
+    #: the training instances played by this race and those before it (`racing.race_order`)
+    instances_seen: int = 0
 
     def __post_init__(self):
         self.records = [None] * len(self.candidates)

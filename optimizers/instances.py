@@ -125,7 +125,8 @@ def training(config, solver: dict) -> InstanceSet:
     race = config.race
     setting, step = instance_setting(solver)
     first = own_instance(solver) if race.seed is None else race.seed
-    return InstanceSet("training", setting, first, step, race.max_instances)
+    count = race.max_instances + config.generations * race.new_instances  # (each race opens new_instances)
+    return InstanceSet("training", setting, first, step, count)
 
 
 def held_out(config, solver: dict) -> InstanceSet:

@@ -3,7 +3,8 @@ paired test at a stated confidence, so that the budget goes to the candidates st
 (irace's F-race, Birattari et al. 2002; its elitist form, López-Ibáñez et al. 2016).
 
 A race over candidates C on instances 1, 2, ... (each instance shared by every candidate: common
-random numbers, so differences are paired):
+random numbers, so differences are paired; in the run loop, round r plays training instance
+`race_order`\ [r], new ones first):
 
     alive <- C (the elites, carried over from the race before, first)
     for r = 1, 2, ..., max_instances:
@@ -148,6 +149,10 @@ class RaceConfig(Strict):
     survivors: int = Field(1, ge=1, description="the race stops once this many candidates are left; the best this "
                                                 "many of those left are the next race's elites")
     holm: bool = Field(True, description="t, wilcoxon: Holm's correction of the levels across the candidates")
+    new_instances: int = Field(
+        1, ge=0, description="instances no earlier race played that each race plays first, before those the elites "
+                             "know (irace's T_new), so the incumbent keeps meeting new draws; 0: every race plays the "
+                             "training instances from the first")
     seed: int | None = Field(None, ge=0, description="the first training instance: instance i plays the solver's "
                                                       "online.games games from seed + i x games, or, on the known "
                                                       "sequence, tie seed seed + i (null: the solver's seed, or its "
@@ -261,6 +266,15 @@ class Race:
 # A race as a generation of the run loop
 
 
+def race_order(seen: int, settings: RaceConfig) -> list[int]:
+    """The training instances a race plays, round by round, when the races before it played
+    instances 0 .. ``seen`` - 1: ``new_instances`` never played, then the earlier ones in their
+    order, then further new ones, ``max_instances`` in all."""
+    fresh = list(range(seen, seen + settings.new_instances))
+    rest = range(seen + settings.new_instances, seen + settings.new_instances + settings.max_instances)
+    return (fresh + list(range(seen)) + list(rest))[: settings.max_instances]
+
+
 @dataclass
 class Entrant:
     """A candidate of a race: its played ``values`` and where it was proposed (``generation``,
@@ -311,12 +325,13 @@ class Racing:
         race = Race(list(range(len(entrants))), self.config.race, decide=by_pruner if prunes else None,
                     keep_going=prunes)
         instances = training(self.config, self.space.base)
+        order = race_order(self.state.instances_seen, self.config.race)  # round r plays instance order[r]
         gen = Generation(g, [], None, None, started, len(proposals), race=race, entrants=entrants)
         base = [self.candidate_config(e.values, g) for e in entrants]
         with self._progress(gen) as bar:
             while need := race.step():
                 batch = [Candidate(len(gen.candidates) + j, entrants[c].values,
-                                   *canonical(with_settings(base[c], instances.settings(r))))
+                                   *canonical(with_settings(base[c], instances.settings(order[r]))))
                          for j, (c, r) in enumerate(need)]
                 gen.extend(batch)
                 bar.total += len(batch)
@@ -325,6 +340,7 @@ class Racing:
                 self.simulate(pool, gen, pending, bar)
                 for (c, r), cand in zip(need, batch):
                     race.results[(c, r)] = gen.records[cand.index].fitness
+        gen.instances_seen = max([self.state.instances_seen] + [order[r] + 1 for _, r in race.results])
         self.conclude(gen)
 
     def race_outcome(self, gen) -> tuple:

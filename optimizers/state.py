@@ -82,6 +82,8 @@ class RunState:
     elites: list[Entrant] = field(default_factory=list)
     #: the validation on held-out instances, once played (`optimizers.validation`)
     validated: Validated | None = None
+    #: a racing run's training instances played so far (`optimizers.racing.race_order`)
+    instances_seen: int = 0
 
     @classmethod
     def from_state(cls, f: Fields, config, space) -> "RunState":
@@ -106,6 +108,8 @@ class RunState:
             if len(e.values) != len(space.params):
                 f.fail(f"elites.{k}.values", f"{len(e.values)} values for a space of {len(space.params)} parameters")
         validated = None if f.get("validated") is None else _typed(f.sub("validated"), Validated)
+        limit = training_count(config)
+        seen = f.int("instances_seen", 0, limit) if f.get("instances_seen") is not None else 0
         if validated is not None:
             for key in ("pick", "start"):
                 values = getattr(validated, key)
@@ -115,7 +119,7 @@ class RunState:
         return cls(generation=f.int("generation", 0, optimizer.generations), optimizer=optimizer,
                    early_abort=early_abort, history=history, best=_record(f, "best", Best),
                    rescored=_record(f, "rescored", Rescored), done=f.bool("done"), noise=noise, elites=elites,
-                   validated=validated)
+                   validated=validated, instances_seen=seen)
 
     @classmethod
     def from_checkpoint(cls, tree: dict, store, config, space) -> "RunState":
@@ -135,7 +139,15 @@ class RunState:
                 "rescored": None if self.rescored is None else asdict(self.rescored), "done": self.done,
                 "noise": None if self.noise is None else self.noise.state_dict(),
                 "elites": [asdict(e) for e in self.elites],
-                "validated": None if self.validated is None else asdict(self.validated)}
+                "validated": None if self.validated is None else asdict(self.validated),
+                "instances_seen": self.instances_seen}
+
+
+def training_count(config) -> int:
+    """The most training instances a racing run's races can open (`optimizers.racing.race_order`)."""
+    if config.race is None:
+        return 0
+    return config.race.max_instances + config.generations * config.race.new_instances
 
 
 def _record(f: Fields, key: str, cls):

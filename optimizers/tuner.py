@@ -376,6 +376,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
         extra = ""
         if gen.race is not None:  # told the race's order; its statistics are the proposals' means
             told, fitness, stopped, state.elites, state.best, extra = self.race_outcome(gen)
+            state.instances_seen = gen.instances_seen
             state.optimizer.tell_run(told, stopped)
         else:
             mine = gen.records[: gen.told]  # the tuner's candidates (then re-evaluations)

@@ -57,10 +57,16 @@ def test_a_race_plays_shared_instances_and_carries_its_elites(tmp_path, monkeypa
     assert len(elites) == 2
     cached = [r for r in by_gen[1] if r["cached"] == "True"]
     assert cached and all(weights(r) in {weights(x) for x in by_gen[0]} for r in cached)
-    # training games are seeds 100..109 only; the validation plays 5000..5005 and nothing else
+    # training games are seeds 100 on (instance i: seed 100 + i); the validation plays 5000..5005 and nothing else
     played = {seed for _, seed, _ in toy.calls}
-    assert played <= set(range(100, 110)) | set(range(5000, 5006))
+    assert played <= set(range(100, 100 + 10 + 3)) | set(range(5000, 5006))
     assert set(range(5000, 5006)) <= played
+    # each race plays first an instance no race before it played (irace's T_new = 1), then the known ones
+    assert run.state["instances_seen"] >= RACE["first_test"] + 2
+    elite_rows = [r for r in by_gen[1] if weights(r) in {weights(x) for x in by_gen[0]}]
+    for point in {weights(r) for r in elite_rows}:  # an elite pays for the new instance, not for the known ones
+        mine = [r["cached"] for r in elite_rows if weights(r) == point]
+        assert "False" in mine and "True" in mine
     # the run's best is the last race's winner, at its mean over the instances it played
     best = run.state["best"]
     mine = [float(r["fitness"]) for r in by_gen[2] if weights(r) == tuple(best["values"])]
@@ -89,6 +95,17 @@ def test_the_validation_states_the_paired_difference_with_its_interval(tmp_path,
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("validated on 6 held-out instances (seeds 5000 on, none seen in tuning)")
     assert last.endswith("better than the start")
+
+
+def test_each_race_plays_new_instances_first_then_those_the_elites_know():
+    from optimizers.racing import RaceConfig, race_order
+
+    s = RaceConfig(first_test=3, max_instances=6, new_instances=1)
+    assert race_order(0, s) == [0, 1, 2, 3, 4, 5]
+    assert race_order(4, s) == [4, 0, 1, 2, 3, 5]
+    assert race_order(9, s) == [9, 0, 1, 2, 3, 4]
+    assert race_order(4, RaceConfig(first_test=3, max_instances=6, new_instances=2)) == [4, 5, 0, 1, 2, 3]
+    assert race_order(7, RaceConfig(first_test=3, max_instances=6, new_instances=0)) == [0, 1, 2, 3, 4, 5]
 
 
 def test_paired_interval_on_hand_made_differences():
@@ -268,7 +285,7 @@ def test_on_the_known_sequence_an_instance_is_a_tie_seed(tmp_path):
     c = config(tmp_path, **GEEK_RACE)
     assert [training(c, base_solver(c)).settings(i) for i in range(3)] == [{"beam.tie_seed": i} for i in range(3)]
     assert held_out(c, base_solver(c)).settings(1) == {"beam.tie_seed": 1001}
-    with pytest.raises(ConfigError, match="the held-out seeds 2 to 3 include seeds 2 to 2, which race plays"):
+    with pytest.raises(ConfigError, match="the held-out seeds 2 to 3 include seeds 2 to 3, which race plays"):
         config(tmp_path / "overlap", **{**GEEK_RACE, "validation": {"instances": 2, "seed": 2}})
     with pytest.raises(ConfigError, match="race: the policy is tuned"):
         config(tmp_path / "tuned", **{**GEEK_RACE, "space": [{"path": "policy", "type": "choice",

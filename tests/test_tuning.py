@@ -630,7 +630,7 @@ def test_the_run_state_round_trips_through_its_state_file(tmp_path):
     tuner = Tuner(config, tmp_path)
     checkpoint = tuner.fresh_state().to_state()
     assert list(checkpoint) == ["generation", "optimizer", "early_abort", "history", "best", "rescored", "done",
-                                "noise", "elites", "validated"]
+                                "noise", "elites", "validated", "instances_seen"]
     history = {"generation": 0, "best": 2.0, "mean": 1.5, "median": 1.5, "worst": 1.0, "evaluations": 2,
                "simulated": 2, "aborted": 0, "pieces": 240, "eval_seconds": 0.5, "wall_seconds": 0.6,
                "best_so_far": 2.0, "kth_best": None}
