@@ -101,7 +101,7 @@ def validate(model: type[M], data: Any, origin: str, prefix: str = "") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(e, origin, prefix=prefix)) from None
+        raise ConfigError(format_validation_error(e, origin, model, prefix=prefix)) from None
 
 
 def resolve_relative(value: Any, base: Path) -> Any:

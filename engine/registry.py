@@ -124,7 +124,9 @@ class Registry(Mapping[str, T]):
 
     def unknown(self, name: Any) -> str:
         """The message for a name that is not registered."""
-        return f"unknown {self.kind} {name!r} (known: {', '.join(self.names())})"
+        from .validation import did_you_mean
+
+        return f"unknown {self.kind} {name!r}{did_you_mean(name, self.names())} (known: {', '.join(self.names())})"
 
     def __getitem__(self, name: str) -> T:
         return self._entries[name]

@@ -129,6 +129,15 @@ def _inner_model(annotation) -> type[BaseModel] | None:
     return None
 
 
+def did_you_mean(word, choices) -> str:
+    """``" (did you mean 'x'?)"`` for the name of ``choices`` closest to ``word`` (difflib, at
+    least 0.7 alike), else "": the hint an unknown key, feature, preset or name is given."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.7)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def problem(e: ValidationError, model: type[BaseModel] | None = None) -> tuple[str, str]:
     """(dotted key, problem) of the first error of ``e``. A check that names its key first
     (``"holse: unknown feature"``) has that key appended; an unknown key lists the known ones when
@@ -138,9 +147,14 @@ def problem(e: ValidationError, model: type[BaseModel] | None = None) -> tuple[s
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         holder = _model_at(model, loc)
-        msg = "unknown key" + (f" (known: {', '.join(holder.model_fields)})" if holder is not None else "")
+        msg = "unknown key" + (did_you_mean(loc[-1], holder.model_fields) + f" (known: {', '.join(holder.model_fields)})"
+                               if holder is not None and loc else "")
     elif err["type"] == "missing":
         msg = "missing key"
+    elif err["type"] == "literal_error" and isinstance(err.get("input"), str):
+        import re
+
+        msg += did_you_mean(err["input"], re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", ""))))
     head, sep, rest = msg.partition(": ")
     if sep and head and " " not in head and "'" not in head and "(" not in head:
         loc.extend(head.split("."))

@@ -38,7 +38,7 @@ from numba import njit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
 
 from engine.files import YamlError, load_yaml
-from engine.validation import format_validation_error, show
+from engine.validation import did_you_mean, format_validation_error, show
 
 from . import registry
 from .registry import Kind, Placement, board_values, evaluate
@@ -214,7 +214,8 @@ class EvaluatorFile(BaseModel):
         seen: dict[str, str] = {}
         for name in v:
             if not isinstance(name, str) or registry.canonical(name) not in registry.names():
-                raise ValueError(f"{name}: unknown feature (known: {', '.join(registry.known_names())})")
+                raise ValueError(f"{name}: unknown feature{did_you_mean(name, registry.known_names())} "
+                                 f"(known: {', '.join(registry.known_names())})")
             target = registry.canonical(name)
             if target in seen:
                 raise ValueError(f"{name}: same feature as {seen[target]} ({name} is an alias); give it once")
@@ -309,7 +310,8 @@ class Evaluator:
         by_feature = {registry.canonical(n): n for n in new}
         for name, w in weights.items():
             if registry.canonical(name) not in registry.names():
-                raise EvaluatorError(f"with_weights: {name}: unknown feature (known: {', '.join(registry.known_names())})")
+                raise EvaluatorError(f"with_weights: {name}: unknown feature{did_you_mean(name, registry.known_names())} "
+                                     f"(known: {', '.join(registry.known_names())})")
             try:
                 w = _finite("weight")(w)
             except ValueError as e:
@@ -402,5 +404,6 @@ def load_evaluator(source: str | Path | Mapping | Evaluator) -> Evaluator:
         preset = PRESETS_DIR / f"{text}.yaml"
         if preset.is_file():
             return load_file(preset)
-        raise EvaluatorError(f"{text}: no such file or preset (presets: {', '.join(preset_names())})")
+        raise EvaluatorError(f"{text}: no such file or preset{did_you_mean(text, preset_names())} "
+                             f"(presets: {', '.join(preset_names())})")
     return load_file(path)

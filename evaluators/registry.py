@@ -255,7 +255,9 @@ def get(name: str) -> Feature:
     """The feature a name (or alias) stands for; `FeatureError` for an unknown name."""
     feature = FEATURES.get(canonical(name), None)
     if feature is None:
-        raise FeatureError(f"unknown feature {name!r} (known: {', '.join(known_names())})")
+        from engine.validation import did_you_mean
+
+        raise FeatureError(f"unknown feature {name!r}{did_you_mean(name, known_names())} (known: {', '.join(known_names())})")
     return feature
 
 

@@ -193,7 +193,11 @@ def load_run_config(path: str | Path, overrides: list[str] = ()) -> RunConfig:
     """A resolved run config from a run YAML (`locate`: a shipped one by its name too) and dotted
     overrides."""
     path = locate(path)
-    data = apply_overrides(load_mapping(path), list(overrides))
+    data = load_mapping(path)
+    if "space" not in data and "name" not in data and ("policy" in data or "evaluator" in data):
+        raise ConfigError(f"{path}: a solver config (it has {'policy' if 'policy' in data else 'evaluator'} and no "
+                          f"space), not a tuning run's: play it with  python -m experiments.solve {path}")
+    data = apply_overrides(data, list(overrides))
     return resolve(data, str(path), path.parent)
 
 

@@ -157,7 +157,9 @@ def check_path(data: dict, path: str) -> None:
             raise SpaceError(f"{path}: the solver's evaluator is not an inline mapping")
         name = _feature_name(path)
         if canonical(name) not in feature_names():
-            raise SpaceError(f"{path}: unknown feature {name!r}")
+            from engine.validation import did_you_mean
+
+            raise SpaceError(f"{path}: unknown feature {name!r}{did_you_mean(canonical(name), feature_names())}")
         return
     try:
         node = get_path(data, path)

@@ -20,7 +20,11 @@ def load_solver_config(path: str | Path, overrides: list[str] = ()) -> SolverCon
     """A validated solver configuration from a YAML file (`locate`: a shipped one by its name too)
     and dotted overrides."""
     path = locate(path)
-    data = apply_overrides(load_mapping(path), list(overrides))
+    data = load_mapping(path)
+    if "space" in data or "algorithm" in data:
+        raise ConfigError(f"{path}: a tuning run's config (it has {'space' if 'space' in data else 'algorithm'}), not a "
+                          f"solver config: run it with  python -m experiments.run {path}")
+    data = apply_overrides(data, list(overrides))
     for key in EVALUATOR_KEYS:
         node, last = holder(data, key)
         if node is not None and last in node:

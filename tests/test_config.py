@@ -100,7 +100,7 @@ def test_validation_problems_are_one_line_with_the_dotted_key():
             return self
 
     cases = [({"beam": {"width": 0}}, "f.yaml: solver.beam.width: Input should be greater than or equal to 1"),
-             ({"beam": {"widht": 2}}, "f.yaml: solver.beam.widht: unknown key"),
+             ({"beam": {"widht": 2}}, "f.yaml: solver.beam.widht: unknown key (did you mean 'width'?) (known: width)"),
              ({"low": 3}, "f.yaml: solver.low: must not exceed high"),
              ([1], "f.yaml: solver: Input should be a valid dictionary or instance of Outer")]
     for data, message in cases:
@@ -131,3 +131,43 @@ def test_every_shipped_configuration_loads():
         else:
             load_solver_config(path)
     assert runs >= 10 and len(files) - runs >= 10
+
+
+# ------------------------------------------------------------------------------------------------
+# a misspelt name is answered with the closest one; a config of the other kind with its command
+
+
+def test_a_misspelt_key_feature_preset_or_choice_is_answered_with_the_closest(tmp_path):
+    from engine.config import ConfigError
+    from optimizers.run import load_run_config
+    from solver import load_evaluators, load_solver_config
+
+    with pytest.raises(ConfigError, match=r"ga\.generatons: unknown key \(did you mean 'generations'\?\) \(known: "):
+        load_run_config("configs/ga.yaml", ["ga.generatons=3"])
+    with pytest.raises(ConfigError, match=r"algorithm: Input should be .* \(did you mean 'cmaes'\?\)"):
+        load_run_config("configs/ga.yaml", ["algorithm=cmaees"])
+    solver = tmp_path / "s.yaml"
+    solver.write_text("policy: one_ply\nrules: standard_10x10\npieces: 10\nevaluator: {name: x, features: {holse: -1}}\n")
+    with pytest.raises(ConfigError, match=r"features\.holse: unknown feature \(did you mean 'holes'\?\) \(known: "):
+        load_evaluators(load_solver_config(solver), str(solver))
+    with pytest.raises(ConfigError, match=r"dellachery: no such file or preset \(did you mean 'dellacherie'\?\)"):
+        load_evaluators(load_solver_config(solver, ["evaluator=dellachery"]), str(solver))
+    with pytest.raises(ConfigError, match=r"rules: .* \(did you mean 'standard'\?\)"):
+        load_solver_config(solver, ["rules=standart"])
+    # nothing close: no guess
+    with pytest.raises(ConfigError) as e:
+        load_run_config("configs/ga.yaml", ["ga.zzz=3"])
+    assert "did you mean" not in str(e.value)
+
+
+def test_a_config_of_the_other_kind_is_answered_with_the_command_that_takes_it():
+    from engine.config import ConfigError
+    from optimizers.run import load_run_config
+    from solver import load_solver_config
+
+    with pytest.raises(ConfigError, match=r"configs/solver\.yaml: a solver config \(it has policy and no space\), not "
+                                          r"a tuning run's: play it with  python -m experiments\.solve configs/solver\.yaml"):
+        load_run_config("configs/solver.yaml")
+    with pytest.raises(ConfigError, match=r"configs/ga\.yaml: a tuning run's config \(it has space\), not a solver "
+                                          r"config: run it with  python -m experiments\.run configs/ga\.yaml"):
+        load_solver_config("configs/ga.yaml")

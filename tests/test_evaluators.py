@@ -287,7 +287,7 @@ def test_yaml_numbers_without_a_dot(tmp_path):
 
 
 ERRORS = [
-    ("features: {holse: 1}", f"features.holse: unknown feature (known: {KNOWN})"),
+    ("features: {holse: 1}", f"features.holse: unknown feature (did you mean 'holes'?) (known: {KNOWN})"),
     ("features: {holes: {delta: true}}", "features.holes.weight: missing key"),
     ("features: {holes: heavy}", "features.holes: weight must be a finite number, got 'heavy'"),
     ("features: {holes: true}", "features.holes: weight must be a finite number, got true"),
@@ -345,7 +345,7 @@ def test_errors_of_files_and_sources(tmp_path):
     assert str(info.value) == f"pierre: no such file or preset (presets: {', '.join(E.preset_names())})"
     with pytest.raises(E.EvaluatorError) as info:
         E.from_dict({"features": {"holse": 1}})
-    assert str(info.value) == f"<inline>: features.holse: unknown feature (known: {KNOWN})"
+    assert str(info.value) == f"<inline>: features.holse: unknown feature (did you mean 'holes'?) (known: {KNOWN})"
     with pytest.raises(E.EvaluatorError) as info:
         E.from_dict({"features": {"holse": 1}}, origin="runs/a/config.yaml:evaluator")
     assert str(info.value).startswith("runs/a/config.yaml:evaluator: features.holse: ")
@@ -360,7 +360,7 @@ def test_preset_errors_name_the_preset_path(tmp_path, monkeypatch):
     monkeypatch.setattr(ev_mod, "PRESETS_DIR", presets)
     with pytest.raises(E.EvaluatorError) as info:
         ev_mod.load_evaluator("x")
-    assert str(info.value) == f"evaluators/presets/x.yaml: features.holse: unknown feature (known: {KNOWN})"
+    assert str(info.value) == f"evaluators/presets/x.yaml: features.holse: unknown feature (did you mean 'holes'?) (known: {KNOWN})"
 
 
 def test_errors_are_value_errors():

@@ -236,7 +236,8 @@ def test_pieces_within_the_base():
     ({"window": 4}, "profile_dp.window: Input should be greater than or equal to 5"),
     ({"key": "height"}, "profile_dp.key: Input should be 'score' or 'score_surface'"),
     ({"states": 0}, "profile_dp.states: Input should be greater than or equal to 1"),
-    ({"windw": 9}, "profile_dp.windw: unknown key"),
+    ({"windw": 9}, "profile_dp.windw: unknown key (did you mean 'window'?) (known: window, base_cap, states, key, "
+                     "cells_weight, bumpiness_weight, links, links_memory_mb)"),
 ])
 def test_config_errors(override, message):
     from engine.config import ConfigError, validate
