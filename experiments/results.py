@@ -120,7 +120,7 @@ def _row(name: str, s) -> str:
             f"{seconds:,.1f} s | {rate} |")
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.results",
                                      description="Regenerate results/ or print its score table.")
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"runs to make (known: {', '.join(RUNS)})")

@@ -119,5 +119,10 @@ def _command(argv: list[str] | None) -> int:
     return 0
 
 
+def command() -> int:
+    """The installed command (``tetris-run``): `main` as the process's own."""
+    return main(exiting=True)
+
+
 if __name__ == "__main__":
-    sys.exit(main(exiting=True))
+    sys.exit(command())

@@ -67,7 +67,7 @@ def progress_bar(desc: str, shown: bool):
         return
     from tqdm import tqdm
 
-    bar = tqdm(total=None, unit="piece", desc=desc, dynamic_ncols=True)
+    bar = tqdm(total=None, unit="piece", desc=desc, dynamic_ncols=True, disable=None)  # none when not a terminal
 
     def progress(done: int, total: int, best: int) -> None:
         bar.total = total
@@ -260,5 +260,10 @@ def report(result, target: Path) -> int:
     return 0
 
 
+def command() -> int:
+    """The installed command (``tetris-solve``): `main` as the process's own."""
+    return main(exiting=True)
+
+
 if __name__ == "__main__":
-    sys.exit(main(exiting=True))
+    sys.exit(command())

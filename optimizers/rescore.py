@@ -95,7 +95,7 @@ class Rescore:
 
         files = [self.in_play(data, f"rescore-{entry.rank}-{entry.key}", pool) for entry, data in todo]
         tasks = [self._task(data, None, pool, file) for (_, data), file in zip(todo, files)]
-        with tqdm(total=len(tasks), desc="rescore", unit="eval", leave=False, disable=self.quiet or not tasks) as bar:
+        with tqdm(total=len(tasks), desc="rescore", unit="eval", leave=False, disable=self.quiet or not tasks or None) as bar:
             def done(t: int, result: Evaluated) -> None:
                 entry = todo[t][0]
                 if result.discarded is not None:

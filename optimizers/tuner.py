@@ -278,7 +278,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
 
         g, total = gen.number, self.state.optimizer.generations
         return tqdm(total=len(gen.candidates), desc=f"generation {g} ({g + 1} of {total})", unit="eval", leave=False,
-                    disable=self.quiet, dynamic_ncols=True)
+                    disable=self.quiet or None, dynamic_ncols=True)  # (None: none when not a terminal)
 
     def settle_known(self, gen: Generation, bar, candidates: list[Candidate] | None = None) -> dict[str, list[int]]:
         """Give a record, in index order, to every candidate (of ``candidates``, a race's batch; else

@@ -146,7 +146,7 @@ class Validation:
         from tqdm import tqdm
 
         with tqdm(total=len(wanted), initial=len(wanted) - len(todo), desc="validation", unit="eval", leave=False,
-                  disable=self.quiet) as bar:
+                  disable=self.quiet or None) as bar:  # (None: none when not a terminal)
             def done(t: int, result: Evaluated) -> None:
                 i, player = todo[t]
                 row = Played(i, player, wanted[todo[t]][0], result.record)

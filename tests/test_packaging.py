@@ -54,3 +54,27 @@ def test_an_installed_copy_has_what_its_commands_need(tmp_path):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_every_command_is_a_console_script_that_runs_its_main():
+    """pyproject's [project.scripts]: a tetris-<name> for each command module of experiments (the
+    ones with a main), each naming a function that takes no argument; once installed (pip install
+    -e .) they are the environment's console scripts."""
+    import importlib
+    import importlib.metadata
+    import inspect
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11 on)
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    commands = sorted(p.stem for p in (root / "experiments").glob("*.py")
+                      if not p.stem.startswith("_") and "\ndef main(" in p.read_text())
+    assert sorted(name.removeprefix("tetris-") for name in scripts) == commands
+    for name, target in scripts.items():
+        module, func = target.split(":")
+        assert module == f"experiments.{name.removeprefix('tetris-')}"
+        fn = getattr(importlib.import_module(module), func)
+        assert all(p.default is not p.empty for p in inspect.signature(fn).parameters.values())
+    installed = {e.name: e.value for e in importlib.metadata.entry_points(group="console_scripts")
+                 if e.name.startswith("tetris-")}
+    assert installed == scripts, "reinstall: pip install -e ."

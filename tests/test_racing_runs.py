@@ -305,3 +305,11 @@ def test_a_race_on_the_geek_game_plays_tie_seeds(tmp_path):
     v = run.state["validated"]
     played = rows(run.dir, "validation.csv")
     assert [float(r["fitness"]) for r in played if r["player"] == "pick"] == v["pick"] and len(v["start"]) == 2
+
+
+def test_no_progress_bar_floods_output_that_is_not_a_terminal(tmp_path, monkeypatch, capsys):
+    toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
+    tuning.tune(config(tmp_path, **RACING), quiet=False)
+    out = capsys.readouterr()
+    assert "eval/s" not in out.err and "eval/s" not in out.out and "%|" not in out.err  # (a bar's marks)
+    assert "generation 0 (1 of 3): best" in out.out  # the generation lines stay
