@@ -51,6 +51,7 @@ from .config import RunConfig, base_solver
 from .early_abort import EarlyAbort
 from .fitness import Evaluated, Memo, TuningRecord, canonical, evaluate
 from .generation import Candidate, Generation
+from .heartbeat import Heartbeat
 from .instances import first_seed, generation_seed
 from .noise import Noise, point_key
 from .racing import Racing
@@ -117,11 +118,14 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
         for p in self.space.params:
             if p.path == "policy":
                 policies.update(p.choices)
-        for policy in sorted(policies):
-            data = {**self.space.config(self.space.init_values), "policy": policy, "pieces": WARM_UP_PIECES,
-                    "threads": pool.threads}
-            with pool.beside(compile_parts, [data]):
-                solve(SolverConfig.model_validate(data), record=False)
+        what = ("compiling the kernels for this layout (once per machine: later runs load them from numba's cache, "
+                "in a second or two)")
+        with Heartbeat(self._say, what, "compiling"):
+            for policy in sorted(policies):
+                data = {**self.space.config(self.space.init_values), "policy": policy, "pieces": WARM_UP_PIECES,
+                        "threads": pool.threads}
+                with pool.beside(compile_parts, [data]):
+                    solve(SolverConfig.model_validate(data), record=False)
 
     # ------------------------------------------------------------------ the run
     def run(self, resume: bool = False) -> dict:
