@@ -8,7 +8,9 @@ FILE is a record (plain, or either console line the contest accepted) or a solve
 replayed by the engine (`engine.replay` with a trace) and every piece's board, lock, score and the
 next piece are embedded in one HTML file (base64 of little-endian arrays; no network, no external
 script). The page's HTML, CSS and JavaScript are the template ``experiments/templates/replay.html``
-(package data); the data is filled in per record. "Piece n" is the game once n pieces have appeared
+(package data); the data is filled in per record. Without ``--out`` the file goes beside a
+summary.json (the solve's folder), or to the working folder for a record; the last line says
+where. "Piece n" is the game once n pieces have appeared
 and locked (piece 0: the empty board). Exit status: 0 written, 1 invalid record, 2 bad input (one
 line naming it, nothing left behind). What the page shows, its keys and the limits on FILE and
 ``--out``: docs/tuning.md, "Replay viewer".
@@ -271,13 +273,16 @@ def write_output(out: Path, write) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.view", description=__doc__.splitlines()[0])
     parser.add_argument("file", metavar="FILE", help="a record (plain or a console line) or a solver summary.json")
-    parser.add_argument("--out", help="output file (default replay.html, or replay-PIECE.png with --png)")
+    parser.add_argument("--out", help="output file (default: replay.html, or replay-PIECE.png with --png, beside a "
+                                      "summary.json, in the working folder for a record)")
     parser.add_argument("--png", type=int, metavar="PIECE", help="write the board after this piece as a PNG instead")
     parser.add_argument("--rules", choices=sorted(PRESETS),
                         help="rules preset (default: the summary's, else geek)")
     args = parser.parse_args(argv)
     try:
-        out = output_path(args.out, "replay.html" if args.png is None else f"replay-{args.png}.png")
+        name = "replay.html" if args.png is None else f"replay-{args.png}.png"
+        beside = Path(args.file).parent if Path(args.file).suffix == ".json" else Path()  # a solve's folder
+        out = output_path(args.out, str(beside / name))
         game = load(args.file, args.rules)
         if args.png is not None and not 0 <= args.png <= game.pieces:
             raise ViewError(f"{args.file}: --png: piece {args.png} is outside 0..{game.pieces}")
@@ -295,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidRecord as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"{out}: {game.name}: score {res.score:,}, {res.bricks:,} pieces, {res.end}")
+    print(f"wrote {out}: {game.name}: score {res.score:,}, {res.bricks:,} pieces, {res.end}")
     return 0
 
 

@@ -132,6 +132,10 @@ def test_view_cli_summary_png_and_errors(tmp_path, record_text, capsys):
     out = tmp_path / "r.html"
     assert view.main([str(solve_dir / "summary.json"), "--out", str(out)]) == 0
     assert "1,395,326 points" in out.read_text()
+    capsys.readouterr()
+    assert view.main([str(solve_dir / "summary.json")]) == 0  # no --out: beside the summary, and said so
+    assert (solve_dir / "replay.html").read_text() == out.read_text()
+    assert capsys.readouterr().out.startswith(f"wrote {solve_dir / 'replay.html'}: ")
     png = tmp_path / "b.png"
     assert view.main([str(solve_dir / "summary.json"), "--png", "500", "--out", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
