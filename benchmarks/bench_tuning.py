@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from optimizers import tune  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402
-from optimizers.fitness import evaluate  # noqa: E402
+from optimizers.fitness import Task, evaluate  # noqa: E402
 from engine.parallel import Pool  # noqa: E402
 from optimizers.tuner import make_space  # noqa: E402
 from optimizers.tuners import TUNERS  # noqa: E402
@@ -108,7 +108,7 @@ def false_aborts(r: dict) -> tuple[int, int, list]:
             values.append(int(v) if p.type == "int" else float(v) if p.type == "float" else v)
         _, data = canonical(space.config(values))
         keys.append(row.key)
-        tasks.append({"config": data, "threshold": None, "threads": 1, "aborted_fitness": "score_at_abort"})
+        tasks.append(Task(data, threads=1))
     with Pool(config.parallel) as pool:
         final = {k: res.record.fitness for k, res in zip(keys, pool.map(evaluate, tasks))}
     margins = [kth[row.generation] - final[row.key] for _, row in aborted.iterrows()]
@@ -184,7 +184,7 @@ def _play(configs: list[dict], n_jobs: int) -> list[float]:
     """Each solver config mapping's fitness (`optimizers.fitness.evaluate` on a pool of ``n_jobs``)."""
     from engine.parallel import ParallelConfig
 
-    tasks = [{"config": c, "threshold": None, "threads": 1, "aborted_fitness": "score_at_abort"} for c in configs]
+    tasks = [Task(c, threads=1) for c in configs]
     with Pool(ParallelConfig(n_jobs=n_jobs)) as pool:
         return [r.record.fitness for r in pool.map(evaluate, tasks)]
 

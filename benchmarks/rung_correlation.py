@@ -41,7 +41,7 @@ import pandas as pd  # noqa: E402
 
 from engine.files import write_json  # noqa: E402
 from engine.provenance import project_path  # noqa: E402
-from optimizers.fitness import canonical, evaluate  # noqa: E402
+from optimizers.fitness import Task, canonical, evaluate  # noqa: E402
 from engine.parallel import Pool  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402
 from optimizers.space import with_settings  # noqa: E402
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
               f"({time.perf_counter() - started:,.0f} s so far)", flush=True)
 
     try:
-        tasks = [{"config": data, "threshold": None, "threads": pool.threads, "aborted_fitness": "score_at_abort"}
+        tasks = [Task(data, threads=pool.threads)
                  for *_, data in jobs]
         pool.map(evaluate, tasks, on_result=finished)
     finally:

@@ -1,7 +1,7 @@
 """Fitness: play one resolved solver configuration and reduce the result to a tuning record.
 
-`evaluate` runs in the workers: it takes a plain task dict (the solver config mapping, the threshold
-array, numba threads) and returns an `Evaluated`: the `TuningRecord` and the curve. A tuning record
+`evaluate` runs in the workers: it takes a `Task` (the solver config mapping, the threshold array,
+numba threads) and returns an `Evaluated`: the `TuningRecord` and the curve. A tuning record
 holds:
 
 - ``fitness``: the score of the prefix played for a finished candidate; for an aborted one, per
@@ -127,11 +127,26 @@ def games_fitness(score: float, ends: Sequence[str] | None, topout_penalty: floa
     return float(score) - topout_penalty * lost / len(ends)
 
 
-def evaluate(task: dict) -> Evaluated:
-    """Play ``task["config"]`` (a solver config mapping) under ``task["threshold"]`` (a per-piece
-    array or None) with ``task["threads"]`` numba threads; returns its `Evaluated` record and curve.
-    A finished candidate's fitness is `games_fitness` (``task["topout_penalty"]``, 0 if absent).
-    With ``task["checkpoint"]`` (a file; for a policy that can save its search) the search is saved
+@dataclass(frozen=True)
+class Task:
+    """One evaluation for a worker: the solver ``config`` mapping to play, the early abort's
+    ``threshold`` (a per-piece array, or None), numba ``threads`` (None: every one), what an aborted
+    candidate's fitness is (``aborted_fitness``), the ``topout_penalty`` of `games_fitness`, and the
+    file a policy that can save its search keeps it in (``checkpoint``, None: none)."""
+
+    config: dict
+    threshold: object = None
+    threads: int | None = None
+    aborted_fitness: str = "score_at_abort"
+    topout_penalty: float = 0.0
+    checkpoint: str | None = None
+
+
+def evaluate(task: Task) -> Evaluated:
+    """Play ``task.config`` (a solver config mapping) under ``task.threshold`` (a per-piece array
+    or None) with ``task.threads`` numba threads; returns its `Evaluated` record and curve. A
+    finished candidate's fitness is `games_fitness` (``task.topout_penalty``). With
+    ``task.checkpoint`` (a file; for a policy that can save its search) the search is saved
     there as it goes and continues from it when it exists (`solver.solve`'s ``checkpoint`` and
     ``resume``); its seconds then count the earlier sittings' too. The saved search is only a cache
     of progress: one that cannot be read (truncated, garbled, another search's) is discarded and the
@@ -144,12 +159,12 @@ def evaluate(task: dict) -> Evaluated:
     from solver._base import CheckpointUnreadable
     from solver.online import GamesSeries
 
-    threads = task.get("threads")
+    threads = task.threads
     numba.set_num_threads(min(threads or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
-    config = SolverConfig.model_validate({**task["config"], "threads": None})
-    thr = task.get("threshold")
+    config = SolverConfig.model_validate({**task.config, "threads": None})
+    thr = task.threshold
     threshold = Threshold(np.asarray(thr, dtype=np.float64), 1) if thr is not None else None
-    checkpoint = task.get("checkpoint")
+    checkpoint = task.checkpoint
     discarded = None
     try:
         result = solve(config, threshold=threshold, record=False, checkpoint=checkpoint, resume=checkpoint is not None)
@@ -164,10 +179,10 @@ def evaluate(task: dict) -> Evaluated:
     SIMULATIONS += 1
     curve = [int(v) for v in result.best_by_step]
     if result.aborted:
-        record = aborted_record(curve, int(result.abort_piece), float(result.abort_threshold), task["aborted_fitness"])
+        record = aborted_record(curve, int(result.abort_piece), float(result.abort_threshold), task.aborted_fitness)
     else:
         ends = result.games.ends if isinstance(result, GamesSeries) else None
-        record = TuningRecord(fitness=games_fitness(result.score, ends, task.get("topout_penalty", 0.0)),
+        record = TuningRecord(fitness=games_fitness(result.score, ends, task.topout_penalty),
                               score=int(result.score), pieces=int(result.pieces), stop=result.stop, aborted=False,
                               abort_piece=None, threshold=None, seconds=0.0)
     return Evaluated(replace(record, seconds=earlier + time.perf_counter() - start), curve, discarded)

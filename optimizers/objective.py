@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from .config import RunConfig, base_solver
-from .fitness import canonical, evaluate
+from .fitness import Task, canonical, evaluate
 from .instances import InstanceSet, first_seed, games_of, instance_setting, own_instance, training
 from .space import with_settings
 
@@ -112,9 +112,7 @@ class Objective:
         played = []
         for i in range(self.instances.count):
             _, config = canonical(with_settings(data, self.instances.settings(i)))
-            task = {"config": config, "threshold": None, "threads": 1,
-                    "aborted_fitness": self.config.early_abort.aborted_fitness,
-                    "topout_penalty": self.config.games.topout_penalty}
+            task = Task(config, None, 1, self.config.early_abort.aborted_fitness, self.config.games.topout_penalty)
             played.append(self.evaluate(task).record.fitness)
             trial.report(played[-1], i)
             if trial.should_prune():

@@ -49,7 +49,7 @@ from ._base import Optimizer
 from .artifacts import Artifacts
 from .config import RunConfig, base_solver
 from .early_abort import EarlyAbort
-from .fitness import Evaluated, Memo, TuningRecord, canonical, evaluate
+from .fitness import Evaluated, Memo, Task, TuningRecord, canonical, evaluate
 from .generation import Candidate, Generation
 from .heartbeat import Heartbeat
 from .instances import first_seed, generation_seed
@@ -213,13 +213,11 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
 
             tqdm.write(line)
 
-    def _task(self, config: dict, threshold, pool: Pool, in_play: Path | None = None) -> dict:
-        """The plain task `fitness.evaluate` takes; ``in_play``: where it keeps its search, when its
-        policy can (`in_play`)."""
-        return {"config": config, "threshold": threshold, "threads": pool.threads,
-                "aborted_fitness": self.config.early_abort.aborted_fitness,
-                "topout_penalty": self.config.games.topout_penalty,
-                **({"checkpoint": str(in_play)} if in_play is not None else {})}
+    def _task(self, config: dict, threshold, pool: Pool, in_play: Path | None = None) -> Task:
+        """The `fitness.Task` of a config; ``in_play``: where it keeps its search, when its policy
+        can (`in_play`)."""
+        return Task(config, threshold, pool.threads, self.config.early_abort.aborted_fitness,
+                    self.config.games.topout_penalty, None if in_play is None else str(in_play))
 
     def in_play(self, config: dict, name: str, pool: Pool) -> Path | None:
         """The file in ``in-play/`` where a candidate named ``name`` keeps its search while it is

@@ -26,7 +26,7 @@ RUN = {
 
 def stand_in(task) -> Evaluated:
     """A fitness from the settings alone: the holes weight, scaled by the pieces (the rung)."""
-    config = task["config"]
+    config = task.config
     value = -get_path(config, PARAMS[0]) * config["pieces"]
     record = TuningRecord(fitness=value, score=int(value), pieces=config["pieces"], stop="done", aborted=False,
                           abort_piece=None, threshold=None, seconds=0.0)

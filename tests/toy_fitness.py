@@ -61,16 +61,16 @@ class ToyFitness:
         return float(np.mean(draws))
 
     def __call__(self, task: dict) -> Evaluated:
-        config = task["config"]
+        config = task.config
         weights = [float(get_path(config, path)) for path in TARGET]
         seed, games = int(config["seed"]), int(config["online"]["games"])
         self.calls.append((tuple(weights), seed, games))
         score = int(round(self.value(weights) + self.draw(weights, seed, games)))
         curve = [int(round(score * (t + 1) / PIECES)) for t in range(PIECES)]
-        threshold = task.get("threshold")
+        threshold = task.threshold
         piece = first_abort(curve, threshold)
         if piece is not None:
-            record = aborted_record(curve, piece, float(threshold[piece - 1]), task["aborted_fitness"])
+            record = aborted_record(curve, piece, float(threshold[piece - 1]), task.aborted_fitness)
         else:
             record = TuningRecord(fitness=float(score), score=score, pieces=PIECES, stop="capped", aborted=False,
                                   abort_piece=None, threshold=None, seconds=0.0)

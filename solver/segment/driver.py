@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -47,26 +48,43 @@ def expand_chunks(chunks, sequence, rules, spec, cfg, leaves) -> tuple[list, int
     return found, valued
 
 
-def expand_task(task: dict) -> dict:
-    """A worker's share of a piece index: ``task`` holds the ``chunks`` (`Roots`), the ``sequence``,
-    ``rules`` (`KernelRules`), ``spec``, ``settings`` (`SegmentSettings`), ``height`` and ``threads``
-    (numba threads, or None); returns ``found`` (one `Found` per chunk) and ``valued``.
+class ExpandTask(NamedTuple):
+    """A worker's share of a piece index: the ``chunks`` (`Roots`), the ``sequence``, ``rules``
+    (`KernelRules`), ``spec``, ``settings`` (`SegmentSettings`), the board's ``height`` and numba
+    ``threads`` (None: every one)."""
+
+    chunks: list
+    sequence: np.ndarray
+    rules: object
+    spec: object
+    settings: object
+    height: int
+    threads: int | None
+
+
+class Expanded(NamedTuple):
+    """What `expand_task` returns: ``found`` (one `Found` per chunk) and the boards ``valued``."""
+
+    found: list
+    valued: int
+
+
+def expand_task(task: ExpandTask) -> Expanded:
+    """Expand a worker's share of a piece index (`ExpandTask`).
 
     A loky worker ignores SIGINT from then on: a Ctrl-C in a terminal reaches every process of the
     group, and the search's first one must let the piece index finish (the solve then stops with
     its best path). A worker still ends with the solve's process (`engine.parallel`)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if task["threads"]:
-        numba.set_num_threads(min(task["threads"], numba.config.NUMBA_NUM_THREADS))
-    cfg = task["settings"]
-    key = (repr(cfg), task["height"])
+    if task.threads:
+        numba.set_num_threads(min(task.threads, numba.config.NUMBA_NUM_THREADS))
+    cfg = task.settings
+    key = (repr(cfg), task.height)
     if key not in _worker_leaves:
         _worker_leaves.clear()
-        _worker_leaves[key] = new_leaves(cfg, task["height"])
-    found, valued = expand_chunks(task["chunks"], task["sequence"], task["rules"], task["spec"], cfg,
-                                  _worker_leaves[key])
-    return {"found": found, "valued": valued}
+        _worker_leaves[key] = new_leaves(cfg, task.height)
+    return Expanded(*expand_chunks(task.chunks, task.sequence, task.rules, task.spec, cfg, _worker_leaves[key]))
 
 
 def shares(n: int, parts: int) -> list[range]:
@@ -203,12 +221,12 @@ class Segment(Policy):
                 if pool is None:
                     found, count = expand_chunks(chunks, self.sequence, rules.kernel, spec, kcfg, leaves)
                 else:
-                    tasks = [{"chunks": chunks[part.start:part.stop], "sequence": self.sequence, "rules": rules.kernel,
-                              "spec": spec, "settings": kcfg, "height": rules.height, "threads": pool.threads}
+                    tasks = [ExpandTask(chunks[part.start:part.stop], self.sequence, rules.kernel, spec, kcfg,
+                                        rules.height, pool.threads)
                              for part in shares(len(chunks), TASKS_PER_WORKER * pool.n_jobs)]
                     answers = pool.map(expand_task, tasks)
-                    found = [f for answer in answers for f in answer["found"]]
-                    count = sum(answer["valued"] for answer in answers)
+                    found = [f for answer in answers for f in answer.found]
+                    count = sum(answer.valued for answer in answers)
                 valued += count
                 for c, (chunk, chunk_found) in enumerate(zip(chunks, found)):  # in the states' order, whoever expanded them
                     insert_found(chunk_found, chunk.index, ids[c * CHUNK:(c + 1) * CHUNK], kcfg, table)
