@@ -34,6 +34,7 @@ from experiments.figures import RunError, load_run  # noqa: E402
 from optimizers.config import EarlyAbortConfig  # noqa: E402
 from optimizers.early_abort import EarlyAbort  # noqa: E402
 from optimizers.fitness import TuningRecord  # noqa: E402
+from experiments import description  # noqa: E402
 
 
 def load(run_dir: Path) -> list[tuple[int, list[tuple[int, str, float, np.ndarray]]]]:
@@ -80,7 +81,7 @@ def replay(generations, rule: EarlyAbortConfig) -> tuple[int, int, int, int, flo
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--k", type=int, nargs="+", default=[1, 3, 20])
     parser.add_argument("--relative", type=float, nargs="+", default=[0.0, 0.04, 0.06, 0.08])

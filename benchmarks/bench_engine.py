@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from engine import GEEK, final_board  # noqa: E402
 from engine.board import count_and_clear, place  # noqa: E402
 from engine.movegen import capacity, placements_into, scratch  # noqa: E402
+from experiments import description  # noqa: E402
 
 
 @njit(cache=True)
@@ -137,7 +138,7 @@ def bench_startup(record_path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--record", type=Path, default=ROOT.parent / "shared" / "replays" / "geek-1395326.txt")
     args = parser.parse_args()
     if not args.record.is_file():

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 import gymnasium as gym  # noqa: E402
 
 from engine.envs import GAMES, NAMESPACE  # noqa: E402
+from experiments import description  # noqa: E402
 
 WARM_UP = 200
 
@@ -101,7 +102,7 @@ def at_least_one(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = Parser(prog="bench_envs.py", description=__doc__.splitlines()[0])
+    ap = Parser(prog="bench_envs.py", description=description(__doc__))
     ap.add_argument("--env", default="Standard-v0", choices=sorted(GAMES), help="the registered game (default "
                     "Standard-v0)")
     ap.add_argument("--steps", type=at_least_one, default=20_000, help="steps timed per form (a vectorised step of "

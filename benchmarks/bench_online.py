@@ -21,10 +21,11 @@ sys.path.insert(0, str(ROOT))
 
 from solver import SolverConfig  # noqa: E402
 from solver.online import make_policy, play_games  # noqa: E402
+from experiments import description  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--seeds", type=int, nargs="+", default=list(range(1000, 1010)))
     ap.add_argument("--cap", type=int, default=5000)
     ap.add_argument("--policies", nargs="+", default=["one_ply", "preview", "expect", "mcts"])

@@ -42,6 +42,7 @@ from bench_standard import UserError, run_timed  # noqa: E402
 
 from solver import load_solver_config  # noqa: E402
 from solver import solve  # noqa: E402
+from experiments import description  # noqa: E402
 
 
 def bench_beam(widths, runs, pieces, threads):
@@ -107,7 +108,7 @@ def bench_versus(other, template, widths, runs, core):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--widths", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--pieces", type=int, default=None, help="default: the whole sequence")

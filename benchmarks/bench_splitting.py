@@ -34,6 +34,7 @@ from engine import PRESETS  # noqa: E402
 from engine.files import write_json  # noqa: E402
 from solver.online.intervals import mean_ci95  # noqa: E402
 from solver.online.splitting import SplittingConfig, combine, estimate  # noqa: E402
+from experiments import description  # noqa: E402
 
 
 def levels_of(text: str) -> list[int]:
@@ -44,7 +45,7 @@ def levels_of(text: str) -> list[int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--evaluator", default="dellacherie")
     ap.add_argument("--rules", default="standard", choices=[n for n in PRESETS if n.startswith("standard")])
     ap.add_argument("--height", type=int)

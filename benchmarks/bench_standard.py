@@ -51,6 +51,7 @@ from solver.online import play_games  # noqa: E402
 from solver.online.games import GameCheckpoint, play_game  # noqa: E402
 from solver.online.intervals import CI_METHOD, mean_ci95, survival_summary  # noqa: E402
 from solver.registry import get as get_policy  # noqa: E402
+from experiments import description  # noqa: E402
 
 #: wall seconds between two states kept of a game being played (``FILE.inplay/seed-N.json``) at least
 KEEP_SECONDS = 60.0
@@ -799,7 +800,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = Parser(prog="bench_standard.py", description=__doc__.splitlines()[0])
+    ap = Parser(prog="bench_standard.py", description=description(__doc__))
     ap.add_argument("--versus", type=Path, metavar="PATH", help="MdpTetris's built checkout (or its "
                     "mdptetris_play_games): run it beside ours and print the ratio")
     ap.add_argument("--runs", type=int, help="--versus: pairs of processes per player (default 3)")
@@ -810,15 +811,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="--versus: rows of the board (default: the player's in VERSUS, 14 or 10)")
     sub = ap.add_subparsers(dest="what")
     for name in ("speed", "games"):
-        p = sub.add_parser(name)
-        p.add_argument("--evaluator", default="dellacherie")
-        p.add_argument("--rules", default="standard", choices=[n for n in PRESETS if n.startswith("standard")])
+        p = sub.add_parser(name, help="pieces per second of one long game" if name == "speed" else
+                           "a series of seeded games, rows per game with its interval")
+        p.add_argument("--evaluator", default="dellacherie",
+                       help="a preset's name or an evaluator YAML (a run's evaluator.yaml; default dellacherie)")
+        p.add_argument("--rules", default="standard", choices=[n for n in PRESETS if n.startswith("standard")],
+                       help="the standard game's preset (default standard, 10 x 20)")
         p.add_argument("--height", type=int, help="rows of the board (default: the preset's 20)")
         if name == "speed":
-            p.add_argument("--pieces", type=int, default=1_000_000)
+            p.add_argument("--pieces", type=int, default=1_000_000, help="pieces of the game timed")
         else:
-            p.add_argument("--games", type=int, default=10)
-            p.add_argument("--seed", type=int, default=1000)
+            p.add_argument("--games", type=int, default=10, help="games in the series (default 10)")
+            p.add_argument("--seed", type=int, default=1000,
+                           help="the first game's seed; game i plays seed + i (default 1000: seeds no tuning run plays)")
             p.add_argument("--cap", type=int, default=1_000_000_000, help="pieces per game at most")
             p.add_argument("--json", type=series_file, help="the series file (its games also in FILE.journal while it runs)")
             p.add_argument("--resume", action="store_true", help="continue the series in --json")

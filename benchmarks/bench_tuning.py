@@ -36,6 +36,7 @@ from optimizers.fitness import Task, evaluate  # noqa: E402
 from engine.parallel import Pool  # noqa: E402
 from optimizers.tuner import make_space  # noqa: E402
 from optimizers.tuners import TUNERS  # noqa: E402
+from experiments import description  # noqa: E402
 
 
 def run(config_name: str, out: Path, overrides: list[str], run_dir: Path | None = None, quiet: bool = True) -> dict:
@@ -315,7 +316,7 @@ def dropped(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--generations", type=int, help="fewer generations (a quick look)")
     parser.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")

@@ -30,6 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from numba.core import event
+from experiments import description  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +85,7 @@ def run(argv: list[str]) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--top", type=int, default=30, help="kernels printed (by own time)")
     parser.add_argument("--csv", type=Path, help="one row per compile")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then what follows python")

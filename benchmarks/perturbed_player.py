@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.files import write_text  # noqa: E402
 from evaluators import EvaluatorError, load_evaluator  # noqa: E402
+from experiments import description  # noqa: E402
 
 
 def perturbed(evaluator, sigma: float, seed: int):
@@ -38,7 +39,7 @@ def perturbed(evaluator, sigma: float, seed: int):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--evaluator", required=True, help="a preset's name or an evaluator file")
     ap.add_argument("--sigma", type=float, required=True, help="the log-scale spread of the factors (> 0)")
     ap.add_argument("--seed", type=int, required=True)

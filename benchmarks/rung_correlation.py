@@ -47,6 +47,7 @@ from optimizers.run import load_run_config  # noqa: E402
 from optimizers.space import with_settings  # noqa: E402
 from optimizers.store import RunStore  # noqa: E402
 from optimizers.tuner import make_optimizer, make_space  # noqa: E402
+from experiments import description  # noqa: E402
 
 
 def run_candidates(run_dir: Path, space, aborted: str = "last") -> tuple[list[list], list[float], list[bool]]:
@@ -89,7 +90,7 @@ def spearman_interval(rho: float, n: int) -> tuple[float, float] | None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("config", nargs="?", default=str(ROOT / "configs" / "sha-geek.yaml"))
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     parser.add_argument("--samples", type=int, default=16)

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_standard import UserError, run_timed  # noqa: E402
 from engine.files import ReadError, read_json, write_json  # noqa: E402
 from engine.provenance import provenance  # noqa: E402
+from experiments import description  # noqa: E402
 
 #: row name -> overrides of configs/segment.yaml (nodes 200, states 2 per key)
 ROWS = {
@@ -113,7 +114,7 @@ def table(rows: dict, pieces: int) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--pieces", type=int, default=2000, help="pieces per solve (default 2,000; more than 1,000)")
     parser.add_argument("--threads", type=int, default=1, help="numba threads per solve (default 1: per-core figures)")
     parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS), metavar="NAME",

@@ -43,6 +43,7 @@ from bench_standard import UserError, load_series  # noqa: E402
 from engine.files import MAX_JSON_BYTES, ReadError, read_json, write_json  # noqa: E402
 from solver.online.intervals import chi2_sf, mean_ci95  # noqa: E402
 from solver.online.splitting import combine  # noqa: E402
+from experiments import description  # noqa: E402
 
 
 def read_estimates(path: Path) -> dict:
@@ -176,7 +177,7 @@ def agreement(board: pd.DataFrame) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--dir", type=Path, default=ROOT / "results" / "standard")
     parser.add_argument("--height", type=int, default=20, help="board height (0: every board)")
     parser.add_argument("--min-games", type=int, default=40)

@@ -23,6 +23,7 @@ import configs
 from engine import get_rules
 from engine.lock import lock_piece
 from engine.rules import SHAPE_NAMES
+from experiments import description
 
 DEFAULT_CONFIG = configs.path("play.yaml")
 #: protocol letters (upper or lower case; the digit 0 is the O) -> shape index
@@ -152,7 +153,7 @@ def warm_up(policy) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.bot", description=__doc__.splitlines()[0],
+        prog="python -m experiments.bot", description=description(__doc__),
         epilog=rotation_table(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", nargs="?", default=str(DEFAULT_CONFIG), help="solver YAML (default: configs/play.yaml)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. policy=one_ply")

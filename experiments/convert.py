@@ -22,6 +22,7 @@ from pathlib import Path
 
 from engine.files import ReadError, read_bytes
 from engine.statefile import MAX_SEARCH_STATE_BYTES, write_state
+from experiments import description
 
 #: every global a pickled state of the older versions names: the project's state classes, their
 #: settings, and what numpy, DEAP, pyswarms and Optuna pickle their objects with
@@ -187,7 +188,7 @@ def convert(path: Path, kind: str, keep: bool = False) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.convert", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.convert", description=description(__doc__))
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="a run directory, a solve's output folder, or a pickled state file")
     parser.add_argument("--keep", action="store_true", help="keep each pickle beside its converted file")

@@ -16,6 +16,7 @@ from pathlib import Path
 from engine.config import ConfigError
 from engine.files import OutputError, write_yaml
 from evaluators import EvaluatorError
+from experiments import description
 
 
 def evaluator_of(source: Path, name: str | None = None) -> dict:
@@ -40,7 +41,7 @@ def evaluator_of(source: Path, name: str | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.export", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.export", description=description(__doc__))
     parser.add_argument("source", type=Path, metavar="SOURCE", help="a run directory, a solver YAML or an evaluator YAML")
     parser.add_argument("-o", "--out", type=Path, help="where to write the evaluator (default: print it)")
     parser.add_argument("--name", help="the evaluator's name (default: the one it has)")

@@ -27,6 +27,7 @@ from engine.files import MAX_CONFIG_BYTES, read_text, write_text
 from evaluators import registry as features
 from optimizers.config import RunConfig
 from solver import registry
+from experiments import description
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -158,7 +159,7 @@ SECTIONS = (
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.reference", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.reference", description=description(__doc__))
     parser.add_argument("--write", action="store_true", help="update the generated sections of the docs in place")
     args = parser.parse_args(argv)
     for section in SECTIONS:

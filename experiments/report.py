@@ -23,6 +23,7 @@ from pathlib import Path
 from engine.files import remove_stale_temporaries, write_bytes, write_text
 
 from .figures import RUN_FIGURES, RunError, compare_runs, load_run, summary_table, top_candidates
+from experiments import description
 
 #: resolution of the PNG files, in dots per inch
 DPI = 110
@@ -63,7 +64,7 @@ def write_report(run_dir: str | Path, compare: list[str | Path] = ()) -> list[Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.report", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.report", description=description(__doc__))
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<name>-<time>)")
     parser.add_argument("--compare", nargs="+", default=[], metavar="RUN_DIR", help="other runs to draw beside it")
     args = parser.parse_args(argv)

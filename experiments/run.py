@@ -30,6 +30,7 @@ from optimizers.run import check_cluster, load_resume, load_run_config, make_run
 from optimizers.store import RECOMMENDATION, RunDamaged
 from optimizers.tuners import TUNERS
 from optimizers.validation import Validated
+from experiments import description
 
 
 def _report(run_dir: Path, state: dict) -> None:
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
 
 def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.run", description=__doc__.splitlines()[0],
+        prog="python -m experiments.run", description=description(__doc__),
         epilog="tuners (algorithm: NAME): " + ", ".join(TUNERS.names()))
     parser.add_argument("config", nargs="?", help="run YAML (e.g. configs/ga.yaml)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. ga.generations=3")

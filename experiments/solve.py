@@ -36,6 +36,7 @@ from solver._base import CheckpointError
 from solver.online import GamesSeries, SplittingSeries
 from solver.files import load_evaluators, load_solver_config
 from solver.result import solve_summary
+from experiments import description
 
 
 #: the files a solve writes into its folder (an ``--out`` holding others is refused)
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
 
 
 def _command(argv: list[str] | None, end: "AfterTheSearch") -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.solve", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.solve", description=description(__doc__))
     parser.add_argument("config", help="solver YAML or a run's best.yaml")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. beam.width=100")
     parser.add_argument("--pieces", type=int, help="play only the first N pieces")

@@ -34,6 +34,7 @@ from engine.movegen import STEP_C, STEP_D, STEP_L, STEP_R, route
 from engine.rules import SHAPE_NAMES
 from evaluators import EvaluatorError
 from solver import load_online_policy
+from experiments import description
 
 DEFAULT_AGENT = configs.path("tui_agent.yaml")
 
@@ -286,7 +287,7 @@ def terminal_problem() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.tui", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog="python -m experiments.tui", description=description(__doc__),
                                      epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rules", choices=("geek", "classic"), default="classic")
     parser.add_argument("--agent", type=Path, default=DEFAULT_AGENT, help="solver YAML of the autoplay agent")

@@ -37,6 +37,7 @@ from engine.rules import SHAPE_NAMES
 
 from engine.files import (MAX_JSON_BYTES, MAX_RECORD_BYTES, ReadError, not_a_folder, read_text,
                           remove_stale_temporaries, write_bytes, write_text)
+from experiments import description
 
 #: shape colours (I, L, J, T, O, S, Z), as in most Tetris games
 COLOURS = ("#31c7ef", "#ef7921", "#5a65ad", "#ad4d9c", "#f7d308", "#42b642", "#ef2029")
@@ -271,7 +272,7 @@ def write_output(out: Path, write) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.view", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.view", description=description(__doc__))
     parser.add_argument("file", metavar="FILE", help="a record (plain or a console line) or a solver summary.json")
     parser.add_argument("--out", help="output file (default: replay.html, or replay-PIECE.png with --png, beside a "
                                       "summary.json, in the working folder for a record)")

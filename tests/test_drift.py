@@ -6,6 +6,7 @@ or when a list names one that does not exist. Every kind found by name is one
 `engine.registry.Registry`. Imports only: nothing is compiled.
 """
 
+import ast
 import importlib
 import importlib.util
 import re
@@ -339,3 +340,23 @@ def test_the_readme_is_a_front_door():
     scores, and links into docs/ for the rest: at most 150 lines."""
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 150, f"README.md has {len(lines)} lines: move narrative and dated figures to docs/"
+
+
+def test_every_commands_help_begins_with_a_whole_sentence():
+    """``--help``'s description is the docstring's first paragraph (`experiments.description`),
+    never a first line cut mid-sentence: every command and benchmark that parses arguments."""
+    from experiments import description
+
+    root = Path(__file__).resolve().parents[1]
+    files = [*sorted((root / "experiments").glob("*.py")), *sorted((root / "benchmarks").glob("*.py"))]
+    checked = 0
+    for path in files:
+        text = path.read_text()
+        if "description(__doc__)" not in text:
+            assert "__doc__.splitlines()[0]" not in text, f"{path.name}: a --help cut at the docstring's first line"
+            continue
+        doc = ast.get_docstring(ast.parse(text))
+        line = description(doc)
+        assert line.endswith((".", ":", ")")), f"{path.name}: --help stops mid-sentence: {line[-60:]!r}"
+        checked += 1
+    assert checked >= 20
