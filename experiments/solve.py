@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engine import Stop, replay_line, upload_line
-from engine.config import ConfigError
+from engine.config import ConfigError, locate
 from engine.files import FolderLock, Locked, OutputError, OutputSet
 from engine.parallel import ParallelConfig, ParallelError, check_scheduler
 from engine.provenance import provenance
@@ -79,6 +79,16 @@ def progress_bar(desc: str, shown: bool):
         yield progress
     finally:
         bar.close()
+
+
+def tuned_rules(config, path) -> str | None:
+    """The rules a tuning run's best.yaml or recommendation.yaml (``meta.source: tuning run``) was
+    tuned on (the file's own ``rules``, before any override); None for another config."""
+    from engine.config import load_mapping
+
+    if not isinstance(config.meta, dict) or config.meta.get("source") != "tuning run":
+        return None
+    return load_mapping(locate(path)).get("rules", "geek")
 
 
 def checkpoint_path(out: Path) -> Path:
@@ -157,6 +167,10 @@ def _command(argv: list[str] | None, end: "AfterTheSearch") -> int:
     try:
         config = load_solver_config(args.config, overrides)
         evaluator = load_evaluators(config, args.config)
+        tuned_on = tuned_rules(config, args.config)
+        if tuned_on is not None and tuned_on != config.rules:
+            print(f"warning: {args.config} was tuned on rules {tuned_on!r}; its weights were not chosen for "
+                  f"{config.rules!r}, where they may play far worse", file=sys.stderr)
         # the output folder is checked (and its staging folder made) before the search, not after it
         out = OutputSet(target, OUTPUT_FILES, exclusive=args.out is None and args.resume is None)
     except (ConfigError, OutputError) as e:

@@ -137,3 +137,16 @@ def test_the_summary_says_where_it_came_from(tmp_path, config):
     assert p["commit"] is None or (len(p["commit"]) == 40 and isinstance(p["dirty"], bool))
     assert p["libraries"]["numba"] == numba.__version__ and p["cpus"] == os.cpu_count()
     assert {"python", "workbench", "machine", "system", "time"} <= set(p)
+
+
+def test_a_tuned_config_played_on_other_rules_is_warned_of(tmp_path, capsys):
+    """A run's best.yaml names the rules its weights were tuned on; played on others (a
+    ``rules=`` override) the command says so, and plays it as asked."""
+    best = tmp_path / "best.yaml"
+    best.write_text("policy: one_ply\nrules: course\npieces: 20\nevaluator: el_tetris\n"
+                    "meta: {source: tuning run, run: toy-1}\n")
+    assert cli.main([str(best), "--out", str(tmp_path / "a"), "rules=classic"]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {best} was tuned on rules 'course'; its weights were not chosen for 'classic'" in err
+    assert cli.main([str(best), "--out", str(tmp_path / "b")]) == 0
+    assert "warning" not in capsys.readouterr().err
