@@ -118,9 +118,9 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
         for p in self.space.params:
             if p.path == "policy":
                 policies.update(p.choices)
-        what = ("compiling the kernels for this layout (once per machine: later runs load them from numba's cache, "
-                "in a second or two)")
-        with Heartbeat(self._say, what, "compiling"):
+        what = ("preparing the kernels for this layout (compiled once per machine, tens of seconds; then loaded from "
+                "numba's cache)")
+        with Heartbeat(self._say, what, "preparing"):
             for policy in sorted(policies):
                 data = {**self.space.config(self.space.init_values), "policy": policy, "pieces": WARM_UP_PIECES,
                         "threads": pool.threads}
