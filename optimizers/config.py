@@ -198,8 +198,11 @@ class RunKeys(Strict):
         if self.race is not None:
             from ._base import Optimizer
 
+            seeded = instance_setting(solver)[0] == "seed"
             clashes = [("noise", self.noise.enabled), ("restart", bool(self.restart.stall)),
-                       ("early_abort.enabled", self.early_abort.enabled), ("rescore", self.rescore is not None),
+                       ("early_abort.enabled", self.early_abort.enabled and seeded),
+                       ("early_abort.reference", self.early_abort.enabled and self.early_abort.reference is not None),
+                       ("rescore", self.rescore is not None),
                        ("games.seeds", self.games.seeds == "per_generation"),
                        ("algorithm", TUNERS[self.algorithm].settings_at is not Optimizer.settings_at)]
             for key, on in clashes:
@@ -260,7 +263,10 @@ class RunKeys(Strict):
 RACE_CLASHES = {
     "noise": "a race compares candidates on shared instances instead of pooling re-evaluations",
     "restart": "a restart's population is not raced",
-    "early_abort.enabled": "its threshold compares games of other instances; set early_abort.enabled: false",
+    "early_abort.enabled": "on seeded games a candidate's curve has a value per game, no piece to stop at; set "
+                           "early_abort.enabled: false (on the known sequence a race holds a candidate to the "
+                           "incumbent's curve on the same tie seed)",
+    "early_abort.reference": "a race holds a candidate to the incumbent's curve on the same tie seed, not to a record",
     "rescore": "the race's survivors are its re-scoring; validate the pick with a validation section",
     "games.seeds": "a race plays its own training instances; set games.seeds: fixed",
     "algorithm": "a multi-fidelity tuner changes the fidelity between generations",

@@ -131,6 +131,17 @@ class EarlyAbort:
         curve = floor * (1.0 - self.settings.relative) - self.settings.margin
         return Threshold(curve, self.settings.every).kernel_arrays(n)
 
+    def against(self, curve) -> np.ndarray | None:
+        """The threshold a candidate is held to on an instance where the incumbent's ``best_by_step``
+        is ``curve`` (a race on the known sequence: the same tie seed): the incumbent's curve
+        ``lag`` pieces later, times (1 - ``relative``), less ``margin``; None when off."""
+        if not self.settings.enabled or curve is None or len(curve) == 0:
+            return None
+        floor = _lagged(np.asarray(curve, dtype=np.float64), self.settings.lag)
+        n = len(floor)
+        return Threshold(floor * (1.0 - self.settings.relative) - self.settings.margin,
+                         self.settings.every).kernel_arrays(n)
+
     def kth_best(self) -> float | None:
         """The K-th best finished fitness the threshold is built from (None without a threshold)."""
         return float(self.best[-1][0]) if self.ready else None

@@ -19,6 +19,9 @@ class Candidate:
     values: list
     key: str
     config: dict
+    #: the threshold it is held to when not its generation's (a race's: the incumbent's curve on
+    #: the same instance, `optimizers.racing`); None: the generation's
+    threshold: object = None
 
 
 @dataclass
@@ -52,6 +55,10 @@ class Generation:
         """Candidates added to the generation under way (a race's next batch)."""
         self.candidates.extend(candidates)
         self.records.extend([None] * len(candidates))
+
+    def threshold_of(self, c: Candidate):
+        """The threshold candidate ``c`` is held to: its own, else the generation's."""
+        return c.threshold if c.threshold is not None else self.threshold
 
     def best_fitness(self) -> float:
         return max((r.fitness for r in self.records if r is not None), default=float("nan"))

@@ -328,10 +328,26 @@ class Racing:
         order = race_order(self.state.instances_seen, self.config.race)  # round r plays instance order[r]
         gen = Generation(g, [], None, None, started, len(proposals), race=race, entrants=entrants)
         base = [self.candidate_config(e.values, g) for e in entrants]
+        keyed = lambda c, r: canonical(with_settings(base[c], instances.settings(order[r])))
+        # the early abort on the known sequence: each candidate held to the incumbent's curve on the same instance
+        against = elites and not prunes and self.config.early_abort.enabled and instances.setting != "seed"
+        # the incumbent's results a threshold may be built from: those of finished generations, and those
+        # of this race's earlier steps (not what a stopped sitting added: a resumed race holds its candidates
+        # to the same thresholds as one never stopped)
+        earlier = {e.key for e in self.evaluations.values() if e.generation < g and not e.record.aborted}
+
+        def threshold(c, r):
+            key = keyed(0, r)[0]
+            if not against or c == 0 or (key not in earlier and (0, r) not in race.results):
+                return None
+            return self.incumbent_threshold(key)
+
         with self._progress(gen) as bar:
             while need := race.step():
-                batch = [Candidate(len(gen.candidates) + j, entrants[c].values,
-                                   *canonical(with_settings(base[c], instances.settings(order[r]))))
+                if against:
+                    self._recover_curves(pool, Generation(g, [Candidate(-1, [], *keyed(0, r)) for r in {r for _, r in need}],
+                                                          None, None, started))
+                batch = [Candidate(len(gen.candidates) + j, entrants[c].values, *keyed(c, r), threshold=threshold(c, r))
                          for j, (c, r) in enumerate(need)]
                 gen.extend(batch)
                 bar.total += len(batch)
@@ -342,6 +358,14 @@ class Racing:
                     race.results[(c, r)] = gen.records[cand.index].fitness
         gen.instances_seen = max([self.state.instances_seen] + [order[r] + 1 for _, r in race.results])
         self.conclude(gen)
+
+    def incumbent_threshold(self, key: str):
+        """The threshold of the early abort against the incumbent's result ``key`` on an instance
+        (`EarlyAbort.against`): None when that result is not known, or was itself cut short."""
+        if key not in self.memo:
+            return None
+        record, curve = self.memo.entries[key]
+        return None if record.aborted else self.state.early_abort.against(curve)
 
     def race_outcome(self, gen) -> tuple:
         """(fitness told to the tuner, each proposal's mean over the instances it played, where each

@@ -297,7 +297,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
                 continue
             elif c.key in first_of:
                 self._write_down(gen, c, gen.records[first_of[c.key]].repeated(), cached=True)
-            elif (hit := self.memo.lookup(c.key, gen.threshold)) is not None:
+            elif (hit := self.memo.lookup(c.key, gen.threshold_of(c))) is not None:
                 self._write_down(gen, c, hit, cached=True)
                 first_of[c.key] = c.index
             else:
@@ -319,9 +319,10 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
     def simulate(self, pool: Pool, gen: Generation, pending: dict[str, list[int]], bar) -> None:
         """Simulate each pending config once on the pool; every result is written down as it arrives."""
         groups = list(pending.items())
-        configs = [gen.candidates[indices[0]].config for _, indices in groups]
+        firsts = [gen.candidates[indices[0]] for _, indices in groups]
+        configs = [c.config for c in firsts]
         files = [self.in_play(config, f"g{gen.number}-{key}", pool) for config, (key, _) in zip(configs, groups)]
-        tasks = [self._task(config, gen.threshold, pool, file) for config, file in zip(configs, files)]
+        tasks = [self._task(c.config, gen.threshold_of(c), pool, file) for c, file in zip(firsts, files)]
 
         def done(t: int, result: Evaluated) -> None:
             key, indices = groups[t]

@@ -313,3 +313,72 @@ def test_no_progress_bar_floods_output_that_is_not_a_terminal(tmp_path, monkeypa
     out = capsys.readouterr()
     assert "eval/s" not in out.err and "eval/s" not in out.out and "%|" not in out.err  # (a bar's marks)
     assert "generation 0 (1 of 3): best" in out.out  # the generation lines stay
+
+
+class TieToy:
+    """A fitness of the known sequence for the run loop: a setting's value (its ``beam.score_share``
+    near 0.3 best) plus its tie seed's draw, shared by every setting (a lucky order of ties is lucky
+    for all) and its own; the curve climbs linearly over 20 pieces, held to the threshold as the
+    solver would hold it."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, task):
+        from optimizers.fitness import Evaluated, TuningRecord, aborted_record, first_abort
+
+        share, tie = float(task.config["beam"]["score_share"]), int(task.config["beam"]["tie_seed"])
+        self.calls.append((share, tie, task.threshold is not None))
+        tag = int(share * 1e9)
+        score = int(round(10_000 - 20_000 * (share - 0.3) ** 2 + np.random.default_rng([tie]).normal(0, 800)
+                          + np.random.default_rng([tie, tag]).normal(0, 150)))
+        curve = [int(round(score * (t + 1) / 20)) for t in range(20)]
+        piece = first_abort(curve, task.threshold)
+        if piece is not None:
+            return Evaluated(aborted_record(curve, piece, float(task.threshold[piece - 1]), task.aborted_fitness), curve)
+        return Evaluated(TuningRecord(fitness=float(score), score=score, pieces=20, stop="done", aborted=False,
+                                      abort_piece=None, threshold=None, seconds=0.0), curve)
+
+
+GEEK_ABORT = {**GEEK_RACE, "random": {"samples": 5, "generations": 3}, "race": {"first_test": 3, "max_instances": 5},
+              "early_abort": {"enabled": True, "margin": 0, "relative": 0.0}, "validation": None}
+
+
+def test_on_the_known_sequence_a_race_holds_a_candidate_to_the_incumbent_on_the_same_tie_seed(tmp_path, monkeypatch):
+    toy = TieToy()
+    monkeypatch.setattr(run_loop, "evaluate", toy)
+    monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self, pool: None)
+    run = tuning.tune(config(tmp_path, **GEEK_ABORT))
+    table = rows(run.dir)
+    assert not any(r["aborted"] == "True" for r in table if r["generation"] == "0")  # no incumbent yet
+    later = [r for r in table if r["generation"] != "0"]
+    aborted = [r for r in later if r["aborted"] == "True"]
+    assert aborted and all(int(r["abort_piece"]) < 20 for r in aborted)
+    # the incumbent (each race's first entrant, its first row) is never held to a threshold, never aborted
+    for g in ("1", "2"):
+        mine = [r for r in table if r["generation"] == g]
+        first = min(mine, key=lambda r: int(r["index"]))["beam.score_share"]
+        assert all(r["aborted"] == "False" for r in mine if r["beam.score_share"] == first)
+    # a fresh instance has no threshold in the step that opens it: the incumbent plays it beside the others
+    assert any(not held for _, _, held in toy.calls[len([r for r in table if r["generation"] == "0"]):])
+
+
+def test_a_race_with_the_early_abort_stopped_midway_resumes_to_the_uninterrupted_end(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_loop, "evaluate", TieToy())
+    monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self, pool: None)
+    whole = tuning.tune(config(tmp_path / "a", **GEEK_ABORT))
+    for cut_at in (3, 7):  # inside generation 1's first step, and inside its second
+        seen = []
+
+        def stop(row):
+            seen.append(row)
+            if row["generation"] == 1 and sum(r["generation"] == 1 for r in seen) == cut_at:
+                raise Stop()
+
+        with pytest.raises(Stop):
+            tuning.tune(config(tmp_path / f"b{cut_at}", **GEEK_ABORT), on_evaluation=stop)
+        (cut,) = list((tmp_path / f"b{cut_at}" / "runs").iterdir())
+        resumed = tuning.resume(cut)
+        drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
+        assert drop(rows(cut)) == drop(rows(whole.dir)), cut_at
+        assert resumed.state["best"] == whole.state["best"]
