@@ -218,26 +218,22 @@ def _fitness_label(run: Run) -> str:
 
 def fitness_by_generation(run: Run):
     """Best, mean and median fitness per generation, the spread as bands (all candidates; the
-    middle half), and the best so far."""
-    plt = _plt()
+    middle half; none for a race), the best so far and the start's fitness
+    (`optimizers.artifacts.fitness_figure`, as the run's own fitness.png draws it)."""
+    from optimizers.artifacts import fitness_figure
+
     ev, gen = run.evaluations, run.generations
-    g = gen["generation"].to_numpy()
-    q = ev.groupby("generation")["fitness"].quantile([0.0, 0.25, 0.75, 1.0]).unstack()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.fill_between(q.index, q[0.0], q[1.0], alpha=0.12, color="C0", label="all candidates (min to max)")
-    ax.fill_between(q.index, q[0.25], q[0.75], alpha=0.28, color="C0", label="middle half (25-75%)")
-    ax.plot(g, gen["best"], "o-", color="C0", label="best of generation")
-    ax.plot(g, gen["mean"], "^-", color="C1", label="mean")
-    ax.plot(g, gen["median"], "s-", color="C2", label="median")
-    ax.plot(g, gen["best_so_far"], "k--", label="best so far")
-    ax.set_xlabel("generation")
-    ax.set_ylabel(_fitness_label(run))
-    ax.set_title(f"{run.label}: fitness per generation", fontsize=10)
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    return fig
+    spread = None
+    if run.config.race is None:
+        q = ev.groupby("generation")["fitness"].quantile([0.0, 0.25, 0.75, 1.0]).unstack()
+        spread = {int(g): tuple(float(v) for v in row) for g, row in q.iterrows()}
+    space = make_space(run.config)
+    match = (ev[run.params] == pd.Series(dict(zip(run.params, space.init_values)))).all(axis=1) if run.params else None
+    start = float(ev[match].sort_values(["generation", "index"])["fitness"].iloc[0]) if match is not None and match.any() \
+        else None
+    return fitness_figure(gen["generation"].to_numpy(), gen["best"], gen["mean"], gen["median"], gen["best_so_far"],
+                          spread, start, title=f"{run.label}: fitness per generation", ylabel=_fitness_label(run),
+                          size=(8, 4.5))
 
 
 def best_so_far(run: Run):

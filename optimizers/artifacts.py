@@ -130,7 +130,10 @@ class Artifacts:
                               f"{self.dir.name} (the mean of its search distribution); run it with:\n"
                               f"#   python -m experiments.solve {self.dir / 'recommendation.yaml'}")
         if history and (final or time.monotonic() - self._plotted >= PLOT_EVERY):
-            write_bytes(self.dir / "fitness.png", plot(history, self.config))
+            rows = list(self.evaluations.values())
+            spread = None if self.config.race is not None else spread_of(rows)
+            write_bytes(self.dir / "fitness.png", plot(history, self.config, spread,
+                                                       start_fitness(rows, self.space.init_values)))
             self._plotted = time.monotonic()
 
 
@@ -167,31 +170,73 @@ def noise_table(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def plot(history: list[GenerationStats], config: RunConfig) -> bytes:
-    """fitness.png: best, mean and median fitness per generation, and the best so far."""
+def plot(history: list[GenerationStats], config: RunConfig, spread: dict | None = None,
+         start: float | None = None) -> bytes:
+    """fitness.png: `fitness_figure` of the run's generations, as PNG bytes."""
     import io
 
     import matplotlib
 
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")  # (a file, no window: the run loop draws in any process)
+    pieces = base_solver(config).get("pieces")
+    note = ", aborted candidates count with their fitness at the abort" if config.early_abort.enabled else ""
+    fig = fitness_figure([h.generation for h in history], [h.best for h in history], [h.mean for h in history],
+                         [h.median for h in history], [h.best_so_far for h in history], spread, start,
+                         title=f"{config.name}: {config.algorithm}, {config.population} candidates per generation{note}",
+                         ylabel=f"fitness (score over {pieces:,} pieces)" if pieces else "fitness (score)")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=PLOT_DPI)
     import matplotlib.pyplot as plt
 
-    g = [h.generation for h in history]
-    fig, ax = plt.subplots(figsize=PLOT_INCHES, dpi=PLOT_DPI)
-    ax.plot(g, [h.best for h in history], "o-", label="best of generation")
-    ax.plot(g, [h.median for h in history], "s-", label="median")
-    ax.plot(g, [h.mean for h in history], "^-", label="mean")
-    ax.plot(g, [h.best_so_far for h in history], "k--", label="best so far")
-    pieces = base_solver(config).get("pieces")
-    ax.set_xlabel("generation")
-    ax.set_ylabel(f"fitness (score over {pieces:,} pieces)" if pieces else "fitness (score)")
-    note = ", aborted candidates count with their fitness at the abort" if config.early_abort.enabled else ""
-    ax.set_title(f"{config.name}: {config.algorithm}, {config.population} candidates per generation{note}",
-                 fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
     plt.close(fig)
     return buf.getvalue()
+
+
+def fitness_figure(generations, best, mean, median, best_so_far, spread: dict | None, start: float | None,
+                   title: str, ylabel: str, size=PLOT_INCHES):
+    """The fitness per generation, the one drawing of it (the run's fitness.png and the report's
+    figures/fitness.png): best, mean and median, the spread of the candidates as bands (``spread``:
+    generation -> (min, 25%, 75%, max); None: none, as for a race, whose rows are single
+    instances), the best so far, and the start's fitness as a dotted line (None: not played)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=size)
+    if spread:
+        gs = sorted(spread)
+        q = [spread[g] for g in gs]
+        ax.fill_between(gs, [v[0] for v in q], [v[3] for v in q], alpha=0.12, color="C0",
+                        label="all candidates (min to max)")
+        ax.fill_between(gs, [v[1] for v in q], [v[2] for v in q], alpha=0.28, color="C0", label="middle half (25-75%)")
+    ax.plot(generations, best, "o-", color="C0", label="best of generation")
+    ax.plot(generations, mean, "^-", color="C1", label="mean")
+    ax.plot(generations, median, "s-", color="C2", label="median")
+    ax.plot(generations, best_so_far, "k--", label="best so far")
+    if start is not None:
+        ax.axhline(start, color="0.4", ls=":", lw=1.2, label=f"the start ({start:,.0f})")
+    ax.set_xlabel("generation")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def spread_of(rows) -> dict:
+    """generation -> (min, 25%, 75%, max) of the fitness of ``rows`` (`Evaluation`s)."""
+    import numpy as np
+
+    by: dict[int, list[float]] = {}
+    for e in rows:
+        by.setdefault(e.generation, []).append(e.record.fitness)
+    return {g: tuple(float(v) for v in np.quantile(f, [0.0, 0.25, 0.75, 1.0])) for g, f in by.items()}
+
+
+def start_fitness(rows, values) -> float | None:
+    """The fitness of the run's start (the initial point, ``values`` as played) when a
+    generation played it: its first evaluation's; None otherwise."""
+    for e in sorted(rows, key=lambda e: e.slot):
+        if list(e.values) == list(values):
+            return float(e.record.fitness)
+    return None

@@ -50,10 +50,12 @@ def test_fitness_figure_draws_the_generations(tiny_runs):
     assert ax.get_xlabel() == "generation" and ax.get_ylabel() == "fitness (score over 120 pieces)"
     lines = {line.get_label(): line for line in ax.get_lines()}
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert sorted(legend) == sorted(["best of generation", "mean", "median", "best so far",
-                                     "all candidates (min to max)", "middle half (25-75%)"])
-    # the lines are the run's own numbers, read here independently of the figure code
     evals = csv_rows(tiny_runs[0] / "evaluations.csv")
+    start = float(evals[0]["fitness"])  # generation 0's candidate 0: the initial point (init: point)
+    assert sorted(legend) == sorted(["best of generation", "mean", "median", "best so far",
+                                     "all candidates (min to max)", "middle half (25-75%)", f"the start ({start:,.0f})"])
+    assert list(lines[f"the start ({start:,.0f})"].get_ydata()) == [start, start]
+    # the lines are the run's own numbers, read here independently of the figure code
     for g in range(3):
         fitness = [float(r["fitness"]) for r in evals if int(r["generation"]) == g]
         assert len(fitness) == 6
@@ -61,6 +63,21 @@ def test_fitness_figure_draws_the_generations(tiny_runs):
         assert lines["median"].get_ydata()[g] == pytest.approx(np.median(fitness), abs=1e-3)
         so_far = max(float(r["fitness"]) for r in evals if int(r["generation"]) <= g)
         assert lines["best so far"].get_ydata()[g] == so_far
+
+
+@pytest.mark.slow
+def test_the_runs_fitness_png_is_the_reports_drawing(tiny_runs, monkeypatch):
+    """One drawing of the fitness per generation: the run's fitness.png and the report's
+    figures/fitness.png are both `optimizers.artifacts.fitness_figure`, with the bands and the
+    start."""
+    from optimizers import artifacts
+
+    drawn = []
+    real = artifacts.fitness_figure
+    monkeypatch.setattr(artifacts, "fitness_figure", lambda *a, **k: drawn.append((a, k)) or real(*a, **k))
+    figures.fitness_by_generation(figures.load_run(tiny_runs[0]))
+    (args, _), = drawn
+    assert args[5] is not None and args[6] is not None  # the bands and the start
 
 
 def test_thresholds_are_the_ones_the_run_used(tiny_runs):
