@@ -41,6 +41,7 @@ import pandas as pd  # noqa: E402
 
 from engine.files import write_json  # noqa: E402
 from engine.provenance import project_path  # noqa: E402
+from optimizers._base import fidelity  # noqa: E402
 from optimizers.fitness import Task, canonical, evaluate  # noqa: E402
 from engine.parallel import Pool  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402
@@ -124,7 +125,7 @@ def main(argv=None) -> int:
             row = json.loads(line)
             done[(row["rung"], row["key"])] = row
     def at_rung(v, r: int) -> tuple[str, dict]:  # a sample's config at rung r, and its key
-        return canonical(with_settings(space.config(v), tuner.settings_at(r)))
+        return canonical(with_settings(space.config(v), fidelity(tuner).settings_at(r)))
 
     jobs = []
     for r in rungs:
@@ -161,7 +162,7 @@ def main(argv=None) -> int:
     ranked = table.assign(run=run_order(run_fitness, stopped)) if run_fitness is not None else table
     corr = ranked.corr(method="spearman")
     print("\nSpearman rank correlation between rungs (settings of each: "
-          + "; ".join(f"{r}: {tuner.settings_at(r)}" for r in rungs) + ")"
+          + "; ".join(f"{r}: {fidelity(tuner).settings_at(r)}" for r in rungs) + ")"
           + (f"; the run's {sum(stopped)} stopped candidates ranked last, tied" if any(stopped) else ""))
     print(corr.round(3).to_string())
     intervals = {a: {b: spearman_interval(corr.loc[a, b], len(table)) for b in corr.columns if b != a} for a in corr.columns}
@@ -175,7 +176,7 @@ def main(argv=None) -> int:
         "config": project_path(args.config), "overrides": args.overrides, "samples": args.samples,
         "from_run": args.from_run.resolve().name if args.from_run else None,
         **({"aborted": args.aborted, "stopped": stopped} if args.from_run else {}),
-        "rungs": {str(r): tuner.settings_at(r) for r in rungs}, "parameters": space.names,
+        "rungs": {str(r): fidelity(tuner).settings_at(r) for r in rungs}, "parameters": space.names,
         "values": values, "fitness": table.to_dict(orient="list"), "spearman": corr.round(4).to_dict(),
         "spearman_95": {a: {b: iv and [round(iv[0], 4), round(iv[1], 4)] for b, iv in row.items()}
                         for a, row in intervals.items()},

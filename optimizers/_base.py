@@ -18,6 +18,8 @@ import contextlib
 import random
 from abc import ABC, abstractmethod
 
+from typing import Protocol, runtime_checkable
+
 import numpy as np
 
 from engine.statefile import Fields
@@ -78,16 +80,6 @@ class Optimizer(ABC):
         calls it at the start of every session (a fresh run, each resume, a restart), before the
         session's first `ask`. Nothing by default."""
 
-    def settings_at(self, generation: int) -> dict:
-        """Dotted solver settings every candidate of ``generation`` plays with (a multi-fidelity
-        tuner's rung: more pieces, a wider beam); none by default."""
-        return {}
-
-    def compared(self, generation: int) -> bool:
-        """Whether evaluations of ``generation`` compete for the run's best (a multi-fidelity tuner:
-        only those at the highest fidelity reached); all by default."""
-        return True
-
     def recommendation(self) -> np.ndarray | None:
         """The point this tuner would answer with now, as genes (a vector `Space.decode` reads): a
         tuner that moves a search distribution (CMA-ES, CEM) answers with its mean, which on a noisy
@@ -95,10 +87,6 @@ class Optimizer(ABC):
         re-scoring plays it beside the top candidates, ``rescore.recommendation``); None by default
         (the tuner keeps no such point)."""
         return None
-
-    def aborts_at(self, generation: int) -> bool:
-        """Whether ``generation``'s candidates are held to the early-abort threshold; all by default."""
-        return True
 
     def initial(self, n: int) -> np.ndarray:
         """The first generation: the initial point and perturbations of it, or uniform samples."""
@@ -202,3 +190,44 @@ def numpy_random_state(f: Fields, key: str) -> tuple:
     except (TypeError, ValueError, OverflowError) as e:
         f.fail(f.name(key), f"not a state of numpy's RandomState ({e})")
     return state
+
+
+@runtime_checkable
+class MultiFidelity(Protocol):
+    """A tuner whose generations play at other fidelities (successive halving, `sha`): only such a
+    tuner has these three methods; the run loop reads every tuner through `fidelity`."""
+
+    def settings_at(self, generation: int) -> dict:
+        """Dotted solver settings every candidate of ``generation`` plays with (its rung: more
+        pieces, a wider beam)."""
+
+    def compared(self, generation: int) -> bool:
+        """Whether evaluations of ``generation`` compete for the run's best (only those at the
+        highest fidelity reached)."""
+
+    def aborts_at(self, generation: int) -> bool:
+        """Whether ``generation``'s candidates are held to the early-abort threshold."""
+
+
+class SingleFidelity:
+    """`fidelity` of a tuner that plays every generation alike: no settings of its own, every
+    generation compared and held to the early abort."""
+
+    def settings_at(self, generation: int) -> dict:
+        return {}
+
+    def compared(self, generation: int) -> bool:
+        return True
+
+    def aborts_at(self, generation: int) -> bool:
+        return True
+
+
+def fidelity(tuner) -> MultiFidelity:
+    """The tuner's fidelities: the tuner itself when it is `MultiFidelity`, else `SingleFidelity`."""
+    return tuner if isinstance(tuner, MultiFidelity) else SingleFidelity()
+
+
+def is_multi_fidelity(cls: type) -> bool:
+    """Whether instances of the tuner class ``cls`` are `MultiFidelity`."""
+    return all(callable(getattr(cls, m, None)) for m in ("settings_at", "compared", "aborts_at"))

@@ -11,6 +11,7 @@ import time
 
 from engine.files import write_bytes, write_text, write_yaml
 
+from ._base import fidelity
 from .config import RunConfig, base_solver
 from .noise import NOISE_COLUMNS, point_key
 from .space import with_settings
@@ -74,7 +75,7 @@ class Artifacts:
         else the best, at the fidelity it was scored at."""
         source = self.state.rescored or self.state.best
         data = self.space.config(source.values)
-        rung = self.state.optimizer.settings_at(source.generation)
+        rung = fidelity(self.state.optimizer).settings_at(source.generation)
         if rung:  # a multi-fidelity tuner's candidate at the fidelity it was scored at
             data = with_settings(data, rung)
         if self.state.rescored is not None:
@@ -97,7 +98,7 @@ class Artifacts:
         values = self.recommended() if g > 0 else None
         if values is None:
             return None
-        data = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
+        data = with_settings(self.space.config(values), fidelity(self.state.optimizer).settings_at(g))
         data = trimmed(SolverConfig.model_validate(data))
         data["meta"] = {"source": "tuning run", "run": self.dir.name, **self.run_config(), "algorithm": self.config.algorithm,
                         "generation": g, "recommendation": recommendation_note(g),

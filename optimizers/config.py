@@ -196,7 +196,7 @@ class RunKeys(Strict):
         except ValueError as e:
             raise ValueError(f"{'race' if self.race is not None else 'validation'}: {e}") from None
         if self.race is not None:
-            from ._base import Optimizer
+            from ._base import is_multi_fidelity
 
             seeded = instance_setting(solver)[0] == "seed"
             clashes = [("noise", self.noise.enabled), ("restart", bool(self.restart.stall)),
@@ -204,7 +204,7 @@ class RunKeys(Strict):
                        ("early_abort.reference", self.early_abort.enabled and self.early_abort.reference is not None),
                        ("rescore", self.rescore is not None),
                        ("games.seeds", self.games.seeds == "per_generation"),
-                       ("algorithm", TUNERS[self.algorithm].settings_at is not Optimizer.settings_at)]
+                       ("algorithm", is_multi_fidelity(TUNERS[self.algorithm]))]
             for key, on in clashes:
                 if on:
                     raise ValueError(f"race: does not go with {key} ({RACE_CLASHES[key]})")

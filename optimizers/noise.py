@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from ._base import fidelity
 from ._settings import Strict
 
 #: noise.csv's columns: the generation, its tuner's candidates, its games per candidate, the
@@ -84,7 +85,7 @@ class RestartConfig(Strict):
 def check(config, tuner, known_pieces: bool) -> None:
     """ValueError (``<key>: <problem>``) for noise or restart settings the run cannot honour."""
     noise, restart = config.noise, config.restart
-    multi = any(tuner.settings_at(g) for g in range(tuner.generations))
+    multi = any(fidelity(tuner).settings_at(g) for g in range(tuner.generations))
     if noise.enabled:
         key = "noise.reevaluate" if noise.reevaluate else "noise.samples.grow"
         if known_pieces:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from engine.parallel import Pool
 
+from ._base import fidelity
 from .fitness import Evaluated, canonical
 from .space import with_settings
 from .state import Rescored
@@ -34,7 +35,7 @@ class Rescore:
     def _top_distinct(self) -> list[Evaluation]:
         """The ``rescore.top`` best evaluations of distinct configs: finished ones first, then by
         fitness, the earliest on ties."""
-        compared = self.state.optimizer.compared
+        compared = fidelity(self.state.optimizer).compared
         noise = self.state.noise
         if noise is not None and noise.pools:  # points by pooled mean, each as its first evaluation
             ranked = [replace(e, record=replace(e.record, fitness=p.mean))
@@ -58,7 +59,7 @@ class Rescore:
         told, index `RECOMMENDATION`, never played while tuning, so no tuned fitness or key)
         unless it re-scores as one of them."""
         def rescored(values, g):
-            tuned = with_settings(self.space.config(values), self.state.optimizer.settings_at(g))
+            tuned = with_settings(self.space.config(values), fidelity(self.state.optimizer).settings_at(g))
             return canonical(with_settings(tuned, self.config.rescore.overrides))
 
         out = []

@@ -33,6 +33,7 @@ from engine.validation import problem
 from evaluators import EvaluatorError, load_evaluator
 from solver import SolverConfig, load_solver_config
 
+from ._base import fidelity
 from .config import GamesConfig, RunConfig
 from .fitness import canonical
 from .noise import check as check_noise
@@ -170,7 +171,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
         except ValueError as e:
             raise ConfigError(f"{origin}: {e}") from None
     for g in range(tuner.generations):  # a multi-fidelity tuner's settings per generation (rung)
-        rung = tuner.settings_at(g)
+        rung = fidelity(tuner).settings_at(g)
         if not rung:
             continue
         where = f"{origin}: {config.algorithm}: the settings of generation {g} ({rung})"

@@ -45,7 +45,7 @@ from engine.files import FolderLock
 from engine.parallel import Pool
 from engine.provenance import provenance
 
-from ._base import Optimizer
+from ._base import Optimizer, fidelity
 from .artifacts import Artifacts
 from .config import RunConfig, base_solver
 from .early_abort import EarlyAbort
@@ -234,7 +234,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
         """The solver config of a candidate of generation ``g``: the space's, with the generation's
         seeds under ``games.seeds: per_generation`` (and its games when they grow, `optimizers.noise`)."""
         data = self.space.config(values)
-        rung = self.state.optimizer.settings_at(g)
+        rung = fidelity(self.state.optimizer).settings_at(g)
         if rung:
             data = with_settings(data, rung)
         if self.config.games.seeds == "per_generation":
@@ -271,7 +271,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
             for v in self.state.noise.elite({point_key(c.values) for c in candidates}):
                 candidates.append(Candidate(len(candidates), v, *canonical(self.candidate_config(v, g))))
         early = self.state.early_abort
-        if not self.state.optimizer.aborts_at(g):
+        if not fidelity(self.state.optimizer).aborts_at(g):
             return Generation(g, candidates, None, None, started, told)
         return Generation(g, candidates, early.threshold(), early.kth_best(), started, told)
 
@@ -434,7 +434,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
             e = self.evaluations[point.first]
             return Best(fitness=point.mean, score=int(round(point.score)), generation=e.generation, index=e.index,
                         key=e.key, values=list(e.values))
-        compared = self.state.optimizer.compared
+        compared = fidelity(self.state.optimizer).compared
         done = [e for e in self.evaluations.values() if e.generation <= upto]
         rows = [e for e in done if compared(e.generation)] or done
         finished = [e for e in rows if not e.record.aborted] or rows
