@@ -197,7 +197,8 @@ def held_out(args) -> int:
     import yaml
 
     from optimizers.fitness import canonical
-    from optimizers.instances import InstanceSet, instance_setting
+    from optimizers.config import base_solver
+    from optimizers.instances import InstanceSet, games_of, instance_setting
     from optimizers.run import load_resume
     from optimizers.space import with_settings
     from optimizers.validation import paired_interval
@@ -211,14 +212,16 @@ def held_out(args) -> int:
         pick = yaml.safe_load((run_dir / "best.yaml").read_text())
         pick.pop("meta", None)
         ev = pd.read_csv(run_dir / "evaluations.csv")
-        spent = int((~ev.cached).sum())
+        base = base_solver(config)
+        spent = int((~ev.cached).sum()) * games_of(base)  # (games or estimates played)
         seconds = float(ev.seconds[~ev.cached].sum())
         if (run_dir / "rescore.csv").is_file():
             rs = pd.read_csv(run_dir / "rescore.csv")
-            spent, seconds = spent + int((~rs.cached).sum()), seconds + float(rs.seconds[~rs.cached].sum())
+            games = games_of(with_settings(base, config.rescore.overrides)) if config.rescore is not None else 1
+            spent, seconds = spent + int((~rs.cached).sum()) * games, seconds + float(rs.seconds[~rs.cached].sum())
         runs.append((run_dir, config, pick, space.config(space.init_values), spent, seconds))
-    setting, step = instance_setting(runs[0][2])
-    held = InstanceSet("held-out", setting, args.seed, step, args.instances)
+    setting, _ = instance_setting(runs[0][2])
+    held = InstanceSet("held-out", setting, args.seed, args.games if setting == "seed" else 1, args.instances)
     players = {}  # key -> config, in first-seen order
     plays = []  # per run: (pick keys, start keys)
     for _, _, pick, start, _, _ in runs:
@@ -234,7 +237,7 @@ def held_out(args) -> int:
     order = list(players)
     print(f"6. picks on {held.describe()}, {len(order)} plays on {args.jobs} workers", flush=True)
     got = dict(zip(order, _play([players[k] for k in order], args.jobs)))
-    print(f"{'run':<44}{'algorithm':>16}{'spent':>7}{'CPU s':>8}{'pick':>14}{'start':>14}   difference to the start "
+    print(f"{'run':<44}{'algorithm':>16}{'games':>7}{'CPU s':>8}{'pick':>14}{'start':>14}   difference to the start "
           f"({held.count} paired, 95%)")
     picks = []
     for (run_dir, config, *_, spent, seconds), (pk, sk) in zip(runs, plays):
@@ -333,6 +336,7 @@ def main(argv=None) -> int:
                         help="part 6 alone: these finished runs' picks and start on the same held-out instances")
     parser.add_argument("--instances", type=int, default=10, help="part 6: held-out instances")
     parser.add_argument("--seed", type=int, default=1000, help="part 6: the first held-out instance's seed")
+    parser.add_argument("--games", type=int, default=1, help="part 6: games (or estimates) an instance plays")
     parser.add_argument("--dropped", type=Path, metavar="RUN_DIR",
                         help="part 7 alone: a racing run's dropped candidates played out")
     parser.add_argument("--only-generations", type=int, nargs="+", metavar="G",

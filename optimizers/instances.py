@@ -78,9 +78,12 @@ class InstanceSet:
     count: int
 
     def settings(self, i: int) -> dict:
-        """The dotted solver settings that make a config play instance ``i``."""
+        """The dotted solver settings that make a config play instance ``i`` (for seeded games, its
+        ``step`` games from its seed, whatever the config played before)."""
         if not 0 <= i < self.count:
             raise IndexError(f"{self.name} instance {i}: the set has instances 0 to {self.count - 1}")
+        if self.setting == "seed":
+            return {"seed": self.first + i * self.step, "online.games": self.step}
         return {self.setting: self.first + i * self.step}
 
     @property

@@ -107,8 +107,6 @@ class Objective:
         import optuna
 
         data = self.space.config(self.values(trial))
-        if self.instances.name == "game":  # the solver's games one a step
-            data = with_settings(data, {"online.games": 1})
         played = []
         for i in range(self.instances.count):
             _, config = canonical(with_settings(data, self.instances.settings(i)))
