@@ -382,3 +382,25 @@ def test_a_race_with_the_early_abort_stopped_midway_resumes_to_the_uninterrupted
         drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
         assert drop(rows(cut)) == drop(rows(whole.dir)), cut_at
         assert resumed.state["best"] == whole.state["best"]
+
+
+@pytest.mark.slow
+def test_a_race_is_the_same_on_one_worker_and_on_two(tmp_path):
+    """Real games (the 1-ply player on 10 x 10 boards): each race step is one batch on the pool,
+    and its decisions come from the results alone, so the workers change nothing."""
+    run = {"name": "race-workers", "seed": 2, "algorithm": "cmaes", "cmaes": {"population": 5, "generations": 2,
+                                                                              "sigma": 0.3},
+           "solver": {"policy": "one_ply", "rules": "standard_10x10", "evaluator": "dellacherie", "seed": 1,
+                      "pieces": 300, "online": {"games": 2}},
+           "space": [{"path": "evaluator.features.holes", "low": -8, "high": 0},
+                     {"path": "evaluator.features.row_transitions", "low": -5, "high": 0}],
+           "early_abort": {"enabled": False}, "race": {"first_test": 3, "max_instances": 5, "survivors": 2},
+           "validation": {"instances": 3, "seed": 1000}, "runs_dir": str(tmp_path / "runs")}
+    out = []
+    for jobs in (1, 2):
+        path = tmp_path / f"run{jobs}.yaml"
+        path.write_text(yaml.safe_dump({**run, "parallel": {"n_jobs": jobs, "threads": 1}}, sort_keys=False))
+        out.append(tuning.tune(tuning.load_run_config(path)))
+    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
+    assert drop(rows(out[0].dir)) == drop(rows(out[1].dir))
+    assert out[0].state["best"] == out[1].state["best"] and out[0].state["validated"] == out[1].state["validated"]
