@@ -405,28 +405,36 @@ def parameter_fitness(run: Run):
 
 
 def compare_runs(runs: list[Run]):
-    """Several runs on one chart: the best so far by generation, by wall time and by pieces
-    simulated (the work early abort saves), with each run's median per generation dotted."""
+    """Several runs on one chart, each panel on its own scale: the best so far against the
+    evaluations done (equal budget, whatever each run's generation size), against wall time and
+    against the pieces simulated (the work early abort saves), and each run's median per
+    generation against the evaluations done."""
+    from matplotlib.ticker import EngFormatter, MaxNLocator
+
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharey=True)
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    (by_evals, by_wall), (by_pieces, medians) = axes
     for i, run in enumerate(runs):
         gen = run.generations
         colour = f"C{i}"
-        axes[0].plot(gen["generation"], gen["best_so_far"], "o-", color=colour, label=run.label)
-        axes[0].plot(gen["generation"], gen["median"], ":", color=colour, label=f"{run.dir.name}: median")
-        axes[1].step(gen["wall_time"], gen["best_so_far"], "o-", where="post", color=colour, ms=4, label=run.label)
-        axes[2].step(gen["pieces_total"], gen["best_so_far"], "o-", where="post", color=colour, ms=4,
-                     label=run.label)
-    for a, x in zip(axes, ("generation", "wall time (s)", "pieces simulated")):
+        evals = gen["evaluations"].cumsum()
+        by_evals.step(evals, gen["best_so_far"], "o-", where="post", color=colour, ms=4, label=run.label)
+        by_wall.step(gen["wall_time"], gen["best_so_far"], "o-", where="post", color=colour, ms=4, label=run.label)
+        by_pieces.step(gen["pieces_total"], gen["best_so_far"], "o-", where="post", color=colour, ms=4,
+                       label=run.label)
+        medians.plot(evals, gen["median"], "s:", color=colour, ms=4, label=run.label)
+    titles = ("best so far against the evaluations done", "best so far against wall time",
+              "best so far against the work done", "median of each generation")
+    xlabels = ("evaluations done", "wall time (s)", "pieces simulated", "evaluations done")
+    for a, title, x in zip(axes.flat, titles, xlabels):
+        a.set_title(title, fontsize=10)
         a.set_xlabel(x)
+        a.set_ylabel(_fitness_label(runs[0]) if runs else "fitness")
         a.grid(alpha=0.3)
-    axes[0].xaxis.get_major_locator().set_params(integer=True)
-    axes[0].set_ylabel(_fitness_label(runs[0]) if runs else "fitness")
-    axes[0].set_title("best so far (solid) and median (dotted)", fontsize=10)
-    axes[1].set_title("best so far against wall time", fontsize=10)
-    axes[2].set_title("best so far against the work done", fontsize=10)
-    axes[0].legend(fontsize=7, loc="lower right")
-    axes[1].legend(fontsize=7, loc="lower right")
+        a.yaxis.set_major_formatter(EngFormatter(sep=""))
+        a.xaxis.set_major_locator(MaxNLocator(6))
+        a.xaxis.set_major_formatter(EngFormatter(sep=""))  # (1.2M, not 1200000 run into its neighbour)
+    by_evals.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
 
