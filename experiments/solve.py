@@ -59,16 +59,32 @@ def default_out(config_path: str) -> Path:
     return Path("solves") / f"{Path(config_path).stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
+#: seconds between two progress lines when the output is not a terminal (a log file)
+LOG_EVERY = 30.0
+
+
 @contextmanager
 def progress_bar(desc: str, shown: bool):
-    """A `solver.Progress` drawing a tqdm bar (pieces, best score), closed on leaving; None when not
-    ``shown`` (tqdm is then not even imported)."""
+    """A `solver.Progress` drawing a tqdm bar (pieces, best score) on a terminal, closed on
+    leaving; on a log (stderr not a terminal) a plain line at once and then every `LOG_EVERY`
+    seconds; None when not ``shown`` (tqdm is then not even imported)."""
     if not shown:
         yield None
         return
+    if not sys.stderr.isatty():  # a log: a plain line now and then, not a bar redrawn in place
+        last = [-LOG_EVERY]
+
+        def line(done: int, total: int, best: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= LOG_EVERY or done >= total:
+                last[0] = now
+                print(f"{desc}: piece {done:,} of {total:,}, score {best:,}", file=sys.stderr, flush=True)
+
+        yield line
+        return
     from tqdm import tqdm
 
-    bar = tqdm(total=None, unit="piece", desc=desc, dynamic_ncols=True, disable=None)  # none when not a terminal
+    bar = tqdm(total=None, unit="piece", desc=desc, dynamic_ncols=True)
 
     def progress(done: int, total: int, best: int) -> None:
         bar.total = total

@@ -229,16 +229,16 @@ class SolverKeys(Strict):
         the estimate of the policy's section and of the shared sections (``online``), each a
         section's ``memory(config)``, is made before anything is allocated (not for a configuration
         read back, `engine.validation.WRITTEN_ELSEWHERE`)."""
-        from . import registry
-
         if not runs_here(info):
             return self
-
-        try:
-            registry.get(self.policy)
-        except registry.PolicyError:
+        # the sections are this model's own fields (its registry made them): a policy's is named after
+        # it, the others are shared (``online``); the policy's names are its ``policy`` field's choices
+        fields = type(self).model_fields
+        names = set(getattr(fields["policy"].annotation, "__args__", ()))
+        if self.policy not in names:
             return self
-        shared = [key for key in registry.sections() if key not in registry.names()]
+        shared = [key for key, f in fields.items()
+                  if key not in names and isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)]
         needs: list[Need] = []
         for key in (self.policy, *shared):
             estimate = getattr(getattr(self, key, None), "memory", None)
