@@ -35,6 +35,7 @@ The modules:
   stated confidence (irace's F-race, paired t, Wilcoxon), as a generation of the run loop;
 - `validation`: the pick and the start played on held-out instances, their paired difference;
 - `heartbeat`: a line every few seconds while the kernels compile before a run's first generation;
+- `optuna_space`: the space as Optuna's distributions (the `optuna` tuner and `objective`);
 - `objective`: Optuna's own loop, ``objective(trial)`` from a run config for ``study.optimize``;
 - `config`: the run configuration schema; `store`: the run directory's files; `state`: the run's
   state between generations (the checkpoint); `tuner`: the run loop, with `generation` (a

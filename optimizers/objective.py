@@ -79,7 +79,7 @@ class Objective:
 
     def __init__(self, config: RunConfig, evaluate: Callable = evaluate):
         from .tuner import make_space
-        from .tuners.optuna_samplers import distributions
+        from .optuna_space import distributions
 
         self.config = config
         self.space = make_space(config)
@@ -89,7 +89,7 @@ class Objective:
 
     def values(self, trial) -> list:
         """The trial's point: each parameter suggested under its path, as the space plays it."""
-        from .tuners.optuna_samplers import genes
+        from .optuna_space import genes
 
         from optuna.distributions import CategoricalDistribution, IntDistribution
 
