@@ -9,7 +9,7 @@ import numpy as np
 
 def distributions(space) -> dict:
     """The space as Optuna's distributions, each parameter under its path: a float in [low, high],
-    an int, a choice among its values (`_choices`)."""
+    an int, a choice among its values (`choices_of`)."""
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     out = {}
@@ -19,7 +19,7 @@ def distributions(space) -> dict:
         elif p.type == "int":
             out[p.path] = IntDistribution(int(p.low), int(p.high))
         else:
-            out[p.path] = CategoricalDistribution(_choices(p))
+            out[p.path] = CategoricalDistribution(choices_of(p))
     return out
 
 
@@ -28,11 +28,11 @@ def genes(space, params: dict) -> np.ndarray:
     out = []
     for p in space.params:
         v = params[p.path]
-        out.append(float(_choices(p).index(v)) if p.type == "choice" else float(v))
+        out.append(float(choices_of(p).index(v)) if p.type == "choice" else float(v))
     return np.array(out, dtype=np.float64)
 
 
-def _choices(p) -> tuple:
+def choices_of(p) -> tuple:
     """A choice parameter's values as Optuna's categorical choices: the values themselves when they
     are plain and distinct (None, bool, int, float, str), else their indices."""
     plain = all(c is None or isinstance(c, (bool, int, float, str)) for c in p.choices)

@@ -58,7 +58,7 @@ from engine import files
 
 from .._base import NUMPY_SEED_BOUND, Optimizer, numpy_random_state
 from .._settings import TunerSettings
-from ..optuna_space import _choices, distributions, genes
+from ..optuna_space import choices_of, distributions, genes
 from . import register
 
 #: the study's file in the run directory
@@ -191,7 +191,7 @@ class OptunaTuner(Optimizer):
         """A vector as the trial's parameters (ints rounded, a choice by its value)."""
         out = {}
         for p, g in zip(self.space.params, genes):
-            out[p.path] = _choices(p)[int(p.encode(p.decode(g)))] if p.type == "choice" else p.decode(g)
+            out[p.path] = choices_of(p)[int(p.encode(p.decode(g)))] if p.type == "choice" else p.decode(g)
         return out
 
     def _genes(self, params: dict) -> np.ndarray:
