@@ -38,8 +38,6 @@ from engine.outcome import GameEnd, Stop
 SIMULATIONS = 0  # solver runs in this process (tests count them)
 #: hex digits of a config's SHA-1 kept as its key (64 bits: no clash among a run's candidates)
 KEY_HEX_DIGITS = 16
-#: zlib level of the curves' text form (curves.jsonl)
-CURVE_COMPRESSION = 6
 
 
 @dataclass(frozen=True)
@@ -201,14 +199,9 @@ def _unreadable_search(e, checkpoint) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def encode_curve(curve) -> str:
-    """A compact text form of an integer curve (zlib of its int64 differences, base64)."""
-    a = np.asarray(curve, dtype=np.int64)
-    d = np.diff(a, prepend=np.int64(0))
-    return base64.b64encode(zlib.compress(d.tobytes(), CURVE_COMPRESSION)).decode("ascii")
-
-
 def decode_curve(text: str) -> np.ndarray:
+    """An integer curve from the text form older versions wrote in curves.jsonl (base64 of the zlib
+    of its int64 differences)."""
     d = np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=np.int64)
     return np.cumsum(d)
 

@@ -13,7 +13,7 @@ from engine.parallel import Pool
 
 from .fitness import Evaluated, TuningRecord
 from .generation import Generation
-from .store import IN_PLAY, Evaluation, RunDamaged
+from .store import DECIMALS, IN_PLAY, Evaluation, GenerationStats, RunDamaged, RunStore, spread
 
 log = logging.getLogger("optimizers.run")
 
@@ -34,7 +34,7 @@ class Restore:
 
     def _restore(self) -> None:
         """Rebuild the memo from the files; clean partial lines. `RunDamaged` when evaluations.csv is
-        not what the checkpoint's finished generations counted (`RunStore.check_against`: rows
+        not what the checkpoint's finished generations counted (`check_against`: rows
         missing, a damaged line, a value changed): the run would silently simulate them again, or
         go on from values it was never told.
 
@@ -48,7 +48,7 @@ class Restore:
         told = {r["generation"]: r["candidates"] for r in noise.rows} if noise is not None else None
         if self.config.race is not None:  # a race's statistics are means by entrant: only rows are counted
             told = {h.generation: 0 for h in self.state.history}
-        self.store.check_against(rows, self.state.history, told)
+        check_against(self.store, rows, self.state.history, told)
         damaged = self.store.damaged.get(self.store.evaluations.name)
         if damaged:  # (lines of no finished generation: check_against refuses those)
             self._say(f"{self.store.evaluations}: line{'s' if len(damaged) > 1 else ''} "
@@ -111,3 +111,57 @@ class Restore:
         old = sorted((self.dir / IN_PLAY).glob("*.pkl")) if (self.dir / IN_PLAY).is_dir() else []
         if old:
             raise RunDamaged(f"{old[0]}: {legacy_problem(self.dir)}")
+
+
+def check_against(store: RunStore, rows: list[Evaluation], history: list[GenerationStats],
+                  told: dict[int, int] | None = None) -> None:
+    """`RunDamaged` when ``rows`` (evaluations.csv as read) are not the evaluations of the
+    finished generations of ``history`` (the checkpoint's): rows missing (naming the damaged
+    lines), a candidate the generation did not have, or fitness values whose statistics (best,
+    mean, median, worst of the tuner's candidates, computed as the run loop computes them,
+    `spread`) are not the checkpoint's at the precision generations.csv is written at
+    (`DECIMALS`): a value changed after its generation finished. ``told``: how many of a
+    generation's candidates, the first ones, are the tuner's (the others re-evaluations,
+    `optimizers.noise`); absent: all of them."""
+    by_generation: dict[int, list[Evaluation]] = {}
+    for e in rows:
+        by_generation.setdefault(e.generation, []).append(e)
+    counted = {h.generation: h.evaluations for h in history}
+    have = {g: len(by_generation.get(g, [])) for g in counted}
+    missing = {g: n - have[g] for g, n in counted.items() if have[g] < n}
+    name = store.evaluations.name
+    if missing:
+        if not store.evaluations.exists():
+            where = "the file is missing"
+        elif store.damaged.get(name) == [1] and not rows:
+            where = "its header is not the one this run writes"
+        elif store.damaged.get(name):
+            lines = store.damaged[name]
+            where = f"unreadable line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}" + (
+                ", ..." if len(lines) > 5 else "")
+        else:
+            where = "rows deleted"
+        gens = ", ".join(str(g) for g in sorted(missing))
+        raise RunDamaged(f"{store.evaluations}: {sum(missing.values())} of the evaluations the checkpoint counts in "
+                         f"generation{'s' if len(missing) > 1 else ''} {gens} are not there ({where}); restore the "
+                         "file, or move checkpoint.npz aside to resume from the evaluations that remain")
+    for h in history:
+        mine = by_generation[h.generation]
+        for e in mine:
+            if not 0 <= e.index < h.evaluations:
+                raise RunDamaged(f"{store.evaluations}: line {store.slot_lines.get(e.slot, '?')} is generation "
+                                 f"{e.generation}'s candidate {e.index}, which the checkpoint does not count (the "
+                                 f"generation had candidates 0 to {h.evaluations - 1}); remove it, or restore the file")
+        n = h.evaluations if told is None else told.get(h.generation, h.evaluations)
+        fitness = [e.record.fitness for e in mine if e.index < n]
+        if not fitness:
+            continue
+        now = spread(fitness)
+        for stat in ("best", "mean", "median", "worst"):
+            saved = getattr(h, stat)
+            if saved is None or f"{now[stat]:.{DECIMALS}f}" != f"{saved:.{DECIMALS}f}":
+                raise RunDamaged(
+                    f"{store.evaluations}: generation {h.generation}'s rows give a {stat} fitness of "
+                    f"{now[stat]:.{DECIMALS}f} where the checkpoint's statistics say "
+                    f"{'none' if saved is None else f'{saved:.{DECIMALS}f}'}: a value was changed after the "
+                    "generation finished; restore the file as the run wrote it")

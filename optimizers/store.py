@@ -2,8 +2,9 @@
 
 - ``evaluations.csv``: a row per evaluation, appended (and flushed) as each one finishes; at the end
   of a generation the file is rewritten whole, sorted by (generation, index);
-- ``curves.jsonl``: the ``best_by_step`` curve of every simulated evaluation (compact encoding,
-  `fitness.encode_curve`), appended before its row, so a row always has its curve;
+- ``curves.jsonl``: the ``best_by_step`` curve of every simulated evaluation as plain integers
+  (``pandas.read_json(path, lines=True)`` opens it; older runs' lines hold an encoded text,
+  `fitness.decode_curve`, read too), appended before its row, so a row always has its curve;
 - ``rescore.csv``: the final re-scoring, a row per candidate, appended likewise;
 - ``generations.csv``, ``best.yaml``, ``recommendation.yaml`` (a tuner with a search distribution:
   its mean), ``fitness.png``, ``checkpoint.npz`` (the run's state as data, `engine.statefile`):
@@ -15,7 +16,7 @@
 A line cut short by a kill is dropped when the files are read back (and the files are rewritten
 clean before a resumed run appends to them); a line with a value no run writes (a NaN or infinite
 fitness, threshold or seconds) is a damaged line, and a (generation, index) twice in
-evaluations.csv is refused. A resume holds evaluations.csv to the checkpoint (`RunStore.check_against`:
+evaluations.csv is refused. A resume holds evaluations.csv to the checkpoint (`restore.check_against`:
 every finished generation's rows there, giving its statistics). The rows are typed records:
 `Evaluation`, `Rescoring`, `GenerationStats`.
 """
@@ -26,6 +27,7 @@ import csv
 import io
 import json
 import math
+import zlib
 from dataclasses import asdict, dataclass, fields as dataclass_fields
 from pathlib import Path
 
@@ -34,9 +36,12 @@ import numpy as np
 from engine.files import MAX_JSON_BYTES, MAX_TABLE_BYTES, ReadError, read_bytes, read_json, read_text, write_json, write_text
 from engine.statefile import MAX_RUN_STATE_BYTES, StateError, legacy_problem, read_state, write_state
 
-from .fitness import RECORD_FIELDS, TuningRecord, decode_curve, encode_curve
+from .fitness import RECORD_FIELDS, TuningRecord, decode_curve
 from .space import Param
 
+#: how far curves.jsonl is read: its integers take about as much as the memo holds in memory (8
+#: bytes a piece or game of each simulated evaluation), which the run's memory check counts
+MAX_CURVES_BYTES = 4 * MAX_TABLE_BYTES
 #: decimals of the seconds and the statistics written (a millisecond; a thousandth of a point)
 DECIMALS = 3
 #: the run's state file (`engine.statefile`), what it says it holds, and the pickle of older versions
@@ -158,6 +163,16 @@ def _finite(s: str) -> float:
     if not math.isfinite(v):
         raise ValueError(s)
     return v
+
+
+def curve_of(value) -> np.ndarray:
+    """A curve as curves.jsonl holds it: a list of integers, or an older version's encoded text;
+    ValueError otherwise (the line is then a damaged one)."""
+    if isinstance(value, str):
+        return decode_curve(value)
+    if not isinstance(value, list) or not all(type(v) is int for v in value):
+        raise ValueError("a curve is a list of integers")
+    return np.asarray(value, dtype=np.int64)
 
 
 class RunStore:
@@ -312,15 +327,18 @@ class RunStore:
 
     # ------------------------------------------------------------------ curves
     def append_curve(self, tag, key: str, curve) -> None:
+        """A line of curves.jsonl: the evaluation's tag, config key and curve as plain integers
+        (``pandas.read_json(path, lines=True)`` opens the file)."""
+        line = json.dumps({"tag": tag, "key": key, "curve": [int(v) for v in curve]}, separators=(",", ":"))
         with open(self.curves, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"tag": tag, "key": key, "curve": encode_curve(curve)}) + "\n")
+            f.write(line + "\n")
             f.flush()
 
     def _jsonl_text(self) -> str:
         """curves.jsonl's text, read no further than `MAX_TABLE_BYTES` (`RunDamaged` beyond); bytes
         that are not UTF-8 spoil only their line, which is skipped like any damaged line."""
         try:
-            return read_bytes(self.curves, MAX_TABLE_BYTES, "a run's table").decode("utf-8", errors="replace")
+            return read_bytes(self.curves, MAX_CURVES_BYTES, "a run's curves").decode("utf-8", errors="replace")
         except ReadError as e:
             raise RunDamaged(str(e)) from None
 
@@ -333,8 +351,8 @@ class RunStore:
         for line in text.split("\n")[:-1]:
             try:
                 d = json.loads(line)
-                out[(d["tag"], d["key"])] = decode_curve(d["curve"])
-            except (ValueError, KeyError, TypeError):
+                out[(d["tag"], d["key"])] = curve_of(d["curve"])
+            except (ValueError, KeyError, TypeError, zlib.error):
                 continue
         return out
 
@@ -446,56 +464,3 @@ class RunStore:
         """How to go on past a damaged checkpoint (the end of a `RunDamaged` line)."""
         return (f"move it aside (mv {CHECKPOINT} {CHECKPOINT}.bad) and resume again: the run then starts over from "
                 "evaluations.csv, simulating none of the evaluations it holds")
-
-    def check_against(self, rows: list[Evaluation], history: list[GenerationStats],
-                      told: dict[int, int] | None = None) -> None:
-        """`RunDamaged` when ``rows`` (evaluations.csv as read) are not the evaluations of the
-        finished generations of ``history`` (the checkpoint's): rows missing (naming the damaged
-        lines), a candidate the generation did not have, or fitness values whose statistics (best,
-        mean, median, worst of the tuner's candidates, computed as the run loop computes them,
-        `spread`) are not the checkpoint's at the precision generations.csv is written at
-        (`DECIMALS`): a value changed after its generation finished. ``told``: how many of a
-        generation's candidates, the first ones, are the tuner's (the others re-evaluations,
-        `optimizers.noise`); absent: all of them."""
-        by_generation: dict[int, list[Evaluation]] = {}
-        for e in rows:
-            by_generation.setdefault(e.generation, []).append(e)
-        counted = {h.generation: h.evaluations for h in history}
-        have = {g: len(by_generation.get(g, [])) for g in counted}
-        missing = {g: n - have[g] for g, n in counted.items() if have[g] < n}
-        name = self.evaluations.name
-        if missing:
-            if not self.evaluations.exists():
-                where = "the file is missing"
-            elif self.damaged.get(name) == [1] and not rows:
-                where = "its header is not the one this run writes"
-            elif self.damaged.get(name):
-                lines = self.damaged[name]
-                where = f"unreadable line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}" + (
-                    ", ..." if len(lines) > 5 else "")
-            else:
-                where = "rows deleted"
-            gens = ", ".join(str(g) for g in sorted(missing))
-            raise RunDamaged(f"{self.evaluations}: {sum(missing.values())} of the evaluations the checkpoint counts in "
-                             f"generation{'s' if len(missing) > 1 else ''} {gens} are not there ({where}); restore the "
-                             "file, or move checkpoint.npz aside to resume from the evaluations that remain")
-        for h in history:
-            mine = by_generation[h.generation]
-            for e in mine:
-                if not 0 <= e.index < h.evaluations:
-                    raise RunDamaged(f"{self.evaluations}: line {self.slot_lines.get(e.slot, '?')} is generation "
-                                     f"{e.generation}'s candidate {e.index}, which the checkpoint does not count (the "
-                                     f"generation had candidates 0 to {h.evaluations - 1}); remove it, or restore the file")
-            n = h.evaluations if told is None else told.get(h.generation, h.evaluations)
-            fitness = [e.record.fitness for e in mine if e.index < n]
-            if not fitness:
-                continue
-            now = spread(fitness)
-            for stat in ("best", "mean", "median", "worst"):
-                saved = getattr(h, stat)
-                if saved is None or f"{now[stat]:.{DECIMALS}f}" != f"{saved:.{DECIMALS}f}":
-                    raise RunDamaged(
-                        f"{self.evaluations}: generation {h.generation}'s rows give a {stat} fitness of "
-                        f"{now[stat]:.{DECIMALS}f} where the checkpoint's statistics say "
-                        f"{'none' if saved is None else f'{saved:.{DECIMALS}f}'}: a value was changed after the "
-                        "generation finished; restore the file as the run wrote it")
