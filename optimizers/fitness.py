@@ -81,14 +81,24 @@ class Evaluated:
     discarded: str | None = None
 
 
+#: settings added after runs were first keyed, left out of a config's key (and its normalised form)
+#: at the value that plays as the versions before them did: a run resumed across the version that
+#: added one still finds its evaluations, none simulated again
+NEUTRAL_SINCE_KEYED = {("beam", "tie_seed"): 0, ("segment", "tie_seed"): 0}
+
+
 def canonical(config: dict) -> tuple[str, dict]:
     """(key, normalised config): the config validated by `SolverConfig`, dumped as JSON-ready data
-    with ``threads`` and ``meta`` cleared; the key is a digest of its sorted JSON."""
+    with ``threads`` and ``meta`` cleared and the `NEUTRAL_SINCE_KEYED` settings at their neutral
+    value left out; the key is a digest of its sorted JSON."""
     from solver import SolverConfig
 
     data = SolverConfig.model_validate(config).model_dump(mode="json")
     data["threads"] = None
     data["meta"] = None
+    for (section, key), neutral in NEUTRAL_SINCE_KEYED.items():
+        if isinstance(data.get(section), dict) and data[section].get(key) == neutral:
+            del data[section][key]
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha1(text.encode()).hexdigest()[:KEY_HEX_DIGITS], data
 

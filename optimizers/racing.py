@@ -4,7 +4,7 @@ paired test at a stated confidence, so that the budget goes to the candidates st
 
 A race over candidates C on instances 1, 2, ... (each instance shared by every candidate: common
 random numbers, so differences are paired; in the run loop, round r plays training instance
-`race_order`\ [r], new ones first):
+`race_order` [r], new ones first):
 
     alive <- C (the elites, carried over from the race before, first)
     for r = 1, 2, ..., max_instances:

@@ -327,7 +327,7 @@ class TieToy:
     def __call__(self, task):
         from optimizers.fitness import Evaluated, TuningRecord, aborted_record, first_abort
 
-        share, tie = float(task.config["beam"]["score_share"]), int(task.config["beam"]["tie_seed"])
+        share, tie = float(task.config["beam"]["score_share"]), int(task.config["beam"].get("tie_seed", 0))
         self.calls.append((share, tie, task.threshold is not None))
         tag = int(share * 1e9)
         score = int(round(10_000 - 20_000 * (share - 0.3) ** 2 + np.random.default_rng([tie]).normal(0, 800)

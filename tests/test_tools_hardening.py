@@ -591,9 +591,10 @@ def test_a_run_store_reads_its_files_bounded(tmp_path, monkeypatch):
     store = RunStore(tmp_path, [])
     store.curves.write_bytes(b'{"tag": 1, "key": "k", "curve": "eJwDAAAAAAE="}\n\xff\xfe not utf-8\n')
     assert list(store.read_curves()) == [(1, "k")]  # the damaged line is skipped, as any damaged line
-    monkeypatch.setattr(store_module, "MAX_TABLE_BYTES", 10)
-    with pytest.raises(RunDamaged, match=r"curves\.jsonl: more than 10 bytes: too large for a run's table"):
+    monkeypatch.setattr(store_module, "MAX_CURVES_BYTES", 10)
+    with pytest.raises(RunDamaged, match=r"curves\.jsonl: more than 10 bytes: too large for a run's curves"):
         store.read_curves()
+    monkeypatch.setattr(store_module, "MAX_TABLE_BYTES", 10)
     (tmp_path / "evaluations.csv").write_text("generation,index\n" * 3)
     with pytest.raises(RunDamaged, match=r"evaluations\.csv: more than 10 bytes"):
         store.read_evaluations()

@@ -174,7 +174,9 @@ class Segment(Policy):
 
     def fingerprint(self) -> str:
         """What a checkpoint must have been made by: the settings, rules, evaluator, pieces and sequence."""
-        what = {"segment": self.config.segment.model_dump(exclude={"checkpoint_seconds", "parallel"}), "rules": repr(self.rules),
+        # (tie seed 0, the order before tie seeds existed, left out: a search saved then still resumes)
+        unkept = {"checkpoint_seconds", "parallel"} | ({"tie_seed"} if self.config.segment.tie_seed == 0 else set())
+        what = {"segment": self.config.segment.model_dump(exclude=unkept), "rules": repr(self.rules),
                 "evaluator": self.evaluator.spec.terms.tolist(), "pieces": self.pieces,
                 "sequence": hashlib.sha256(self.sequence.tobytes()).hexdigest()}
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
