@@ -263,7 +263,7 @@ def dropped(args) -> int:
     from optimizers.config import base_solver
     from optimizers.fitness import canonical
     from optimizers.instances import training
-    from optimizers.racing import race_order
+    from optimizers.racing import Race, race_order
     from optimizers.run import load_resume
     from optimizers.space import with_settings
 
@@ -286,7 +286,12 @@ def dropped(args) -> int:
         seen = max(seen, max(order[:most]) + 1)
         if args.only_generations and g not in args.only_generations:
             continue
-        alive = [v for v, r in played.items() if len(r) == most]
+        # the race replayed from its results (entrants in the order they first played): its survivors
+        entrants = list(played)
+        race = Race(list(range(len(entrants))), config.race,
+                    results={(c, k): f for c, v in enumerate(entrants) for k, f in enumerate(played[v])})
+        race.step()
+        alive = [entrants[c] for c in race.alive]
         winner = max(alive, key=lambda v: np.mean(played[v]))
         for values, results in played.items():
             if values in alive and values != winner:
