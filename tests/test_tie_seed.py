@@ -38,6 +38,7 @@ def kept(values, bs, nodes, seed):
     return [int(i) for i in best]
 
 
+@np.errstate(over="ignore")  # (board_hash's plain-Python form wraps around as the kernel's does)
 def test_another_tie_seed_keeps_other_boards_of_equal_value_only():
     bs = boards(12, seed=3)
     distinct = [float(v) for v in range(12)]
