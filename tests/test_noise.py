@@ -4,7 +4,6 @@ restarted with a larger population, the settings' errors, and resume; the re-sco
 tuner's mean beside its best draws. On hand-made samples and
 on the synthetic fitness of tests/toy_fitness.py (no game is played)."""
 
-import csv
 from types import SimpleNamespace
 
 import numpy as np
@@ -110,17 +109,7 @@ def test_the_stall_rule_counts_generations_without_improvement():
 # in the run loop, on the synthetic fitness
 
 
-def config(tmp_path, **changes):
-    data = {**toy_fitness.RUN, **changes, "runs_dir": str(tmp_path / "runs")}
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return tuning.load_run_config(path)
-
-
-def rows(run_dir, name="evaluations.csv"):
-    with open(run_dir / name, newline="") as f:
-        return list(csv.DictReader(f))
+config, rows = toy_fitness.run_config, toy_fitness.rows
 
 
 def weights(row):
@@ -236,22 +225,10 @@ def test_resume_with_noise_handling_and_restarts_ends_as_an_uninterrupted_run(tm
     whole = tuning.tune(config(tmp_path / "a", **changes))
     assert any(r["restart"] for r in rows(whole.dir, "noise.csv"))
 
-    class Stop(Exception):
-        pass
-
-    seen = []
-
-    def stop(row):
-        seen.append(row)
-        if row["generation"] == 5 and sum(r["generation"] == 5 for r in seen) == 2:
-            raise Stop()
-
-    with pytest.raises(Stop):
-        tuning.tune(config(tmp_path / "b", **changes), on_evaluation=stop)
-    (cut,) = list((tmp_path / "b" / "runs").iterdir())
+    cut = toy_fitness.stopped_run(tmp_path / "b", 5, 2, **changes)
     assert RunStore(cut, []).load_checkpoint()["generation"] == 5
     resumed = tuning.resume(cut)
-    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
+    drop = toy_fitness.without_seconds
     assert drop(rows(cut)) == drop(rows(whole.dir))
     assert rows(cut, "noise.csv") == rows(whole.dir, "noise.csv")
     assert resumed.state["best"] == whole.state["best"]

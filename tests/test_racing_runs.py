@@ -4,7 +4,6 @@ config's refusals."""
 
 from __future__ import annotations
 
-import csv
 import math
 
 import numpy as np
@@ -24,17 +23,7 @@ RACING = {"random": {"samples": 6, "generations": 3}, "games": {"seeds": "fixed"
           "validation": {"instances": 6, "seed": 5000}}
 
 
-def config(tmp_path, **changes):
-    data = {**toy_fitness.RUN, **changes, "runs_dir": str(tmp_path / "runs")}
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return tuning.load_run_config(path)
-
-
-def rows(run_dir, name="evaluations.csv"):
-    with open(run_dir / name, newline="") as f:
-        return list(csv.DictReader(f))
+config, rows, drop, Stop = toy_fitness.run_config, toy_fitness.rows, toy_fitness.without_seconds, toy_fitness.Stop
 
 
 def weights(row):
@@ -123,25 +112,11 @@ def tuning_held():
     return InstanceSet("held-out", "seed", 1000, 1, 2)
 
 
-class Stop(Exception):
-    pass
-
-
 def test_a_race_stopped_midway_resumes_to_the_uninterrupted_end(tmp_path, monkeypatch):
     toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
     whole = tuning.tune(config(tmp_path / "a", **RACING))
-    seen = []
-
-    def stop(row):
-        seen.append(row)
-        if row["generation"] == 1 and sum(r["generation"] == 1 for r in seen) == 13:  # inside the race's 2nd batch
-            raise Stop()
-
-    with pytest.raises(Stop):
-        tuning.tune(config(tmp_path / "b", **RACING), on_evaluation=stop)
-    (cut,) = list((tmp_path / "b" / "runs").iterdir())
+    cut = toy_fitness.stopped_run(tmp_path / "b", 1, 13, **RACING)  # inside the race's 2nd batch
     resumed = tuning.resume(cut)
-    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
     assert drop(rows(cut)) == drop(rows(whole.dir))
     assert resumed.state["best"] == whole.state["best"]
     assert resumed.state["elites"] == whole.state["elites"]
@@ -176,7 +151,6 @@ def test_a_racing_run_is_reproduced_by_its_config_and_seed(tmp_path, monkeypatch
     toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
     a = tuning.tune(config(tmp_path / "a", **RACING))
     b = tuning.tune(config(tmp_path / "b", **RACING))
-    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
     assert drop(rows(a.dir)) == drop(rows(b.dir)) and a.state["best"] == b.state["best"]
 
 
@@ -240,18 +214,8 @@ def test_a_pruned_optuna_race_stopped_midway_resumes_to_the_same_study(tmp_path,
 
     toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
     whole = tuning.tune(config(tmp_path / "a", **OPTUNA_PRUNED))
-    seen = []
-
-    def stop(row):
-        seen.append(row)
-        if row["generation"] == 2 and sum(r["generation"] == 2 for r in seen) == 15:
-            raise Stop()
-
-    with pytest.raises(Stop):
-        tuning.tune(config(tmp_path / "b", **OPTUNA_PRUNED), on_evaluation=stop)
-    (cut,) = list((tmp_path / "b" / "runs").iterdir())
+    cut = toy_fitness.stopped_run(tmp_path / "b", 2, 15, **OPTUNA_PRUNED)
     resumed = tuning.resume(cut)
-    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
     assert drop(rows(cut)) == drop(rows(whole.dir))
     assert resumed.state["best"]["values"] == whole.state["best"]["values"]
 
@@ -368,18 +332,8 @@ def test_a_race_with_the_early_abort_stopped_midway_resumes_to_the_uninterrupted
     monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self, pool: None)
     whole = tuning.tune(config(tmp_path / "a", **GEEK_ABORT))
     for cut_at in (3, 7):  # inside generation 1's first step, and inside its second
-        seen = []
-
-        def stop(row):
-            seen.append(row)
-            if row["generation"] == 1 and sum(r["generation"] == 1 for r in seen) == cut_at:
-                raise Stop()
-
-        with pytest.raises(Stop):
-            tuning.tune(config(tmp_path / f"b{cut_at}", **GEEK_ABORT), on_evaluation=stop)
-        (cut,) = list((tmp_path / f"b{cut_at}" / "runs").iterdir())
+        cut = toy_fitness.stopped_run(tmp_path / f"b{cut_at}", 1, cut_at, **GEEK_ABORT)
         resumed = tuning.resume(cut)
-        drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
         assert drop(rows(cut)) == drop(rows(whole.dir)), cut_at
         assert resumed.state["best"] == whole.state["best"]
 
@@ -401,6 +355,5 @@ def test_a_race_is_the_same_on_one_worker_and_on_two(tmp_path):
         path = tmp_path / f"run{jobs}.yaml"
         path.write_text(yaml.safe_dump({**run, "parallel": {"n_jobs": jobs, "threads": 1}}, sort_keys=False))
         out.append(tuning.tune(tuning.load_run_config(path)))
-    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]
     assert drop(rows(out[0].dir)) == drop(rows(out[1].dir))
     assert out[0].state["best"] == out[1].state["best"] and out[0].state["validated"] == out[1].state["validated"]

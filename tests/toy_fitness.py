@@ -12,6 +12,7 @@ pieces and is held to the early abort's threshold as the solver would be.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 
 import numpy as np
@@ -83,3 +84,55 @@ def install(monkeypatch, noise: float = 0.0, value=true_value, shared: float = 0
     monkeypatch.setattr(run_loop, "evaluate", toy)
     monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self, pool: None)
     return toy
+
+
+# ------------------------------------------------------------------------------------------------
+# runs of `RUN` with changes: written, stopped part way, read back
+
+
+def run_config(tmp_path, **changes):
+    """The run config of `RUN` with ``changes`` (its runs under ``tmp_path/runs``), as its file reads."""
+    import yaml
+
+    from optimizers import run as tuning
+
+    data = {**RUN, **changes, "runs_dir": str(tmp_path / "runs")}
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return tuning.load_run_config(path)
+
+
+def rows(run_dir, name="evaluations.csv") -> list[dict]:
+    """A run's CSV file as rows of text."""
+    with open(run_dir / name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def without_seconds(table: list[dict]) -> list[dict]:
+    """Rows without their seconds (the one field two runs of the same config differ in)."""
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in table]
+
+
+class Stop(Exception):
+    """What `stopped_run` raises to stop a run part way."""
+
+
+def stopped_run(tmp_path, generation: int, after: int, **changes):
+    """The run directory of `run_config` (``tmp_path``, ``changes``) stopped by an exception once
+    ``after`` evaluations of ``generation`` are written down, as a kill would leave it."""
+    import pytest
+
+    from optimizers import run as tuning
+
+    seen = []
+
+    def stop(row):
+        seen.append(row)
+        if row["generation"] == generation and sum(r["generation"] == generation for r in seen) == after:
+            raise Stop()
+
+    with pytest.raises(Stop):
+        tuning.tune(run_config(tmp_path, **changes), on_evaluation=stop)
+    (cut,) = list((tmp_path / "runs").iterdir())
+    return cut
