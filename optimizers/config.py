@@ -188,17 +188,17 @@ class RunKeys(Strict):
             registry.get(solver.get("policy", "beam"))
         except registry.PolicyError:
             return self  # (the solver config's own check names it)
+        section = "race" if self.race is not None else "validation"
         if any(p.path == "policy" for p in self.space):
-            raise ValueError(f"{'race' if self.race is not None else 'validation'}: the policy is tuned (space: "
-                             "policy): its instances would differ from candidate to candidate")
+            raise ValueError(f"{section}: the policy is tuned (space: policy): its instances would differ from "
+                             "candidate to candidate")
         try:
-            instance_setting(solver)
+            seeded = instance_setting(solver)[0] == "seed"
         except ValueError as e:
-            raise ValueError(f"{'race' if self.race is not None else 'validation'}: {e}") from None
+            raise ValueError(f"{section}: {e}") from None
         if self.race is not None:
             from ._base import is_multi_fidelity
 
-            seeded = instance_setting(solver)[0] == "seed"
             clashes = [("noise", self.noise.enabled), ("restart", bool(self.restart.stall)),
                        ("early_abort.enabled", self.early_abort.enabled and seeded),
                        ("early_abort.reference", self.early_abort.enabled and self.early_abort.reference is not None),

@@ -4,9 +4,10 @@ A policy for unknown pieces is scored on seeded games; an *instance* is a block 
 solver's ``online.games`` games from one seed (`InstanceSet`). On the known sequence an instance is
 a tie seed (``beam.tie_seed``, ``segment.tie_seed``): the order of the boards of equal value, the
 noise a setting's score has there. Candidates that play the same instances are compared on the
-same draws (common random numbers), so their differences are paired. A run names two sets: the race's training instances (`optimizers.racing`) and the held-out
-ones its pick is validated on (`optimizers.validation`), which no candidate may have played
-(`seen_seeds`, checked when the config is read).
+same draws (common random numbers), so their differences are paired. A run names two sets: the
+race's training instances (`optimizers.racing`) and the held-out ones its pick is validated on
+(`optimizers.validation`), which no candidate may have played (`seen_seeds`, checked when the
+config is read).
 """
 
 from __future__ import annotations
@@ -125,11 +126,16 @@ def seen_seeds(config, solver: dict) -> list[tuple[str, range]]:
 def training(config, solver: dict) -> InstanceSet:
     """The race's training instances: from ``race.seed`` on, else from the solver's own (its first
     seed, or its tie seed)."""
-    race = config.race
     setting, step = instance_setting(solver)
-    first = own_instance(solver) if race.seed is None else race.seed
-    count = race.max_instances + config.generations * race.new_instances  # (each race opens new_instances)
-    return InstanceSet("training", setting, first, step, count)
+    first = own_instance(solver) if config.race.seed is None else config.race.seed
+    return InstanceSet("training", setting, first, step, training_count(config))
+
+
+def training_count(config) -> int:
+    """The most training instances a racing run's races can open: the first race's, then
+    ``new_instances`` a generation (`optimizers.racing.race_order`); 0 without a race."""
+    race = config.race
+    return 0 if race is None else race.max_instances + config.generations * race.new_instances
 
 
 def held_out(config, solver: dict) -> InstanceSet:

@@ -204,10 +204,10 @@ class Race:
         alive = list(self.candidates)
         self.dropped = {}
         need = []
+        least = 0 if self.keep_going else s.survivors  # the race stops once this many are left
         for r in range(s.max_instances):
             need += [(c, r) for c in alive if (c, r) not in self.results]
             played = r + 1
-            least = 0 if self.keep_going else s.survivors
             if played >= s.first_test and (played - s.first_test) % s.each_test == 0 and len(alive) > least:
                 if need:
                     return need
@@ -221,7 +221,7 @@ class Race:
                     if j not in kept:
                         self.dropped[c] = played
                 alive = [c for j, c in enumerate(alive) if j in kept]
-            if not alive or (len(alive) <= s.survivors and not self.keep_going):
+            if len(alive) <= least:
                 break
         self.alive = alive
         return need
@@ -328,7 +328,14 @@ class Racing:
         order = race_order(self.state.instances_seen, self.config.race)  # round r plays instance order[r]
         gen = Generation(g, [], None, None, started, len(proposals), race=race, entrants=entrants)
         base = [self.candidate_config(e.values, g) for e in entrants]
-        keyed = lambda c, r: canonical(with_settings(base[c], instances.settings(order[r])))
+        keys: dict[tuple, tuple] = {}
+
+        def keyed(c, r):
+            """(key, config) of entrant ``c`` on round ``r``'s instance, made once."""
+            if (c, r) not in keys:
+                keys[(c, r)] = canonical(with_settings(base[c], instances.settings(order[r])))
+            return keys[(c, r)]
+
         # the early abort on the known sequence: each candidate held to the incumbent's curve on the same instance
         against = elites and not prunes and self.config.early_abort.enabled and instances.setting != "seed"
         # the incumbent's results a threshold may be built from: those of finished generations, and those

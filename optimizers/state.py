@@ -22,6 +22,7 @@ from engine.validation import show
 from ._base import Optimizer
 from .config import RunConfig
 from .early_abort import EarlyAbort
+from .instances import training_count
 from .noise import Noise
 from .racing import Entrant
 from .store import Evaluation, GenerationStats, RunDamaged, Rescoring
@@ -141,13 +142,6 @@ class RunState:
                 "elites": [asdict(e) for e in self.elites],
                 "validated": None if self.validated is None else asdict(self.validated),
                 "instances_seen": self.instances_seen}
-
-
-def training_count(config) -> int:
-    """The most training instances a racing run's races can open (`optimizers.racing.race_order`)."""
-    if config.race is None:
-        return 0
-    return config.race.max_instances + config.generations * config.race.new_instances
 
 
 def _record(f: Fields, key: str, cls):
