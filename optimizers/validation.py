@@ -27,6 +27,7 @@ from ._settings import Strict, flat_settings
 from .fitness import Evaluated, TuningRecord, canonical
 from .instances import InstanceSet, held_out
 from .space import with_settings
+from .store import RECORD_COLUMNS, RunStore
 
 log = logging.getLogger("optimizers.run")
 #: the two players of a validation, in the order each instance plays them
@@ -126,7 +127,7 @@ class Played:
 class Validation:
     """The run loop's validation (`optimizers.tuner.Tuner` is one)."""
 
-    COLUMNS = ["instance", "player", "key", "fitness", "score", "pieces", "stop", "seconds"]
+    COLUMNS = ["instance", "player", "key", *RECORD_COLUMNS]
 
     def run_validation(self, pool: Pool) -> None:
         """Play the pick and the start on every held-out instance (those validation.csv holds for the
@@ -168,20 +169,13 @@ class Validation:
 
     @staticmethod
     def _fields(r: Played) -> list[str]:
-        rec = r.record
-        return [str(r.instance), r.player, r.key, repr(float(rec.fitness)), str(int(rec.score)), str(int(rec.pieces)),
-                rec.stop, f"{float(rec.seconds):.3f}"]
+        return [str(r.instance), r.player, r.key, *RunStore._record_texts(r.record)]  # (a record as evaluations.csv's)
 
     def _read_validation(self) -> list[Played]:
         def parse(row: dict) -> Played:
             if row["player"] not in PLAYERS:
                 raise ValueError(row["player"])
-            fitness, seconds = float(row["fitness"]), float(row["seconds"])
-            if not (math.isfinite(fitness) and math.isfinite(seconds)):
-                raise ValueError(row["fitness"])
-            record = TuningRecord(fitness=fitness, score=int(row["score"]), pieces=int(row["pieces"]),
-                                  stop=row["stop"], aborted=False, abort_piece=None, threshold=None, seconds=seconds)
-            return Played(int(row["instance"]), row["player"], row["key"], record)
+            return Played(int(row["instance"]), row["player"], row["key"], RunStore._record(row))
 
         return self.store._read(self._validation_path, self.COLUMNS, parse)
 
