@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +47,8 @@ class Run:
       ``wall_time`` (cumulative seconds at the generation's end) and ``pieces_total`` added;
     - ``curves``: ``{key: best_by_step array}`` of every simulated candidate;
     - ``thresholds``: ``{generation: threshold array or None}`` (NaN at pieces not checked);
-    - ``params``: the tuned parameters' paths (columns of ``evaluations``)."""
+    - ``params``: the tuned parameters' paths (columns of ``evaluations``);
+    - ``rows``: evaluations.csv as the run loop reads it (`optimizers.store.Evaluation`s)."""
 
     dir: Path
     config: RunConfig
@@ -56,6 +57,7 @@ class Run:
     curves: dict
     thresholds: dict
     params: list
+    rows: list = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -95,7 +97,7 @@ def load_run(run_dir: str | Path) -> Run:
     gen["wall_time"] = gen["wall_seconds"].cumsum()
     gen["pieces_total"] = gen["pieces"].cumsum()
     curves = {key: curve for (_, key), curve in store.read_curves().items()}
-    return Run(run_dir, config, ev, gen, curves, _thresholds(config, ev, curves), params)
+    return Run(run_dir, config, ev, gen, curves, _thresholds(config, ev, curves), params, evaluations)
 
 
 def read_generations(path: Path) -> pd.DataFrame:
@@ -220,17 +222,11 @@ def fitness_by_generation(run: Run):
     """Best, mean and median fitness per generation, the spread as bands (all candidates; the
     middle half; none for a race), the best so far and the start's fitness
     (`optimizers.artifacts.fitness_figure`, as the run's own fitness.png draws it)."""
-    from optimizers.artifacts import fitness_figure
+    from optimizers.artifacts import fitness_figure, spread_of, start_fitness
 
-    ev, gen = run.evaluations, run.generations
-    spread = None
-    if run.config.race is None:
-        q = ev.groupby("generation")["fitness"].quantile([0.0, 0.25, 0.75, 1.0]).unstack()
-        spread = {int(g): tuple(float(v) for v in row) for g, row in q.iterrows()}
-    space = make_space(run.config)
-    match = (ev[run.params] == pd.Series(dict(zip(run.params, space.init_values)))).all(axis=1) if run.params else None
-    start = float(ev[match].sort_values(["generation", "index"])["fitness"].iloc[0]) if match is not None and match.any() \
-        else None
+    gen = run.generations
+    spread = None if run.config.race is not None else spread_of(run.rows)
+    start = start_fitness(run.rows, make_space(run.config).init_values)
     return fitness_figure(gen["generation"].to_numpy(), gen["best"], gen["mean"], gen["median"], gen["best_so_far"],
                           spread, start, title=f"{run.label}: fitness per generation", ylabel=_fitness_label(run),
                           size=(8, 4.5))
