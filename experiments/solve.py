@@ -65,8 +65,8 @@ LOG_EVERY = 30.0
 
 @contextmanager
 def progress_bar(desc: str, shown: bool):
-    """A `solver.Progress` drawing a tqdm bar (pieces, best score) on a terminal, closed on
-    leaving; on a log (stderr not a terminal) a plain line at once and then every `LOG_EVERY`
+    """A `solver.Progress` drawing a tqdm bar (pieces, best score) on a terminal, erased on
+    leaving (the report's line then says how the solve ended, with no finished bar above it); on a log (stderr not a terminal) a plain line at once and then every `LOG_EVERY`
     seconds; None when not ``shown`` (tqdm is then not even imported)."""
     if not shown:
         yield None
@@ -84,7 +84,7 @@ def progress_bar(desc: str, shown: bool):
         return
     from tqdm import tqdm
 
-    bar = tqdm(total=None, unit="piece", desc=desc, dynamic_ncols=True)
+    bar = tqdm(total=None, unit="piece", desc=desc, dynamic_ncols=True, leave=False)
 
     def progress(done: int, total: int, best: int) -> None:
         bar.total = total

@@ -150,3 +150,48 @@ def test_a_tuned_config_played_on_other_rules_is_warned_of(tmp_path, capsys):
     assert f"warning: {best} was tuned on rules 'course'; its weights were not chosen for 'classic'" in err
     assert cli.main([str(best), "--out", str(tmp_path / "b")]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+class Terminal:
+    """A stderr that says it is a terminal and renders what is written to it: ``\\r`` back to the
+    line's start, ``\\n`` a new line, later characters over earlier ones (what a user is left
+    looking at)."""
+
+    def __init__(self):
+        self.lines, self.column, self.written = [""], 0, ""
+
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        self.written += text
+        for ch in text:
+            if ch == "\r":
+                self.column = 0
+            elif ch == "\n":
+                self.lines.append("")
+                self.column = 0
+            else:
+                line = self.lines[-1].ljust(self.column)
+                self.lines[-1] = line[:self.column] + ch + line[self.column + 1:]
+                self.column += 1
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+def test_a_solve_on_a_terminal_leaves_its_report_and_no_finished_bar(config, tmp_path, monkeypatch, capsys):
+    terminal = Terminal()
+    monkeypatch.setattr(cli.sys, "stderr", terminal)
+    assert cli.main([str(config), "--out", str(tmp_path / "out")]) == 0
+    assert "piece/s" in terminal.written  # the bar was drawn while the search went on
+    assert [line for line in terminal.lines if line.strip()] == []  # and erased at its end: no "100%" left
+    assert " 6 pieces (record_end; done) in " in capsys.readouterr().out  # the report says how it ended
+
+
+def test_a_solve_into_a_log_prints_plain_progress_lines(config, tmp_path, monkeypatch, capsys):
+    assert cli.main([str(config), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "%|" not in err and "\r" not in err
+    assert err.splitlines()[-1] == "greedy: piece 6 of 6, score 0"  # the last one at the end
