@@ -2,7 +2,7 @@
 
     python benchmarks/bench_solver.py [--widths 100 1000] [--runs 3] [--pieces N] [--threads T]
 
-For each beam width: the configs/solver.yaml beam on the full sequence (or N pieces), JIT excluded
+For each beam width: the configs/solve/beam.yaml beam on the full sequence (or N pieces), JIT excluded
 (a short warm-up run compiles first), median of the runs: wall and CPU milliseconds per piece
 (CPU = user + system time of this process, all its threads), nodes expanded per wall second, and
 the score. With ``--threads 1`` the CPU figure is the per-core cost, the one to compare with a
@@ -15,7 +15,7 @@ Side by side with another solver (the yardstick is the 1,395,326 beam's C++, bui
     python benchmarks/bench_solver.py --versus /path/to/main [--widths 100 1000] [--runs 3] [--core 0]
 
 runs whole processes alternately on one pinned core: ours (``python -m experiments.solve
-configs/solver.yaml beam.width=W threads=1``, imports and JIT cache loads included) and the other
+configs/solve/beam.yaml beam.width=W threads=1``, imports and JIT cache loads included) and the other
 (``PATH --total_keep=W`` by default, see ``--versus-args``, in a scratch folder holding the ``out/``
 it writes to), after one warm-up run of each. It prints the CPU (user + system) of each process,
 the medians and their ratio, ours / theirs: below 1 means ours is cheaper per core.
@@ -46,7 +46,7 @@ from experiments import description  # noqa: E402
 
 
 def bench_beam(widths, runs, pieces, threads):
-    base = load_solver_config(ROOT / "configs" / "solver.yaml").model_copy(update={"threads": threads})
+    base = load_solver_config(ROOT / "configs" / "solve" / "beam.yaml").model_copy(update={"threads": threads})
     solve(base.model_copy(update={"pieces": 50}), record=False)  # compile
     print(f"numba threads: {threads or numba.get_num_threads()}", flush=True)
     for w in widths:
@@ -65,7 +65,7 @@ def bench_beam(widths, runs, pieces, threads):
 
 
 def bench_simple(pieces):
-    base = load_solver_config(ROOT / "configs" / "solver.yaml")
+    base = load_solver_config(ROOT / "configs" / "solve" / "beam.yaml")
     for policy, extra in (("greedy", {}), ("lookahead", {"lookahead": {"depth": 2, "keep_fraction": 0.25}})):
         for ev in ("pierre_dellacherie", "el_tetris", "lecture_v1", "lecture_v2"):
             cfg = base.model_validate({**base.model_dump(), "policy": policy, "evaluator": ev, "pieces": pieces, **extra})
@@ -87,12 +87,12 @@ def process_cpu(argv, cwd, core):
 
 def bench_versus(other, template, widths, runs, core):
     """Ours and ``other`` side by side, alternating, on one pinned core (see the module docstring)."""
-    print(f"side by side on CPU {core}: ours = python -m experiments.solve configs/solver.yaml, "
+    print(f"side by side on CPU {core}: ours = python -m experiments.solve configs/solve/beam.yaml, "
           f"theirs = {other} {template}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-versus-") as scratch:
         os.makedirs(os.path.join(scratch, "out"), exist_ok=True)
         for w in widths:
-            ours_argv = [sys.executable, "-m", "experiments.solve", str(ROOT / "configs" / "solver.yaml"),
+            ours_argv = [sys.executable, "-m", "experiments.solve", str(ROOT / "configs" / "solve" / "beam.yaml"),
                          f"beam.width={w}", "threads=1", "--quiet", "--out", os.path.join(scratch, "ours")]
             theirs_argv = [other, *shlex.split(template.format(width=w))]
             process_cpu(ours_argv, ROOT, core)  # warm-up: the JIT cache, the page cache

@@ -1,9 +1,9 @@
 """Rank correlation between the rungs of a multi-fidelity ladder (run by hand; prints, asserts nothing):
 
     python benchmarks/rung_correlation.py [CONFIG] [--samples 16] [--rungs 0 1 2] [--out DIR] [key=value ...]
-    python benchmarks/rung_correlation.py configs/sha-segment.yaml --rungs 0 1 --from-run results/segment-tune-record-run
+    python benchmarks/rung_correlation.py configs/sha_segment.yaml --rungs 0 1 --from-run results/segment-tune-record-run
 
-CONFIG (default configs/sha-geek.yaml) is a run config whose tuner has rungs (``algorithm: sha``).
+CONFIG (default configs/sha_geek.yaml) is a run config whose tuner has rungs (``algorithm: sha``).
 ``--samples`` settings are drawn as its first rung draws them (the initial point, then Gaussian
 perturbations of it, ``init_sigma`` of each range), each is scored at every rung in ``--rungs``
 (each rung's solver settings, no early abort), and the Spearman rank correlation of every pair of
@@ -12,7 +12,7 @@ one's decides the ladder (which rungs, how many candidates each keeps).
 
 With ``--from-run RUN_DIR`` the samples are instead the candidates of a tuning run over the same
 space, and the run's own fitness is one more column ("run"): a run held at the costly fidelity
-(``configs/segment-tune-record.yaml`` plays the record's size) then needs only its cheap rungs
+(``configs/segment_tune_record.yaml`` plays the record's size) then needs only its cheap rungs
 scored to say how they would have ranked its candidates. A candidate the run stopped early fell
 behind the reference record's pace; its final score is not known, only that it did not keep
 pace. ``--aborted last`` (the default) ranks every such candidate below every finished one, all
@@ -92,7 +92,7 @@ def spearman_interval(rho: float, n: int) -> tuple[float, float] | None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=description(__doc__))
-    parser.add_argument("config", nargs="?", default=str(ROOT / "configs" / "sha-geek.yaml"))
+    parser.add_argument("config", nargs="?", default=str(ROOT / "configs" / "sha_geek.yaml"))
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--rungs", type=int, nargs="+", help="rung indices to score (default: all)")

@@ -2,7 +2,7 @@
 
     python benchmarks/segment_compute.py [--pieces 2000] [--rows NAME ...] [--json FILE] [--threads 1]
 
-Each row is ``python -m experiments.solve configs/segment.yaml pieces=N threads=T`` plus the row's
+Each row is ``python -m experiments.solve configs/solve/segment.yaml pieces=N threads=T`` plus the row's
 overrides, run as a whole process (its own interpreter, imports and numba cache loads), one row
 after another. From the run's summary.json: the best state's score after piece 1,000 and after the
 last piece (``best_by_step``), the states expanded and boards valued, the search's wall seconds, the
@@ -34,7 +34,7 @@ from engine.files import ReadError, read_json, write_json  # noqa: E402
 from engine.provenance import provenance  # noqa: E402
 from experiments import description  # noqa: E402
 
-#: row name -> overrides of configs/segment.yaml (nodes 200, states 2 per key)
+#: row name -> overrides of configs/solve/segment.yaml (nodes 200, states 2 per key)
 ROWS = {
     "base": [],
     "chys_quality": ["evaluator=chys_quality"],
@@ -50,7 +50,7 @@ __doc__ = __doc__.format(rows=", ".join(f"``{k}``" for k in ROWS))
 
 def command(overrides: list[str], pieces: int, threads: int, out: Path) -> list[str]:
     """The solve of one row, as a user types it (``out`` the folder it writes)."""
-    return [sys.executable, "-m", "experiments.solve", "configs/segment.yaml", f"pieces={pieces}",
+    return [sys.executable, "-m", "experiments.solve", "configs/solve/segment.yaml", f"pieces={pieces}",
             f"threads={threads}", *overrides, "--out", str(out)]
 
 
@@ -90,7 +90,7 @@ def load(path: Path | None, pieces: int, threads: int) -> dict:
 
 def save(path: Path | None, pieces: int, threads: int, rows: dict) -> None:
     if path is not None:
-        write_json(path, {"pieces": pieces, "threads": threads, "command": "configs/segment.yaml + the row's overrides",
+        write_json(path, {"pieces": pieces, "threads": threads, "command": "configs/solve/segment.yaml + the row's overrides",
                           "provenance": provenance(), "rows": rows})
 
 
@@ -99,7 +99,7 @@ def table(rows: dict, pieces: int) -> str:
     def n(v):
         return "" if v is None else f"{v:,}"
 
-    lines = [f"| `configs/segment.yaml` + | best at 1,000 | best at {pieces:,} | states expanded | boards valued | "
+    lines = [f"| `configs/solve/segment.yaml` + | best at 1,000 | best at {pieces:,} | states expanded | boards valued | "
              "search | search CPU | process CPU | peak |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, over in ROWS.items():

@@ -1,7 +1,7 @@
 """Reading configuration files: YAML, dotted ``key=value`` overrides, validation by the schemas.
 
 Every problem is one `ConfigError` line naming the file, the dotted key and what is wrong, e.g.
-``configs/solver.yaml: beam.width: Input should be greater than or equal to 1``.
+``configs/solve/beam.yaml: beam.width: Input should be greater than or equal to 1``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from engine.files import LongInteger, YamlError, load_yaml, parse_yaml
-from engine.validation import format_validation_error
+from engine.validation import closest, format_validation_error
 from engine.paths import PathError, get_dotted, set_dotted
 
 M = TypeVar("M", bound=BaseModel)
@@ -37,13 +37,28 @@ def locate(path: str | Path) -> Path:
     return shipped if shipped is not None and shipped.is_file() else path
 
 
+def shipped_hint(path: str | Path) -> str:
+    """For a configuration that is not there: the shipped one of the same name in the project's one
+    style (``configs/segment-record.yaml`` finds ``configs/solve/segment_record.yaml``), else the one
+    named most like it (`engine.validation.did_you_mean`), or ""."""
+    import configs
+
+    root = configs.path("")
+    shipped = {p.stem: p.relative_to(root).as_posix() for p in root.glob("**/*.yaml")}
+    word = Path(path)
+    prefix = "configs/" if word.parts[:1] == ("configs",) else ""
+    stem = word.stem.replace("-", "_")
+    stem = stem if stem in shipped else closest(stem, shipped)
+    return f" (did you mean {prefix + shipped[stem]!r}?)" if stem is not None else ""
+
+
 def load_mapping(path: str | Path) -> dict:
     """The mapping of keys in a YAML configuration file. An empty file (or one of comments only) is
     an error, not every default: ``{}`` says that."""
     try:
         data = load_yaml(path)
     except YamlError as e:
-        raise ConfigError(str(e)) from None
+        raise ConfigError(str(e) + (shipped_hint(path) if not Path(path).exists() else "")) from None
     if data is None:
         raise ConfigError(f"{path}: the file is empty (no keys); write {{}} to mean every default")
     if not isinstance(data, dict):

@@ -77,7 +77,7 @@ def _as_typed(arg: str, cwd: Path) -> str:
 
 def command(argv: list[str] | None = None, main_spec: str | None = None) -> list[str]:
     """The command line as a user types it, one word an item: ``python -m experiments.solve
-    configs/segment.yaml --out solves/s`` (under ``python -m`` the interpreter puts the module's
+    configs/solve/segment.yaml --out solves/s`` (under ``python -m`` the interpreter puts the module's
     absolute file path in ``sys.argv[0]``; the module's name is what was typed), a script as
     ``python <its path>``, and every absolute path under the project relative to the current
     directory, so that a result names no folder of the machine that made it. ``argv`` and

@@ -129,13 +129,19 @@ def _inner_model(annotation) -> type[BaseModel] | None:
     return None
 
 
-def did_you_mean(word, choices) -> str:
-    """``" (did you mean 'x'?)"`` for the name of ``choices`` closest to ``word`` (difflib, at
-    least 0.7 alike), else "": the hint an unknown key, feature, preset or name is given."""
+def closest(word, choices) -> str | None:
+    """The name of ``choices`` closest to ``word`` (difflib, at least 0.7 alike), or None."""
     import difflib
 
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.7)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(word, choices) -> str:
+    """``" (did you mean 'x'?)"`` for the name of ``choices`` closest to ``word`` (`closest`), else "":
+    the hint an unknown key, feature, preset or name is given."""
+    close = closest(word, choices)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def problem(e: ValidationError, model: type[BaseModel] | None = None) -> tuple[str, str]:

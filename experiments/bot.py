@@ -2,7 +2,7 @@
 
     python -m experiments.bot [CONFIG] [key=value ...]
 
-CONFIG (default configs/play.yaml) is a solver configuration whose policy is one for unknown pieces
+CONFIG (default configs/solve/play.yaml) is a solver configuration whose policy is one for unknown pieces
 (one_ply, preview, expect, mcts) and whose rules place pieces by dropping them (``course``: 10 x 20,
 the classic matrices, drops only, 10/25/40/55 points for 1-4 lines).
 
@@ -25,7 +25,7 @@ from engine.lock import lock_piece
 from engine.rules import SHAPE_NAMES
 from experiments import description
 
-DEFAULT_CONFIG = configs.path("play.yaml")
+DEFAULT_CONFIG = configs.path("solve/play.yaml")
 #: protocol letters (upper or lower case; the digit 0 is the O) -> shape index
 LETTERS = {**{n: i for i, n in enumerate(SHAPE_NAMES)}, **{n.lower(): i for i, n in enumerate(SHAPE_NAMES)},
            "0": SHAPE_NAMES.index("O")}
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.bot", description=description(__doc__),
         epilog=rotation_table(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("config", nargs="?", default=str(DEFAULT_CONFIG), help="solver YAML (default: configs/play.yaml)")
+    parser.add_argument("config", nargs="?", default=str(DEFAULT_CONFIG), help="solver YAML (default: configs/solve/play.yaml)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. policy=one_ply")
     parser.add_argument("--warm-up", action="store_true",
                         help="compile the bot's kernels into numba's cache and exit (run it once after installing "

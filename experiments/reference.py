@@ -101,10 +101,10 @@ def _rows(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def configuration_reference() -> str:
     """Every key of a solver configuration and of a tuning run configuration, as Markdown tables."""
-    lines = ["## Solver configuration (`configs/solver.yaml`, a run's `best.yaml`)", "",
+    lines = ["## Solver configuration (`configs/solve/beam.yaml`, a run's `best.yaml`)", "",
              "| key | type | default | meaning |", "|---|---|---|---|"]
     lines += _rows(registry.config_model())  # the project's policies, whatever else this process registered
-    lines += ["", "## Tuning run configuration (`configs/ga.yaml`, `pso.yaml`, `random.yaml`, `ga-full.yaml`, `ga-record.yaml`)", "",
+    lines += ["", "## Tuning run configuration (`configs/ga.yaml`, `pso.yaml`, `random.yaml`, `ga_full.yaml`, `ga_record.yaml`)", "",
               "| key | type | default | meaning |", "|---|---|---|---|"]
     lines += _rows(RunConfig)
     return "\n".join(lines)

@@ -21,37 +21,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 RUNS = {
-    "beam-w100": ("configs/solver.yaml", ["beam.width=100"]),
-    "beam-w1000": ("configs/solver.yaml", ["beam.width=1000"]),
-    "beam-w9041": ("configs/solver-9041.yaml", []),
-    "beam-full": ("configs/solver-full.yaml", []),
+    "beam-w100": ("configs/solve/beam.yaml", ["beam.width=100"]),
+    "beam-w1000": ("configs/solve/beam.yaml", ["beam.width=1000"]),
+    "beam-w9041": ("configs/solve/beam_9041.yaml", []),
+    "beam-full": ("configs/solve/beam_full.yaml", []),
 }
 for k in (1_000, 10_000, 100_000):  # the profile DP (one thread: the machine is shared)
-    RUNS[f"profile-dp-k{k}"] = ("configs/profile_dp.yaml", [f"profile_dp.states={k}", "threads=1"])
+    RUNS[f"profile-dp-k{k}"] = ("configs/solve/profile_dp.yaml", [f"profile_dp.states={k}", "threads=1"])
 for ev in ("pierre_dellacherie", "el_tetris", "lecture_v1", "lecture_v2"):
-    RUNS[f"greedy-{ev}"] = ("configs/solver.yaml", ["policy=greedy", f"evaluator={ev}"])
-    RUNS[f"lookahead2-{ev}"] = ("configs/solver.yaml", ["policy=lookahead", f"evaluator={ev}",
+    RUNS[f"greedy-{ev}"] = ("configs/solve/beam.yaml", ["policy=greedy", f"evaluator={ev}"])
+    RUNS[f"lookahead2-{ev}"] = ("configs/solve/beam.yaml", ["policy=lookahead", f"evaluator={ev}",
                                                         "lookahead.depth=2", "lookahead.keep_fraction=0.25"])
 
-RUNS["segment"] = ("configs/segment.yaml", ["threads=1"])  # the everyday segment search
-RUNS["segment-full"] = ("configs/segment-full.yaml", [])  # hours: resumable (experiments.solve --resume)
-RUNS["segment-tuned"] = ("configs/segment-tuned.yaml", ["threads=1"])  # the knobs configs/segment-tune.yaml found
-RUNS["segment-tuned-full"] = ("configs/segment-tuned.yaml", ["segment.states=24"])  # about an hour: resumable
+RUNS["segment"] = ("configs/solve/segment.yaml", ["threads=1"])  # the everyday segment search
+RUNS["segment-full"] = ("configs/solve/segment_full.yaml", [])  # hours: resumable (experiments.solve --resume)
+RUNS["segment-tuned"] = ("configs/solve/segment_tuned.yaml", ["threads=1"])  # the knobs configs/segment_tune.yaml found
+RUNS["segment-tuned-full"] = ("configs/solve/segment_tuned.yaml", ["segment.states=24"])  # about an hour: resumable
 # a floor that keeps singles for the endgame (201 cells, more than a single can leave): the
 # record's run at 24, 22 and 16 states, in 20, 18 and 13 minutes of search on 2 threads
-RUNS["segment-floors"] = ("configs/segment-full.yaml", ["segment.min_cells=[201,120,100,100]"])
-RUNS["segment-s16-floors"] = ("configs/segment-full.yaml", ["segment.min_cells=[201,120,100,100]", "segment.states=16"])
-RUNS["segment-s22-floors"] = ("configs/segment-full.yaml", ["segment.min_cells=[201,120,100,100]", "segment.states=22"])
-# the knobs of a tuning run at the record's size (configs/segment-tune-record.yaml), 18-23 minutes on 2 threads
-RUNS["segment-tuned-record"] = ("configs/segment-tuned-record.yaml", [])
+RUNS["segment-floors"] = ("configs/solve/segment_full.yaml", ["segment.min_cells=[201,120,100,100]"])
+RUNS["segment-s16-floors"] = ("configs/solve/segment_full.yaml", ["segment.min_cells=[201,120,100,100]", "segment.states=16"])
+RUNS["segment-s22-floors"] = ("configs/solve/segment_full.yaml", ["segment.min_cells=[201,120,100,100]", "segment.states=22"])
+# the knobs of a tuning run at the record's size (configs/segment_tune_record.yaml), 18-23 minutes on 2 threads
+RUNS["segment-tuned-record"] = ("configs/solve/segment_tuned_record.yaml", [])
 #: runs of more than half an hour, made only when named
 LONG = ("beam-w9041", "beam-full", "profile-dp-k100000", "segment-full", "segment-tuned-full")
 
 BACKSEARCH_DEPTHS = (2, 3, 4, 5, 6)
 for depth in BACKSEARCH_DEPTHS:
-    RUNS[f"backsearch-d{depth}"] = ("configs/backsearch.yaml", [f"backsearch.depth={depth}"])
-RUNS["backsearch-tuned"] = ("configs/backsearch-tuned.yaml", [])  # the point configs/backsearch-tune.yaml found
-RUNS["backsearch-tuned-d8"] = ("configs/backsearch-tuned.yaml", ["backsearch.depth=8"])  # the same, deeper
+    RUNS[f"backsearch-d{depth}"] = ("configs/solve/backsearch.yaml", [f"backsearch.depth={depth}"])
+RUNS["backsearch-tuned"] = ("configs/solve/backsearch_tuned.yaml", [])  # the point configs/backsearch_tune.yaml found
+RUNS["backsearch-tuned-d8"] = ("configs/solve/backsearch_tuned.yaml", ["backsearch.depth=8"])  # the same, deeper
 
 
 def _name(source) -> str:

@@ -2,7 +2,7 @@
 
     python -m experiments.solve CONFIG [--pieces N] [--out DIR] [key=value ...]
 
-CONFIG is a solver YAML (see configs/solver.yaml) or the best.yaml a tuning run exports;
+CONFIG is a solver YAML (see configs/solve/beam.yaml) or the best.yaml a tuning run exports;
 ``key=value`` overrides any dotted key (``beam.width=100``). Writes DIR/record.txt, DIR/replay.js,
 DIR/submit.js (the contest's console lines) and DIR/summary.json, after the project's replayer has
 confirmed the record's score, as one set (`engine.files.OutputSet`) under the lock ``DIR.lock``

@@ -36,7 +36,7 @@ from evaluators import EvaluatorError
 from solver import load_online_policy
 from experiments import description
 
-DEFAULT_AGENT = configs.path("tui_agent.yaml")
+DEFAULT_AGENT = configs.path("solve/tui_agent.yaml")
 
 
 class Game:

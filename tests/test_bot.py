@@ -26,7 +26,7 @@ TIMEOUT = 120  # seconds for a whole game, interpreter start and kernel loading 
 class Judge:
     def __init__(self, *overrides):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "experiments.bot", "configs/play.yaml", *overrides], cwd=ROOT,
+            [sys.executable, "-m", "experiments.bot", "configs/solve/play.yaml", *overrides], cwd=ROOT,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
         self.timer = threading.Timer(TIMEOUT, self.proc.kill)
         self.timer.start()

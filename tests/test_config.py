@@ -109,9 +109,11 @@ def test_validation_problems_are_one_line_with_the_dotted_key():
         assert str(e.value) == message
 
 
-def test_every_shipped_configuration_loads():
-    """Each YAML file in configs/ validates as what it is: a tuning run (it names an ``algorithm``)
-    or a solver configuration, with the space of a run resolved against its solver."""
+def test_every_shipped_configuration_loads_and_lives_in_its_folder():
+    """The tuning runs (they name an ``algorithm``) are the YAML files of configs/, the solver
+    configurations those of configs/solve/, each named in one style (words joined by ``_``); each
+    validates as what it is, the space of a run resolved against its solver."""
+    import re
     from pathlib import Path
 
     from engine.files import load_yaml
@@ -119,18 +121,20 @@ def test_every_shipped_configuration_loads():
     from optimizers.tuner import make_space
     from solver import load_solver_config
 
-    files = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
-    runs = 0
-    for path in files:
-        if "algorithm" in load_yaml(path):
-            config = load_run_config(path)
-            assert make_space(config).init_values, path.name
-            # named as the project names it, whatever the folder it was read from (best.yaml says it)
-            assert config.meta["resolved_from"]["run_config"] == f"configs/{path.name}"
-            runs += 1
-        else:
-            load_solver_config(path)
-    assert runs >= 10 and len(files) - runs >= 10
+    root = Path(__file__).resolve().parents[1] / "configs"
+    runs, solves = sorted(root.glob("*.yaml")), sorted((root / "solve").glob("*.yaml"))
+    for path in [*runs, *solves]:
+        assert re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*\.yaml", path.name), path.name
+    for path in runs:
+        assert "algorithm" in load_yaml(path), f"{path.name}: a solver configuration, which belongs in configs/solve/"
+        config = load_run_config(path)
+        assert make_space(config).init_values, path.name
+        # named as the project names it, whatever the folder it was read from (best.yaml says it)
+        assert config.meta["resolved_from"]["run_config"] == f"configs/{path.name}"
+    for path in solves:
+        assert "algorithm" not in load_yaml(path), f"solve/{path.name}: a tuning run, which belongs in configs/"
+        load_solver_config(path)
+    assert len(runs) >= 10 and len(solves) >= 10
 
 
 # ------------------------------------------------------------------------------------------------
@@ -160,14 +164,32 @@ def test_a_misspelt_key_feature_preset_or_choice_is_answered_with_the_closest(tm
     assert "did you mean" not in str(e.value)
 
 
+def test_a_config_not_found_is_answered_with_the_shipped_one_of_that_name(tmp_path, monkeypatch):
+    from engine.config import ConfigError
+    from optimizers.run import load_run_config
+    from solver import load_solver_config
+
+    monkeypatch.chdir(tmp_path)  # (the shipped copies: from any folder)
+    with pytest.raises(ConfigError, match=r"^configs/segment-record\.yaml: file not found \(did you mean "
+                                          r"'configs/solve/segment_record\.yaml'\?\)$"):
+        load_solver_config("configs/segment-record.yaml")  # the name before solver configs had their folder
+    with pytest.raises(ConfigError, match=r"^ga-record\.yaml: file not found \(did you mean 'ga_record\.yaml'\?\)$"):
+        load_run_config("ga-record.yaml")
+    with pytest.raises(ConfigError, match=r"\(did you mean 'configs/solve/segment_tuned\.yaml'\?\)$"):
+        load_solver_config("configs/segmnt_tuned.yaml")  # misspelt
+    with pytest.raises(ConfigError) as e:
+        load_solver_config("configs/nothing_like_it.yaml")
+    assert str(e.value) == "configs/nothing_like_it.yaml: file not found"
+
+
 def test_a_config_of_the_other_kind_is_answered_with_the_command_that_takes_it():
     from engine.config import ConfigError
     from optimizers.run import load_run_config
     from solver import load_solver_config
 
-    with pytest.raises(ConfigError, match=r"configs/solver\.yaml: a solver config \(it has policy and no space\), not "
-                                          r"a tuning run's: play it with  python -m experiments\.solve configs/solver\.yaml"):
-        load_run_config("configs/solver.yaml")
+    with pytest.raises(ConfigError, match=r"configs/solve/beam\.yaml: a solver config \(it has policy and no space\), not "
+                                          r"a tuning run's: play it with  python -m experiments\.solve configs/solve/beam\.yaml"):
+        load_run_config("configs/solve/beam.yaml")
     with pytest.raises(ConfigError, match=r"configs/ga\.yaml: a tuning run's config \(it has space\), not a solver "
                                           r"config: run it with  python -m experiments\.run configs/ga\.yaml"):
         load_solver_config("configs/ga.yaml")

@@ -223,7 +223,7 @@ def test_an_unanswering_scheduler_fails_in_one_line_for_each_command(tmp_path, c
     monkeypatch.setattr(parallel, "CONNECT_SECONDS", 2)  # the wait is the same at any length
     run_args = ["configs/ga.yaml", "parallel.backend=dask", f"parallel.scheduler={address}",
                 f"runs_dir={tmp_path / 'runs'}", "--quiet"]
-    solve_args = ["configs/segment.yaml", "pieces=5", "segment.parallel.backend=dask",
+    solve_args = ["configs/solve/segment.yaml", "pieces=5", "segment.parallel.backend=dask",
                   f"segment.parallel.scheduler={address}", "--out", str(tmp_path / "out"), "--quiet"]
     for main, args, key in ((run_cli.main, run_args, "parallel"), (cli.main, solve_args, "segment.parallel")):
         assert bounded(main, args) == 2
@@ -244,7 +244,7 @@ def test_sigterm_stops_a_command_waiting_for_an_unanswering_scheduler(tmp_path, 
                 f"runs_dir={tmp_path / 'runs'}", "--quiet"]
         line = "interrupted: nothing made"
     else:
-        args = ["experiments.solve", "configs/segment.yaml", "pieces=5", "segment.parallel.backend=dask",
+        args = ["experiments.solve", "configs/solve/segment.yaml", "pieces=5", "segment.parallel.backend=dask",
                 f"segment.parallel.scheduler={address}", "--out", str(tmp_path / "out"), "--quiet"]
         line = "interrupted: nothing written"
     p = command(args, mark)
@@ -375,7 +375,7 @@ def big_config(path: Path, base: str) -> Path:
 def test_a_signal_while_the_config_is_parsed_stops_the_command(tmp_path, monkeypatch, capsys, which, sig):
     """In process: the signal comes as the parse begins; the command stops there (exit 130, one
     line) instead of parsing on to the configuration's error, and puts its handlers back."""
-    path = big_config(tmp_path / "big.yaml", "configs/ga.yaml" if which == "run" else "configs/solver.yaml")
+    path = big_config(tmp_path / "big.yaml", "configs/ga.yaml" if which == "run" else "configs/solve/beam.yaml")
     real = files.parse_yaml
     sent = []
 
@@ -416,7 +416,7 @@ def test_sigterm_during_a_slow_parse_ends_the_process_at_once(tmp_path, which):
         path = big_config(tmp_path / "big.yaml", "configs/ga.yaml")
         args, line = ["experiments.run", str(path), f"runs_dir={tmp_path / 'runs'}", "--quiet"], "interrupted: nothing made"
     else:
-        path = big_config(tmp_path / "big.yaml", "configs/solver.yaml")
+        path = big_config(tmp_path / "big.yaml", "configs/solve/beam.yaml")
         args, line = ["experiments.solve", str(path), "--out", str(tmp_path / "out"), "--quiet"], "interrupted: nothing written"
     os.utime(path, (time.time() - 3600, time.time()))  # (read, its access time is brought up to date)
     before = os.stat(path).st_atime

@@ -153,8 +153,8 @@ SOLVE_KEYS = ["beam.width", "beam.score_share", "beam.ancestor_quotas_score.1", 
 def test_a_solve_override_of_a_number_no_setting_takes_is_one_line(tmp_path, capsys, key, text, problem):
     from experiments.solve import main
 
-    err = one_line(capsys, main(["configs/solver.yaml", f"{key}={text}", "--out", str(tmp_path / "out"), "--quiet"]))
-    origin = "command line" if problem == TOO_LONG else "configs/solver.yaml"
+    err = one_line(capsys, main(["configs/solve/beam.yaml", f"{key}={text}", "--out", str(tmp_path / "out"), "--quiet"]))
+    origin = "command line" if problem == TOO_LONG else "configs/solve/beam.yaml"
     assert err.startswith(f"error: {origin}: {key}: {problem}"), err
     assert list(tmp_path.iterdir()) == []
 
@@ -165,7 +165,7 @@ def test_a_solve_yaml_value_no_setting_takes_is_one_line(tmp_path, capsys, key, 
     from experiments.solve import main
 
     path = tmp_path / "solver.yaml"
-    path.write_text(yaml_with(yaml.safe_load((ROOT / "configs" / "solver.yaml").read_text()), key, text))
+    path.write_text(yaml_with(yaml.safe_load((ROOT / "configs" / "solve" / "beam.yaml").read_text()), key, text))
     err = one_line(capsys, main([str(path), "--out", str(tmp_path / "out"), "--quiet"]))
     assert err.startswith(f"error: {path}: {key}: {problem}"), err
     assert not (tmp_path / "out").exists()
@@ -192,10 +192,10 @@ def test_an_evaluator_weight_no_kernel_takes_is_one_line(tmp_path, capsys, text,
 
     evaluator = tmp_path / "ev.yaml"
     evaluator.write_text(f"features:\n  holes: {text}\n  landing_height: -1\n")
-    err = one_line(capsys, solve.main(["configs/solver.yaml", f"evaluator={evaluator}", "--out",
+    err = one_line(capsys, solve.main(["configs/solve/beam.yaml", f"evaluator={evaluator}", "--out",
                                        str(tmp_path / "out"), "--quiet"]))
     assert err.startswith("error: ") and f"{evaluator}: features.holes: {problem}" in err, err
-    err = one_line(capsys, solve.main(["configs/solver.yaml", f"evaluator={{features: {{holes: {text}}}}}",
+    err = one_line(capsys, solve.main(["configs/solve/beam.yaml", f"evaluator={{features: {{holes: {text}}}}}",
                                        "--out", str(tmp_path / "out"), "--quiet"]))
     assert f"features.holes: {inline or problem}" in err, err
     status = run.main(["configs/ga.yaml", f"solver.evaluator={evaluator}", f"runs_dir={tmp_path / 'runs'}", "--quiet"])
@@ -207,7 +207,7 @@ def test_an_evaluator_weight_no_kernel_takes_is_one_line(tmp_path, capsys, text,
 @pytest.mark.parametrize("args, message", [
     (["experiments.run", "configs/ga.yaml", "space.0.high=.inf"], f"configs/ga.yaml: space.0.high: {NOT_FINITE}"),
     (["experiments.run", "configs/ga.yaml", f"seed={LONG}"], f"command line: seed: {TOO_LONG}"),
-    (["experiments.solve", "configs/solver.yaml", "beam.width=1e400"], f"configs/solver.yaml: beam.width: {NOT_FINITE}"),
+    (["experiments.solve", "configs/solve/beam.yaml", "beam.width=1e400"], f"configs/solve/beam.yaml: beam.width: {NOT_FINITE}"),
 ], ids=["run-inf", "run-5001-digits", "solve-1e400"])
 def test_the_commands_of_the_finding_are_one_line(tmp_path, args, message):
     """The finding's own command lines, as typed (in a folder of their own: nothing is made)."""
@@ -441,7 +441,7 @@ def test_a_wide_beam_under_rlimit_as_is_refused_by_the_estimate_before_any_kerne
     def limited():
         resource.setrlimit(resource.RLIMIT_AS, (3 * GIB, 3 * GIB))
 
-    done = subprocess.run([sys.executable, "-m", "experiments.solve", str(ROOT / "configs" / "solver.yaml"),
+    done = subprocess.run([sys.executable, "-m", "experiments.solve", str(ROOT / "configs" / "solve" / "beam.yaml"),
                            "beam.width=100000", "--out", str(tmp_path / "out")], cwd=tmp_path, capture_output=True,
                           text=True, preexec_fn=limited, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(cache)})

@@ -30,12 +30,12 @@ def eight_gib(monkeypatch):
 
 
 @pytest.mark.parametrize("config, override, key, words", [
-    ("solver.yaml", "beam.width=1000000000", "beam.width", "1,000,000,000 nodes over 9,999 pieces"),
-    ("solver.yaml", "beam.width=1000000000000000000", "beam.width",  # 10**18: no OverflowError (past 2**63, the
+    ("solve/beam.yaml", "beam.width=1000000000", "beam.width", "1,000,000,000 nodes over 9,999 pieces"),
+    ("solve/beam.yaml", "beam.width=1000000000000000000", "beam.width",  # 10**18: no OverflowError (past 2**63, the
      "1,000,000,000,000,000,000 nodes"),                              # schema refuses it: test_hardening_numbers)
-    ("segment.yaml", "segment.nodes=10000000000", "segment.nodes", "10,000,000,000 nodes in "),
-    ("segment.yaml", "segment.states=64", "segment.states", "64 states per key over 9,999 pieces"),
-    ("profile_dp.yaml", "profile_dp.states=67108864", "profile_dp.states", "67,108,864 states over 9,999 pieces"),
+    ("solve/segment.yaml", "segment.nodes=10000000000", "segment.nodes", "10,000,000,000 nodes in "),
+    ("solve/segment.yaml", "segment.states=64", "segment.states", "64 states per key over 9,999 pieces"),
+    ("solve/profile_dp.yaml", "profile_dp.states=67108864", "profile_dp.states", "67,108,864 states over 9,999 pieces"),
 ])
 def test_a_size_beyond_memory_is_one_line_naming_the_key(monkeypatch, config, override, key, words):
     """On a machine of 2 GiB (64 states per key of 1 cell, segments of 64 pieces: about 4 GiB)."""
@@ -50,17 +50,17 @@ def test_a_size_beyond_memory_is_one_line_naming_the_key(monkeypatch, config, ov
 
 def test_the_shipped_configurations_fit(eight_gib):
     """The everyday sizes stay well inside 8 GiB: the record's segment search (24 states) included."""
-    for name in ("solver.yaml", "segment-full.yaml", "profile_dp.yaml", "solver-9041.yaml"):
-        config = load_solver_config(ROOT / "configs" / name)
+    for name in ("beam.yaml", "segment_full.yaml", "profile_dp.yaml", "beam_9041.yaml"):
+        config = load_solver_config(ROOT / "configs" / "solve" / name)
         section = getattr(config, config.policy)
         assert 0 < sum(n.bytes for n in section.memory(config)) < 2 * GIB
 
 
 def test_games_and_mcts_simulations_are_bounded(eight_gib):
     with pytest.raises(ConfigError, match=r": online\.games: 1,000,000,000,000 games need about .* of memory"):
-        load_solver_config(ROOT / "configs" / "play.yaml", ["online.games=1000000000000"])
+        load_solver_config(ROOT / "configs" / "solve" / "play.yaml", ["online.games=1000000000000"])
     with pytest.raises(ConfigError, match=r": mcts\.simulations: 1,000,000 simulations a move need about"):
-        load_solver_config(ROOT / "configs" / "play.yaml", ["policy=mcts", "mcts.simulations=1000000"])
+        load_solver_config(ROOT / "configs" / "solve" / "play.yaml", ["policy=mcts", "mcts.simulations=1000000"])
 
 
 def test_a_population_beyond_memory_is_refused_before_the_run_directory(eight_gib, tmp_path, capsys):
@@ -87,7 +87,7 @@ def test_n_jobs_is_at_most_the_cpus_unless_a_cluster_is_named(tmp_path, capsys):
         f"error: configs/ga.yaml: parallel.n_jobs: 100,000 workers, more than the {cpus} CPUs of this machine; "
         "name a dask cluster (backend: dask, scheduler: its address) to use more")
     with pytest.raises(ConfigError, match=rf": segment\.parallel\.n_jobs: {cpus + 1} workers, more than the"):
-        load_solver_config(ROOT / "configs" / "segment.yaml", [f"segment.parallel.n_jobs={cpus + 1}"])
+        load_solver_config(ROOT / "configs" / "solve" / "segment.yaml", [f"segment.parallel.n_jobs={cpus + 1}"])
     assert not (tmp_path / "runs").exists()
 
 
@@ -112,10 +112,10 @@ def run_limited(args, limit, cwd):
 
 
 @pytest.mark.parametrize("args, key", [  # (the everyday loop runs one case of each command)
-    pytest.param(["experiments.solve", ROOT / "configs/solver.yaml", "beam.width=1000000000", "--out", "OUT"],
+    pytest.param(["experiments.solve", ROOT / "configs/solve/beam.yaml", "beam.width=1000000000", "--out", "OUT"],
                  "beam.width", marks=pytest.mark.slow),
-    (["experiments.solve", ROOT / "configs/solver.yaml", "beam.width=20000", "--out", "OUT"], "beam.width"),
-    pytest.param(["experiments.solve", ROOT / "configs/segment.yaml", "segment.nodes=10000000000", "--out", "OUT"],
+    (["experiments.solve", ROOT / "configs/solve/beam.yaml", "beam.width=20000", "--out", "OUT"], "beam.width"),
+    pytest.param(["experiments.solve", ROOT / "configs/solve/segment.yaml", "segment.nodes=10000000000", "--out", "OUT"],
                  "segment.nodes", marks=pytest.mark.slow),
     (["experiments.run", ROOT / "configs/ga.yaml", "ga.population=1000000000", "runs_dir=OUT"], "ga.population"),
 ])
@@ -140,7 +140,7 @@ def test_the_docs_quote_the_messages_as_given(monkeypatch):
     monkeypatch.chdir(ROOT)  # (the messages name the files as given)
     docs = {name: " ".join((ROOT / "docs" / name).read_text().split()) for name in ("policies.md", "tuning.md")}
     for name, load, config, override in (
-            ("policies.md", load_solver_config, "configs/solver.yaml", "beam.width=1000000000"),
+            ("policies.md", load_solver_config, "configs/solve/beam.yaml", "beam.width=1000000000"),
             ("tuning.md", load_run_config, "configs/ga.yaml", "ga.population=1000000000")):
         with pytest.raises(ConfigError) as e:
             load(config, [override])

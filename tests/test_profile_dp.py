@@ -248,14 +248,14 @@ def test_config_errors(override, message):
 
 
 def test_tuning_runs_over_profile_dp_settings(tmp_path):
-    """experiments.run tunes the DP's settings like any other policy's (configs/dp-random.yaml's
+    """experiments.run tunes the DP's settings like any other policy's (configs/dp_random.yaml's
     space, shrunk), and its best.yaml replays to the tuned score in the solver."""
     from pathlib import Path
 
     from optimizers import run as tuning
     from solver import load_solver_config
 
-    shipped = Path(__file__).resolve().parents[1] / "configs" / "dp-random.yaml"
+    shipped = Path(__file__).resolve().parents[1] / "configs" / "dp_random.yaml"
     overrides = ["random.samples=3", "random.generations=2", "pieces=160", "solver.profile_dp.states=300",
                  f"runs_dir={tmp_path}", "parallel.n_jobs=1"]
     config = tuning.load_run_config(shipped, overrides)

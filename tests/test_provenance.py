@@ -34,8 +34,8 @@ def _strings(node):
 
 
 def test_python_m_is_named_by_its_module():
-    argv = [str(ROOT / "experiments" / "solve.py"), "configs/segment.yaml", "--out", "solves/s"]
-    assert command(argv, "experiments.solve") == ["python", "-m", "experiments.solve", "configs/segment.yaml",
+    argv = [str(ROOT / "experiments" / "solve.py"), "configs/solve/segment.yaml", "--out", "solves/s"]
+    assert command(argv, "experiments.solve") == ["python", "-m", "experiments.solve", "configs/solve/segment.yaml",
                                                    "--out", "solves/s"]
     assert command([str(ROOT / "experiments" / "__main__.py")], "experiments.__main__") == ["python", "-m",
                                                                                           "experiments"]
@@ -43,11 +43,11 @@ def test_python_m_is_named_by_its_module():
 
 def test_absolute_paths_under_the_project_become_relative(monkeypatch):
     monkeypatch.chdir(ROOT)
-    argv = [str(ROOT / "experiments" / "solve.py"), str(ROOT / "configs" / "solver.yaml"), "--out",
+    argv = [str(ROOT / "experiments" / "solve.py"), str(ROOT / "configs" / "solve" / "beam.yaml"), "--out",
             str(ROOT / "solves" / "x"), f"early_abort.reference={ROOT / 'configs' / 'records' / 'a.txt'}",
             f"--out={ROOT / 'o'}", "beam.width=5", "/elsewhere/data.txt"]
     assert command(argv, "experiments.solve") == [
-        "python", "-m", "experiments.solve", "configs/solver.yaml", "--out", "solves/x",
+        "python", "-m", "experiments.solve", "configs/solve/beam.yaml", "--out", "solves/x",
         "early_abort.reference=configs/records/a.txt", "--out=o", "beam.width=5", "/elsewhere/data.txt"]
     monkeypatch.chdir(ROOT / "docs")
     assert command(["x", str(ROOT / "configs" / "ga.yaml")], "experiments.run")[3] == "../configs/ga.yaml"
@@ -66,15 +66,15 @@ def test_the_provenance_of_this_process(monkeypatch):
     main = types.ModuleType("__main__")
     main.__spec__ = types.SimpleNamespace(name="experiments.solve")
     monkeypatch.setitem(sys.modules, "__main__", main)
-    monkeypatch.setattr(sys, "argv", [str(ROOT / "experiments" / "solve.py"), "configs/solver.yaml", "--out",
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "experiments" / "solve.py"), "configs/solve/beam.yaml", "--out",
                                       str(ROOT / "solves" / "x")])
-    assert provenance()["command"] == ["python", "-m", "experiments.solve", "configs/solver.yaml", "--out",
+    assert provenance()["command"] == ["python", "-m", "experiments.solve", "configs/solve/beam.yaml", "--out",
                                        "solves/x"]
 
 
 def test_the_patterns_catch_machine_paths():
     assert MACHINE_PATH.match("/work/main/experiments/solve.py") and MACHINE_PATH.match("/home/u/x")
-    assert not MACHINE_PATH.match("configs/solver.yaml") and not MACHINE_PATH.match("1/4")
+    assert not MACHINE_PATH.match("configs/solve/beam.yaml") and not MACHINE_PATH.match("1/4")
     assert MACHINE_PATH_IN_TEXT.search('  reference: /root/x.txt') and not MACHINE_PATH_IN_TEXT.search("a/work/b")
 
 

@@ -299,7 +299,7 @@ def test_the_command_line_saves_beside_the_folder_and_resumes_from_it(tmp_path, 
     from experiments.solve import main
 
     out = tmp_path / "run"
-    args = ["configs/segment.yaml", "--quiet", "pieces=60", "threads=1", *(f"segment.{k}={v}" for k, v in SMALL.items())]
+    args = ["configs/solve/segment.yaml", "--quiet", "pieces=60", "threads=1", *(f"segment.{k}={v}" for k, v in SMALL.items())]
     assert main([*args, "--out", str(out)]) == 0
     saved = tmp_path / "run.checkpoint.npz"
     assert saved.exists() and (out / "record.txt").exists()
@@ -308,7 +308,7 @@ def test_the_command_line_saves_beside_the_folder_and_resumes_from_it(tmp_path, 
     assert "run.checkpoint.npz holds a saved search: continue it with --resume" in capsys.readouterr().err
     assert main([*args, "--resume", str(out)]) == 0
     assert (out / "record.txt").read_text() == first
-    assert main(["configs/solver.yaml", "--quiet", "pieces=5", "--resume", str(out)]) == 2
+    assert main(["configs/solve/beam.yaml", "--quiet", "pieces=5", "--resume", str(out)]) == 2
     assert "cannot resume a search" in capsys.readouterr().err
     assert main([*args, "--resume", str(tmp_path / "elsewhere")]) == 2
     assert "no saved search there" in capsys.readouterr().err
@@ -320,7 +320,7 @@ def test_a_cluster_that_cannot_be_reached_is_one_line_naming_the_key(tmp_path, c
     from experiments.solve import main
 
     monkeypatch.setattr(parallel, "CONNECT_SECONDS", 2)  # the wait is the same at any length
-    args = ["configs/segment.yaml", "--quiet", "pieces=5", "segment.parallel.backend=dask",
+    args = ["configs/solve/segment.yaml", "--quiet", "pieces=5", "segment.parallel.backend=dask",
             "segment.parallel.scheduler=tcp://127.0.0.1:9", "--out", str(tmp_path / "run")]
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -330,12 +330,12 @@ def test_a_cluster_that_cannot_be_reached_is_one_line_naming_the_key(tmp_path, c
 
 @pytest.mark.slow
 def test_the_segment_tuning_config_runs_and_exports_a_setting_the_solver_scores_alike(tmp_path):
-    """configs/segment-tune.yaml at a toy size (60 pieces, 3 candidates): the segment's knobs are
+    """configs/segment_tune.yaml at a toy size (60 pieces, 3 candidates): the segment's knobs are
     space paths (the cell floors by index), and best.yaml solves to the fitness it was chosen by."""
     from experiments.run import main as run_main
     from solver.files import load_solver_config
 
-    assert run_main(["configs/segment-tune.yaml", "pieces=60", "random.samples=3", "random.generations=1",
+    assert run_main(["configs/segment_tune.yaml", "pieces=60", "random.samples=3", "random.generations=1",
                      "parallel.n_jobs=1", f"runs_dir={tmp_path}"]) == 0
     (run_dir,) = tmp_path.iterdir()
     config = load_solver_config(run_dir / "best.yaml")

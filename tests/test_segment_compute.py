@@ -25,7 +25,7 @@ def test_figures_from_a_summary():
 
 def test_the_command_is_the_users_with_the_rows_overrides(tmp_path):
     cmd = sc.command(sc.ROWS["states-6-floating"], 2000, 1, tmp_path / "x")
-    assert cmd[1:] == ["-m", "experiments.solve", "configs/segment.yaml", "pieces=2000", "threads=1",
+    assert cmd[1:] == ["-m", "experiments.solve", "configs/solve/segment.yaml", "pieces=2000", "threads=1",
                        "segment.states=6", "floating=true", "--out", str(tmp_path / "x")]
 
 
@@ -35,7 +35,7 @@ def test_rows_are_kept_read_back_and_a_failure_is_left_out(tmp_path, monkeypatch
     def fake(name, pieces, threads):
         ran.append(name)
         if name == "floating":
-            raise sc.UserError("configs/segment.yaml failed")
+            raise sc.UserError("configs/solve/segment.yaml failed")
         return {**sc.figures(summary(score=len(ran))), "process_cpu_s": 20.0}
 
     monkeypatch.setattr(sc, "run_row", fake)
@@ -44,7 +44,7 @@ def test_rows_are_kept_read_back_and_a_failure_is_left_out(tmp_path, monkeypatch
     kept = json.loads(out.read_text())
     assert (kept["pieces"], kept["threads"]) == (1200, 1) and set(kept["rows"]) == {"base", "states-6"}
     text = capsys.readouterr().out
-    assert "floating: " in text and "failed: configs/segment.yaml failed" in text
+    assert "floating: " in text and "failed: configs/solve/segment.yaml failed" in text
     assert "| (nodes 200, states 2) | 10,000 | 12,000 | 4,321 | 123 M | 12 s | 12 s | 20 s | 99 MiB |" in text
     assert "| `segment.states=6` |" in text and "`floating=true` |" not in text
 

@@ -24,7 +24,7 @@ solving = importlib.import_module("solver.solve")  # (the package exports the fu
 ROOT = Path(__file__).resolve().parents[1]
 GREEDY = "policy: greedy\nevaluator: pierre_dellacherie\npieces: 6\n"
 #: the segment search of tests/test_segment.py's command-line test (its kernels, cached)
-SEGMENT = ["configs/segment.yaml", "pieces=60", "threads=1", "segment.nodes=40", "segment.states=2",
+SEGMENT = ["configs/solve/segment.yaml", "pieces=60", "threads=1", "segment.nodes=40", "segment.states=2",
            "segment.depth=12", "segment.first_depth=34"]
 
 

@@ -156,7 +156,7 @@ def test_solve_cli_writes_verified_files(tmp_path):
 
 def test_solve_cli_ctrl_c_writes_the_best_path_so_far(tmp_path):
     out = tmp_path / "out"
-    p = subprocess.Popen([sys.executable, "-m", "experiments.solve", "configs/solver.yaml", "beam.width=200",
+    p = subprocess.Popen([sys.executable, "-m", "experiments.solve", "configs/solve/beam.yaml", "beam.width=200",
                           "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
     seen = ""
     while "score " not in seen and p.poll() is None:  # the progress bar reports a score: searching

@@ -132,7 +132,7 @@ def test_a_capped_series_reports_the_survival_estimate(bench):
 
 
 def test_a_short_series_of_the_shipped_config_reports_the_interval(tmp_path, capsys):
-    config = load_solver_config("configs/standard_dellacherie.yaml", ["pieces=3000", "online.games=4"])
+    config = load_solver_config("configs/solve/standard_dellacherie.yaml", ["pieces=3000", "online.games=4"])
     assert (config.policy, config.rules, config.evaluator, config.seed) == ("one_ply", "standard", "dellacherie", 1000)
     g = solve(config).games
     assert g.seeds == [1000, 1001, 1002, 1003] and g.cap == 3000
@@ -143,7 +143,7 @@ def test_a_short_series_of_the_shipped_config_reports_the_interval(tmp_path, cap
     assert g.capped == 4 and all(1_180 <= s <= 1_200 for s in g.scores)
     # the command prints it and writes it to summary.json
     out = tmp_path / "out"
-    assert solve_cli.main(["configs/standard_dellacherie.yaml", "pieces=3000", "online.games=4", "--out", str(out),
+    assert solve_cli.main(["configs/solve/standard_dellacherie.yaml", "pieces=3000", "online.games=4", "--out", str(out),
                            "--quiet"]) == 0
     line = capsys.readouterr().out
     assert f"95% CI {lo:,.0f} .. {hi:,.0f}" in line
@@ -152,7 +152,7 @@ def test_a_short_series_of_the_shipped_config_reports_the_interval(tmp_path, cap
 
 
 def test_bcts_config_loads():
-    config = load_solver_config("configs/standard_bcts.yaml")
+    config = load_solver_config("configs/solve/standard_bcts.yaml")
     assert (config.policy, config.rules, config.evaluator, config.pieces, config.online.games) == (
         "one_ply", "standard", "bcts", 1_000_000, 10)
 
@@ -204,7 +204,7 @@ def test_the_recorded_tuned_players_replay_and_beat_dellacherie(name):
     series = json.loads((STANDARD_RESULTS / f"{name}-10x10.json").read_text())
     dellacherie = json.loads((STANDARD_RESULTS / "dellacherie-10x10.json").read_text())
     assert series["n"] == dellacherie["n"] == 1000 and series["ci95"][0] > dellacherie["ci95"][1]
-    config = load_solver_config(ROOT / "configs" / "standard_dellacherie.yaml", [
+    config = load_solver_config(ROOT / "configs" / "solve" / "standard_dellacherie.yaml", [
         "rules=standard_10x10", f"evaluator={STANDARD_RESULTS / f'{name}.yaml'}", "pieces=1000000000",
         "online.games=50", f"seed={series['games'][0]['seed']}"])
     result = solve(config)
@@ -219,7 +219,7 @@ def test_a_series_reports_the_pieces_placed_and_a_total_only_where_it_means_some
         result = solve_games(config, progress=lambda done, total, score: calls.append((done, total)))
         return result, calls
 
-    base = load_solver_config(ROOT / "configs" / "standard_dellacherie.yaml", ["rules=standard_10x10", "online.games=3"])
+    base = load_solver_config(ROOT / "configs" / "solve" / "standard_dellacherie.yaml", ["rules=standard_10x10", "online.games=3"])
     long, calls = record(base.model_copy(update={"pieces": 1_000_000_000}))
     assert calls[-1] == (long.pieces, None)  # games to their end: no total (3 billion would be years)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)

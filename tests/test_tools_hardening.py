@@ -549,14 +549,14 @@ def test_a_segment_search_removes_its_checkpoints_stale_temporary_files(tmp_path
 
 @pytest.mark.parametrize("module, argv, message", [
     ("run", ["configs/ga.yaml", "seed=-3"], "error: configs/ga.yaml: seed: Input should be greater than or equal to 0"),
-    ("solve", ["configs/standard_dellacherie.yaml", "seed=-1"],
-     "error: configs/standard_dellacherie.yaml: seed: Input should be greater than or equal to 0"),
-    ("solve", ["configs/standard_dellacherie.yaml", "online.estimate=splitting", "splitting.low=30"],
-     "error: configs/standard_dellacherie.yaml: splitting.levels: the first level (5) must be above splitting.low (30)"),
-    ("solve", ["configs/standard_dellacherie.yaml", "online.estimate=splitting", "rules=standard_10x10"],
-     "error: configs/standard_dellacherie.yaml: splitting.levels: the last level (19) must be below the board's "
+    ("solve", ["configs/solve/standard_dellacherie.yaml", "seed=-1"],
+     "error: configs/solve/standard_dellacherie.yaml: seed: Input should be greater than or equal to 0"),
+    ("solve", ["configs/solve/standard_dellacherie.yaml", "online.estimate=splitting", "splitting.low=30"],
+     "error: configs/solve/standard_dellacherie.yaml: splitting.levels: the first level (5) must be above splitting.low (30)"),
+    ("solve", ["configs/solve/standard_dellacherie.yaml", "online.estimate=splitting", "rules=standard_10x10"],
+     "error: configs/solve/standard_dellacherie.yaml: splitting.levels: the last level (19) must be below the board's "
      "height (10)"),
-    ("bot", ["configs/play.yaml", "evaluator=/nope.yaml"], "error: configs/play.yaml: evaluator: /nope.yaml: file not found"),
+    ("bot", ["configs/solve/play.yaml", "evaluator=/nope.yaml"], "error: configs/solve/play.yaml: evaluator: /nope.yaml: file not found"),
 ], ids=["run-seed", "solve-seed", "splitting-low", "splitting-levels", "bot-evaluator"])
 def test_a_config_error_is_one_line_naming_the_file_and_the_key(monkeypatch, capsys, tmp_path, module, argv, message):
     import importlib
@@ -571,15 +571,15 @@ def test_a_config_error_is_one_line_naming_the_file_and_the_key(monkeypatch, cap
 
 @pytest.mark.slow
 def test_a_negative_seed_from_the_command_line_has_no_traceback(tmp_path):
-    done = command("-m", "experiments.solve", "configs/standard_dellacherie.yaml", "seed=-1", "--out",
+    done = command("-m", "experiments.solve", "configs/solve/standard_dellacherie.yaml", "seed=-1", "--out",
                    str(tmp_path / "out"))
-    one_line_error(done, "configs/standard_dellacherie.yaml: seed:")
+    one_line_error(done, "configs/solve/standard_dellacherie.yaml: seed:")
 
 
 def test_a_solver_config_with_splitting_levels_that_fit_is_accepted():
     from solver.files import load_solver_config
 
-    config = load_solver_config("configs/standard_dellacherie.yaml", [
+    config = load_solver_config("configs/solve/standard_dellacherie.yaml", [
         "online.estimate=splitting", "rules=standard_10x10", "splitting.levels=[3, 4, 5, 6, 7, 8, 9]", "splitting.low=1"])
     assert config.splitting.levels[-1] == 9
 
@@ -652,6 +652,6 @@ def test_a_solve_out_naming_no_folder_of_its_own_is_one_line(capsys, out):
     from experiments.solve import main as solve_main
 
     shown = "." if out == "" else out
-    assert solve_main(["configs/solver.yaml", "--pieces", "5", "--out", out]) == 2
+    assert solve_main(["configs/solve/beam.yaml", "--pieces", "5", "--out", out]) == 2
     assert capsys.readouterr().err == (f"error: --out {shown!r}: name a folder of its own for the solve's files "
                                        "(e.g. solves/mine)\n")

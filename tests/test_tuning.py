@@ -456,12 +456,12 @@ def test_a_bad_reference_record_is_a_config_error(tmp_path, capsys):
 def test_a_reference_in_the_project_is_recorded_from_the_checkout_and_found_from_any_folder(tmp_path, monkeypatch):
     root = Path(tuning.__file__).resolve().parents[1]
     monkeypatch.chdir(tmp_path)  # a run started, or resumed, from another folder
-    config = tuning.load_run_config(root / "configs" / "ga-record.yaml")
+    config = tuning.load_run_config(root / "configs" / "ga_record.yaml")
     assert config.early_abort.reference == "configs/records/geek-1395326.txt"  # no path of the machine
     assert EarlyAbort.for_run(config).reference[-1] == 1_395_326
     outside = tmp_path / "mine.txt"  # a record outside the checkout stays where it is
     outside.write_bytes((root / "configs" / "records" / "geek-1395326.txt").read_bytes())
-    config = tuning.load_run_config(root / "configs" / "ga-record.yaml", [f"early_abort.reference={outside}"])
+    config = tuning.load_run_config(root / "configs" / "ga_record.yaml", [f"early_abort.reference={outside}"])
     assert config.early_abort.reference == str(outside) and EarlyAbort.for_run(config).reference[-1] == 1_395_326
 
 
@@ -532,19 +532,19 @@ def test_init_from_a_previous_best_yaml(tmp_path):
     assert float(row["fitness"]) == state["best"]["fitness"]
 
 
-@pytest.mark.parametrize("name", ["ga.yaml", "pso.yaml", "random.yaml", "ga-full.yaml", "ga-record.yaml"])
+@pytest.mark.parametrize("name", ["ga.yaml", "pso.yaml", "random.yaml", "ga_full.yaml", "ga_record.yaml"])
 def test_shipped_configs_validate(name):
     from pathlib import Path
 
     config = tuning.load_run_config(Path(__file__).resolve().parents[1] / "configs" / name)
     assert config.solver["evaluator"]["name"] == "chys_quality"
-    if name == "ga-record.yaml":  # the full-width tuning: fewer, costlier candidates, pruned by the record
+    if name == "ga_record.yaml":  # the full-width tuning: fewer, costlier candidates, pruned by the record
         assert config.solver["beam"]["width"] == 9041 and config.pieces is None and config.rescore is None
         assert (config.early_abort.relative, config.early_abort.margin, config.early_abort.reference_lag) == (0.005, 1000, 10)
         assert reference_curve(config.early_abort.reference, "geek")[-1] == 1_395_326
         return
     assert config.population * config.generations >= 288
-    if name == "ga-full.yaml":
+    if name == "ga_full.yaml":
         assert config.solver["beam"]["width"] == 1000 and config.pieces is None and config.solver["pieces"] is None
         assert config.rescore.top == 5 and config.rescore.overrides == {"beam.width": 9041, "pieces": None}
         assert config.early_abort.enabled and (config.early_abort.k, config.early_abort.margin) == (20, 1000)
