@@ -14,6 +14,7 @@ from engine.jit import inlined, inner
 from engine.lock import lock_copy, lock_counted, lost, spawn_blocked, spawn_state
 from engine.movegen import MoveScratch, capacity, lowest_placements_into, new_scratch, placements_into, rows_for
 from evaluators import Placement, board_values, evaluate
+from evaluators.incremental import column_view, evaluate_child
 
 from .._base import ValueScratch, value_scratch
 from ..layered import descending, tie_hash, grown, pack, radix_argsort, same_board, table_hash
@@ -173,6 +174,7 @@ def grow_layer(r, d, start, skip, cur, n_cur, n_kids, root_cells, roots, sequenc
         else:
             n_found = placements_into(board, rules, shape, ss, ws.moves, found)
         board_values(board, width, spec, vs.pvals)
+        column_view(board, width, spec, vs.columns)  # its children that clear nothing are valued from it
         occupied = 0
         for row in range(height):
             if board[row] != 0:
@@ -193,7 +195,7 @@ def grow_layer(r, d, start, skip, cur, n_cur, n_kids, root_cells, roots, sequenc
                 if n_kids == kids.boards.shape[0]:
                     return n, k, n_kids, valued
                 p = Placement(board, vs.cleared, vs.cleared, piece, x, y, 0, lock.points, width)
-                kids.value[n_kids] = evaluate(p, vs.pvals, spec)
+                kids.value[n_kids] = evaluate_child(p, vs.columns, vs.pvals, spec, -np.inf)  # `evaluate`'s, bit for bit
                 copy_rows(kids.boards[n_kids], vs.cleared)
                 kids.parent[n_kids] = n
                 kids.code[n_kids] = pack(x, y, s)
