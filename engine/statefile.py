@@ -58,7 +58,10 @@ def _encode(value: Any, arrays: list) -> Any:
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in ARRAY_KINDS:
             raise TypeError(f"an array of dtype {value.dtype} cannot be saved as state")
-        arrays.append(np.ascontiguousarray(value))
+        # in its own memory order: numpy's products of an array read back in another order may
+        # differ in the last bit (a CMA-ES's eigenvectors, Fortran-ordered, would draw otherwise)
+        fortran = value.flags.f_contiguous and not value.flags.c_contiguous
+        arrays.append(np.asfortranarray(value) if fortran else np.ascontiguousarray(value))
         return {ARRAY: len(arrays) - 1}
     if isinstance(value, np.generic):
         if value.dtype.kind not in ARRAY_KINDS:
@@ -138,7 +141,7 @@ def _array(data: bytes, name: str) -> np.ndarray:
     if count * dtype.itemsize != len(data) - offset:
         raise ValueError(f"{name}: its header says {shape} of {dtype}, its data hold {len(data) - offset:,} bytes")
     a = np.frombuffer(data, dtype=dtype, count=count, offset=offset)
-    return a.reshape(shape, order="F" if fortran else "C").copy()
+    return a.reshape(shape, order="F" if fortran else "C").copy(order="A")  # (in the order it was saved)
 
 
 def _decode(value: Any, arrays: dict[int, np.ndarray]) -> Any:

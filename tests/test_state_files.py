@@ -95,6 +95,17 @@ def test_a_state_file_holds_plain_values_and_arrays_and_numpy_reads_it(tmp_path)
         read_state(path, "a run's checkpoint", 2**20)
 
 
+def test_an_array_is_read_back_in_the_memory_order_it_was_saved_in(tmp_path):
+    # numpy's products can differ in the last bit between the two orders of the same values: a
+    # CMA-ES whose eigenvectors (Fortran-ordered, from LAPACK) came back C-ordered drew otherwise
+    m = np.asfortranarray(np.linalg.eigh(np.array([[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 3.0]]))[1])
+    write_state(tmp_path / "s.npz", {"f": m, "c": np.ascontiguousarray(m), "v": np.arange(3.0)}, "a test")
+    back = read_state(tmp_path / "s.npz", "a test", 2**20)
+    assert back["f"].flags.f_contiguous and not back["f"].flags.c_contiguous and np.array_equal(back["f"], m)
+    assert back["c"].flags.c_contiguous and np.array_equal(back["c"], m)
+    assert back["v"].flags.c_contiguous and back["v"].flags.writeable
+
+
 def test_a_state_file_is_read_within_its_bounds(tmp_path):
     path = tmp_path / "s.npz"
     write_state(path, {"zeros": np.zeros(10**6)}, "a test", compress=True)  # 8 MB inflated, a few KB on disk
