@@ -25,46 +25,8 @@ from .early_abort import EarlyAbort
 from .instances import training_count
 from .noise import Noise
 from .racing import Entrant
-from .store import Evaluation, GenerationStats, RunDamaged, Rescoring
+from .store import Best, GenerationStats, Rescored, RunDamaged
 from .validation import Validated
-
-
-@dataclass
-class Best:
-    """The best evaluation so far: its fitness and score, where it stands, its config key and values."""
-
-    fitness: float
-    score: int
-    generation: int
-    index: int
-    key: str
-    values: list
-
-    @classmethod
-    def of(cls, e: Evaluation) -> "Best":
-        return cls(fitness=e.record.fitness, score=e.record.score, generation=e.generation, index=e.index,
-                   key=e.key, values=list(e.values))
-
-
-@dataclass
-class Rescored:
-    """The best re-scored candidate: its re-scored fitness, score and key, where it stands, its tuned
-    key and fitness, its values and its tuned rank."""
-
-    fitness: float
-    score: int
-    generation: int
-    index: int
-    key: str
-    tuned_key: str
-    tuned_fitness: float
-    values: list
-    rank: int
-
-    @classmethod
-    def of(cls, r: Rescoring) -> "Rescored":
-        return cls(fitness=r.record.fitness, score=r.record.score, generation=r.generation, index=r.index,
-                   key=r.key, tuned_key=r.tuned_key, tuned_fitness=r.tuned_fitness, values=r.values, rank=r.rank)
 
 
 @dataclass

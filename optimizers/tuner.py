@@ -58,8 +58,8 @@ from .racing import Racing
 from .rescore import Rescore
 from .restore import Restore
 from .space import Param, Space, with_settings
-from .state import Best, RunState
-from .store import IN_PLAY, Evaluation, GenerationStats, RunStore, spread
+from .state import RunState
+from .store import IN_PLAY, Best, Evaluation, GenerationStats, RunStore, spread
 from .tuners import get as get_tuner
 from .validation import Validation
 
