@@ -100,7 +100,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
         path, base = solver_file("solver_config", config.solver_config)
         sources["solver_config"] = str(path)
     else:
-        solver = validate(SolverConfig, config.solver or {}, origin, "solver")
+        solver = config.solver if config.solver is not None else validate(SolverConfig, {}, origin, "solver")
         base = _solver_dict(solver, origin, "solver", base_dir)
     if config.games != GamesConfig():
         from solver import registry

@@ -537,15 +537,15 @@ def test_shipped_configs_validate(name):
     from pathlib import Path
 
     config = tuning.load_run_config(Path(__file__).resolve().parents[1] / "configs" / name)
-    assert config.solver["evaluator"]["name"] == "chys_quality"
+    assert config.solver.evaluator["name"] == "chys_quality"
     if name == "ga-record.yaml":  # the full-width tuning: fewer, costlier candidates, pruned by the record
-        assert config.solver["beam"]["width"] == 9041 and config.pieces is None and config.rescore is None
+        assert config.solver.beam.width == 9041 and config.pieces is None and config.rescore is None
         assert (config.early_abort.relative, config.early_abort.margin, config.early_abort.reference_lag) == (0.005, 1000, 10)
         assert reference_curve(config.early_abort.reference, "geek")[-1] == 1_395_326
         return
     assert config.population * config.generations >= 288
     if name == "ga-full.yaml":
-        assert config.solver["beam"]["width"] == 1000 and config.pieces is None and config.solver["pieces"] is None
+        assert config.solver.beam.width == 1000 and config.pieces is None and config.solver.pieces is None
         assert config.rescore.top == 5 and config.rescore.overrides == {"beam.width": 9041, "pieces": None}
         assert config.early_abort.enabled and (config.early_abort.k, config.early_abort.margin) == (20, 1000)
 
@@ -558,7 +558,7 @@ def test_a_command_line_rescore_override_sets_one_setting_not_a_section():
     path = Path(__file__).resolve().parents[1] / "configs" / "cmaes_standard_split.yaml"
     config = tuning.load_run_config(path, ["rescore.overrides.online.games=7", "rescore.overrides.beam.width=3"])
     assert config.rescore.overrides == {"online.games": 7, "seed": 100000, "beam.width": 3}
-    solver = with_settings(config.solver, config.rescore.overrides)
+    solver = with_settings(config.solver.model_dump(mode="json"), config.rescore.overrides)
     assert solver["online"] == {"games": 7, "estimate": "splitting"} and solver["beam"]["width"] == 3
 
 
