@@ -472,7 +472,7 @@ class RunStore:
         return sessions
 
     def save_checkpoint(self, state: dict) -> None:
-        """checkpoint.npz: the run's state as data (`optimizers.state.RunState.to_state`), with a
+        """checkpoint.npz: the run's state as data (`optimizers.state.RunState.state_dict`), with a
         copy of the run's config and of provenance.json's sessions."""
         extra = {"config": self.config} if self.config is not None else {}
         if self.sessions is not None:
