@@ -35,12 +35,14 @@ module is found by being there.
 
 from __future__ import annotations
 
+import copyreg
 from dataclasses import dataclass
 
 from numba.core.dispatcher import Dispatcher
 from pydantic import BaseModel
 
 from engine.registry import Registry
+from engine.validation import WRITTEN_ELSEWHERE
 
 from . import config
 
@@ -213,7 +215,18 @@ def schema() -> type[config.SolverKeys]:
     made = _schema
     if made is None:
         made = _schema = config_model(shipped_only=False)
+        copyreg.pickle(made, _pickled)
     return made
+
+
+def _pickled(config: "SolverConfig"):
+    """A configuration pickled as its data (its model is made at run time, found by no name),
+    unpickled by the schema of the process that reads it, not checked against that machine."""
+    return _unpickled, (config.model_dump(),)
+
+
+def _unpickled(data: dict):
+    return schema().model_validate(data, context=WRITTEN_ELSEWHERE)
 
 
 def _changed() -> None:

@@ -2,6 +2,7 @@
 bundle, its kernel, its registration) and plays it through `solve` and the configuration files, as
 the project's own; the registry refuses a name taken twice, a shared bundle, a reserved key."""
 
+import pickle
 from pathlib import Path
 from typing import NamedTuple, get_args
 
@@ -205,6 +206,7 @@ def test_the_schema_is_made_once_per_registration_and_never_changed():
     assert registry.schema() is made and SolverConfig.model_fields is made.model_fields
     before = SolverConfig(policy="ranked", rules="classic", pieces=5)
     assert type(before) is made and isinstance(before, SolverConfig)
+    assert pickle.loads(pickle.dumps(before)) == before  # (a worker's task may carry one)
 
     class Brief(NamedTuple):
         rank: int
