@@ -219,10 +219,10 @@ def schema() -> type[config.SolverKeys]:
     return made
 
 
-def _pickled(config: "SolverConfig"):
+def _pickled(made: config.SolverKeys):
     """A configuration pickled as its data (its model is made at run time, found by no name),
     unpickled by the schema of the process that reads it, not checked against that machine."""
-    return _unpickled, (config.model_dump(),)
+    return _unpickled, (made.model_dump(),)
 
 
 def _unpickled(data: dict):
