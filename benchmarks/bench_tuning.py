@@ -53,9 +53,9 @@ def run(config_name: str, out: Path, overrides: list[str], run_dir: Path | None 
     if run_dir is not None:
         wall = float(gens.wall_seconds.sum())
     sim = ev[~ev.cached]
-    rescored = result.state.get("rescored")
-    return {"config": config, "dir": result.dir, "best": result.state["best"]["fitness"], "evaluations": len(ev),
-            "rescored": None if rescored is None else rescored["fitness"],
+    rescored = result.state.rescored
+    return {"config": config, "dir": result.dir, "best": result.state.best.fitness, "evaluations": len(ev),
+            "rescored": None if rescored is None else rescored.fitness,
             "simulated": len(sim), "aborted": int(ev.aborted.sum()), "pieces": int(sim.pieces.sum()),
             "eval_seconds": float(sim.seconds.sum()), "gen_wall": float(gens.wall_seconds.sum()), "wall": wall,
             "n_jobs": config.parallel.n_jobs, "ev": ev, "gens": gens}
@@ -72,7 +72,7 @@ def start_or_resume(config, run_dir: Path, quiet: bool = True):
     another config (the ``parallel`` settings, ``runs_dir``, the ``meta`` notes and the sections of
     the tuners it does not run aside: a default changed in another tuner's settings does not make
     it another run)."""
-    from optimizers.run import Run, load_resume, resume
+    from optimizers.run import Run, load_resume, resume, saved_state
     from optimizers.store import RunStore
 
     store = RunStore(run_dir, [])
@@ -83,9 +83,9 @@ def start_or_resume(config, run_dir: Path, quiet: bool = True):
         if written.model_dump(mode="json", exclude=ignore) != config.model_dump(mode="json", exclude=ignore):
             raise BenchError(f"{run_dir / 'config.yaml'}: made by other settings than this benchmark's; "
                              f"give another --out or remove {run_dir}")
-        checkpoint = store.load_checkpoint()
-        if checkpoint.get("done"):
-            return Run(run_dir, written, checkpoint)
+        state = saved_state(run_dir)
+        if state.done:
+            return Run(run_dir, written, state)
         return resume(run_dir, config=written.model_copy(update={"parallel": config.parallel}), quiet=quiet)
     run_dir.mkdir(parents=True, exist_ok=True)
     return tune(config, quiet=quiet, run_dir=run_dir)

@@ -120,7 +120,10 @@ def _model_at(model: type[BaseModel] | None, loc: list[str]) -> type[BaseModel] 
 
 
 def _inner_model(annotation) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    """The model an annotation holds: a pydantic model, or a class standing for one whose fields it
+    answers (`solver.SolverConfig`, the schema of the policies registered now)."""
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or
+                                         isinstance(getattr(annotation, "model_fields", None), dict)):
         return annotation
     for arg in typing.get_args(annotation):
         found = _inner_model(arg)

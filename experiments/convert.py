@@ -123,7 +123,7 @@ def _legacy_tuner(optimizer) -> dict:
 
 
 def convert_run_checkpoint(data) -> dict:
-    """A run's checkpoint tree (`optimizers.state.RunState.to_state`) from an older version's
+    """A run's checkpoint tree (`optimizers.state.RunState.state_dict`) from an older version's
     pickled mapping."""
     if not isinstance(data, dict) or "optimizer" not in data or "generation" not in data:
         raise TypeError("not a run's checkpoint")

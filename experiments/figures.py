@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from optimizers.config import RunConfig
+from optimizers.config import RunConfig, base_solver
 from optimizers.early_abort import EarlyAbort
 from optimizers.fitness import RECORD_FIELDS, TuningRecord
 from optimizers.space import SpaceError
@@ -66,7 +66,7 @@ class Run:
 
     @property
     def pieces(self) -> int | None:
-        return self.config.pieces if self.config.pieces is not None else (self.config.solver or {}).get("pieces")
+        return base_solver(self.config).get("pieces")
 
 
 def load_run(run_dir: str | Path) -> Run:

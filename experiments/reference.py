@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from engine.files import MAX_CONFIG_BYTES, read_text, write_text
 from evaluators import registry as features
 from optimizers.config import RunConfig
-from solver import registry
+from solver import SolverConfig, registry
 from experiments import description
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -45,6 +45,8 @@ def _type_name(annotation) -> str:
         return "mapping"
     if annotation is Any:
         return "any"
+    if annotation is SolverConfig:  # (its keys: the solver configuration's table)
+        return "solver configuration"
     if annotation is type(None):
         return "null"
     if annotation is dict:

@@ -26,27 +26,25 @@ from engine.files import Locked, OutputError
 from evaluators import EvaluatorError
 from engine.parallel import ParallelError
 from experiments import interrupts
-from optimizers.run import check_cluster, load_resume, load_run_config, make_run_dir, resume, tune
+from optimizers.run import Run, check_cluster, load_resume, load_run_config, make_run_dir, resume, tune
 from optimizers.store import RECOMMENDATION, RunDamaged
 from optimizers.tuners import TUNERS
-from optimizers.validation import Validated
 from experiments import description
 
 
-def _report(run_dir: Path, state: dict) -> None:
-    best, rescored = state.get("best"), state.get("rescored")
-    if best is None:
-        print(f"no evaluation finished; run directory {run_dir}/")
+def _report(run: Run) -> None:
+    b = run.best
+    if b is None:
+        print(f"no evaluation finished; run directory {run.dir}/")
         return
-    b = rescored or best
-    what = "re-scored best" if rescored else "best"
+    what = "re-scored best" if run.state.rescored is not None else "best"
     # numbered from 0 like the per-generation lines ("generation 2 (3 of 5)") and the CSV files
-    where = (f"the tuner's mean after generation {b['generation'] - 1}" if b["index"] == RECOMMENDATION
-             else f"generation {b['generation']}, candidate {b['index']}")
-    print(f"{what} fitness {b['fitness']:,.0f} ({where}); "
-          f"written to {run_dir}/\n  run it: python -m experiments.solve {run_dir / 'best.yaml'}")
-    if state.get("validated") is not None:
-        print(Validated(**state["validated"]).sentence())
+    where = (f"the tuner's mean after generation {b.generation - 1}" if b.index == RECOMMENDATION
+             else f"generation {b.generation}, candidate {b.index}")
+    print(f"{what} fitness {b.fitness:,.0f} ({where}); "
+          f"written to {run.dir}/\n  run it: python -m experiments.solve {run.dir / 'best.yaml'}")
+    if run.state.validated is not None:
+        print(run.state.validated.sentence())
 
 
 def main(argv: list[str] | None = None, exiting: bool = False) -> int:
@@ -92,13 +90,13 @@ def _command(argv: list[str] | None) -> int:
             return 2
         check_cluster(config)  # before anything is made
         if args.resume is not None:
-            state = resume(args.resume, config=config, quiet=args.quiet).state
+            run = resume(args.resume, config=config, quiet=args.quiet)
         else:
             with interrupts.blocked():  # a signal meanwhile is taken once the directory is named
                 run_dir = make_run_dir(config)
             if not args.quiet:
                 print(f"run directory: {run_dir}/", flush=True)
-            state = tune(config, quiet=args.quiet, run_dir=run_dir).state
+            run = tune(config, quiet=args.quiet, run_dir=run_dir)
     except KeyboardInterrupt:  # Ctrl-C, or a kill (SIGTERM): workers shut down, the run resumable
         if run_dir is None:
             print("\ninterrupted: nothing made", file=sys.stderr)
@@ -116,7 +114,7 @@ def _command(argv: list[str] | None) -> int:
         print(f"error: {run_dir}: out of memory; with more memory free (or smaller sizes), continue with  "
               f"python -m experiments.run --resume {run_dir}", file=sys.stderr)
         return 2
-    _report(run_dir, state)
+    _report(run)
     return 0
 
 

@@ -8,7 +8,6 @@ tuner, named after it: its ``Settings``.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any, Literal
 
@@ -16,6 +15,7 @@ from pydantic import Field, create_model, field_validator, model_validator
 
 from engine.parallel import ParallelConfig
 from engine.validation import INT_LIMIT, out_of_range
+from solver import SolverConfig
 
 from ._settings import Strict, TunerSettings, flat_settings
 from .noise import NoiseConfig, RestartConfig
@@ -129,7 +129,7 @@ class RunKeys(Strict):
     name: str = Field(description="run name: the run directory is `<runs_dir>/<name>-<YYYYmmdd-HHMMSS>`")
     seed: int = Field(0, ge=0, description="seed of the run's random generator (everything random derives from it)")
     solver_config: str | None = Field(None, description="the base solver YAML (relative to this file), or give `solver`")
-    solver: dict[str, Any] | None = Field(None, description="the base solver config as a mapping (default: the solver defaults)")
+    solver: SolverConfig | None = Field(None, description="the base solver config as a mapping (default: the solver defaults)")
     pieces: int | None = Field(None, ge=1, description="pieces each candidate plays (overrides the solver's `pieces`)")
     space: list[ParamSpec] = Field(min_length=1, description="the tuned parameters")
     normalize: list[str] = Field(
@@ -226,7 +226,7 @@ class RunKeys(Strict):
         generations, population = self.generations, self.population
         from solver import registry
 
-        solver = self.solver or {}
+        solver = base_solver(self)
         try:  # a candidate's curve: a value per piece, or per game for a policy of unknown pieces
             online = not registry.get(solver.get("policy", "beam")).known_pieces
         except registry.PolicyError:
@@ -285,7 +285,7 @@ RunConfig = create_model(
 
 def base_solver(config: RunConfig) -> dict:
     """The resolved config's base solver mapping, with the run's ``pieces`` applied."""
-    base = copy.deepcopy(config.solver or {})
+    base = config.solver.model_dump(mode="json") if config.solver is not None else {}
     if config.pieces is not None:
         base["pieces"] = config.pieces
     return base

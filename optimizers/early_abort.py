@@ -89,7 +89,7 @@ class EarlyAbort:
         settings = config.early_abort
         reference = None
         if settings.enabled and settings.reference is not None:
-            reference = reference_curve(settings.reference, config.solver["rules"])
+            reference = reference_curve(settings.reference, config.solver.rules)
         return cls(settings, reference)
 
     def state_dict(self) -> dict:

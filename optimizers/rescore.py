@@ -12,8 +12,7 @@ from engine.parallel import Pool
 from ._base import fidelity
 from .fitness import Evaluated, canonical
 from .space import with_settings
-from .state import Rescored
-from .store import RECOMMENDATION, Evaluation, Rescoring
+from .store import RECOMMENDATION, Evaluation, Rescored, Rescoring
 
 log = logging.getLogger("optimizers.run")
 

@@ -3,13 +3,15 @@
 
     from optimizers import tune
     run = tune("configs/ga.yaml", ["ga.generations=3"], quiet=True)
-    run.best["fitness"], run.dir / "best.yaml", run.evaluations()   # a pandas DataFrame
+    run.best.fitness, run.dir / "best.yaml", run.evaluations()   # a pandas DataFrame
 
 - `load_run_config` reads a run YAML (and dotted overrides), `resolve` validates a mapping: the
   solver becomes an inline mapping with its evaluators, the initial point is folded into the space,
   and every problem is one `engine.config.ConfigError` line naming the file and the key;
 - `tune` makes the run directory (`make_run_dir`), writes ``config.yaml`` and runs the generations
-  (`optimizers.tuner.Tuner`); `resume` continues an interrupted run; both return a `Run`;
+  (`optimizers.tuner.Tuner`); `resume` continues an interrupted run; both return a `Run`, its final
+  state typed (`optimizers.state.RunState`: ``run.state.best``, ``run.state.history``,
+  ``run.state.validated``, ...);
 - for a loop of one's own, `make_space` and `make_optimizer` give the space and an ask/tell tuner
   (`optimizers.Optimizer`) of a resolved config, and `optimizers.fitness.evaluate` plays one
   candidate.
@@ -38,6 +40,8 @@ from .config import GamesConfig, RunConfig
 from .fitness import canonical
 from .noise import check as check_noise
 from .space import SpaceError, get_path, with_settings
+from .state import RunState
+from .store import Best, Rescored
 from .tuner import Tuner, make_optimizer, make_space
 
 
@@ -100,7 +104,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
         path, base = solver_file("solver_config", config.solver_config)
         sources["solver_config"] = str(path)
     else:
-        solver = validate(SolverConfig, config.solver or {}, origin, "solver")
+        solver = config.solver if config.solver is not None else validate(SolverConfig, {}, origin, "solver")
         base = _solver_dict(solver, origin, "solver", base_dir)
     if config.games != GamesConfig():
         from solver import registry
@@ -247,13 +251,13 @@ class Run:
 
     dir: Path
     config: RunConfig
-    state: dict  # as checkpoint.npz holds it (`optimizers.state.RunState.to_state`)
+    state: RunState
 
     @property
-    def best(self) -> dict | None:
-        """The best candidate (re-scored, when the run re-scores): fitness, score, generation,
+    def best(self) -> Best | Rescored | None:
+        """The best candidate (re-scored, when the run re-scores): its fitness, score, generation,
         index, key and values; None when no evaluation finished."""
-        return self.state.get("rescored") or self.state.get("best")
+        return self.state.rescored or self.state.best
 
     def best_config(self) -> SolverConfig | None:
         """The exported ``best.yaml`` as a solver config (play it with `solver.solve`)."""
@@ -326,12 +330,11 @@ def load_resume(run_dir: str | Path, overrides: list[str] = ()) -> RunConfig:
     return validate(RunConfig, data, str(path))
 
 
-def saved_state(run_dir: str | Path):
+def saved_state(run_dir: str | Path) -> RunState:
     """The state of the run in ``run_dir`` as its checkpoint holds it (`optimizers.state.RunState`:
     the tuner, the early abort, the statistics, the best), made again from its config.yaml and
     checkpoint.npz without running anything; `RunDamaged` or `ConfigError` in one line when they
     cannot be read."""
-    from .state import RunState
     from .store import RunDamaged, RunStore
 
     run_dir = Path(run_dir)

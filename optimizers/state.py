@@ -1,6 +1,6 @@
 """A run's state between generations, as typed records.
 
-checkpoint.npz holds it as data (`RunState.to_state`, an `engine.statefile` file): ``generation``
+checkpoint.npz holds it as data (`RunState.state_dict`, an `engine.statefile` file): ``generation``
 (the next one), ``optimizer`` (the tuner's `state_dict`, its random states included),
 ``early_abort`` and ``noise`` (theirs; ``noise`` None unless the run's ``noise`` or ``restart``
 section is on), ``history`` (a mapping per finished generation, the columns of generations.csv),
@@ -25,46 +25,8 @@ from .early_abort import EarlyAbort
 from .instances import training_count
 from .noise import Noise
 from .racing import Entrant
-from .store import Evaluation, GenerationStats, RunDamaged, Rescoring
+from .store import Best, GenerationStats, Rescored, RunDamaged
 from .validation import Validated
-
-
-@dataclass
-class Best:
-    """The best evaluation so far: its fitness and score, where it stands, its config key and values."""
-
-    fitness: float
-    score: int
-    generation: int
-    index: int
-    key: str
-    values: list
-
-    @classmethod
-    def of(cls, e: Evaluation) -> "Best":
-        return cls(fitness=e.record.fitness, score=e.record.score, generation=e.generation, index=e.index,
-                   key=e.key, values=list(e.values))
-
-
-@dataclass
-class Rescored:
-    """The best re-scored candidate: its re-scored fitness, score and key, where it stands, its tuned
-    key and fitness, its values and its tuned rank."""
-
-    fitness: float
-    score: int
-    generation: int
-    index: int
-    key: str
-    tuned_key: str
-    tuned_fitness: float
-    values: list
-    rank: int
-
-    @classmethod
-    def of(cls, r: Rescoring) -> "Rescored":
-        return cls(fitness=r.record.fitness, score=r.record.score, generation=r.generation, index=r.index,
-                   key=r.key, tuned_key=r.tuned_key, tuned_fitness=r.tuned_fitness, values=r.values, rank=r.rank)
 
 
 @dataclass
@@ -88,7 +50,7 @@ class RunState:
 
     @classmethod
     def from_state(cls, f: Fields, config, space) -> "RunState":
-        """The state `to_state` saved (``f``), its tuner, pruner and noise state made from the run's
+        """The state `state_dict` saved (``f``), its tuner, pruner and noise state made from the run's
         ``config`` and ``space``; `engine.statefile.StateError` naming the key of a value that is
         not what it should be."""
         from .early_abort import EarlyAbort
@@ -133,7 +95,8 @@ class RunState:
         except StateError as e:
             raise RunDamaged(f"{e}; {store.checkpoint_advice}") from None
 
-    def to_state(self) -> dict:
+    def state_dict(self) -> dict:
+        """The state as checkpoint.npz holds it (the module docstring): the only form of it as data."""
         return {"generation": self.generation, "optimizer": self.optimizer.state_dict(),
                 "early_abort": self.early_abort.state_dict(), "history": [h.as_dict() for h in self.history],
                 "best": None if self.best is None else asdict(self.best),

@@ -18,7 +18,8 @@ clean before a resumed run appends to them); a line with a value no run writes (
 fitness, threshold or seconds) is a damaged line, and a (generation, index) twice in
 evaluations.csv is refused. A resume holds evaluations.csv to the checkpoint (`restore.check_against`:
 every finished generation's rows there, giving its statistics). The rows are typed records:
-`Evaluation`, `Rescoring`, `GenerationStats`.
+`Evaluation`, `Rescoring`, `GenerationStats`; the run's best so far and its best re-scored
+candidate, as the checkpoint keeps them, are `Best` and `Rescored`.
 """
 
 from __future__ import annotations
@@ -100,6 +101,44 @@ class Rescoring:
     cached: bool
     key: str
     tuned_key: str
+
+
+@dataclass
+class Best:
+    """The best evaluation so far: its fitness and score, where it stands, its config key and values."""
+
+    fitness: float
+    score: int
+    generation: int
+    index: int
+    key: str
+    values: list
+
+    @classmethod
+    def of(cls, e: Evaluation) -> "Best":
+        return cls(fitness=e.record.fitness, score=e.record.score, generation=e.generation, index=e.index,
+                   key=e.key, values=list(e.values))
+
+
+@dataclass
+class Rescored:
+    """The best re-scored candidate: its re-scored fitness, score and key, where it stands, its tuned
+    key and fitness, its values and its tuned rank."""
+
+    fitness: float
+    score: int
+    generation: int
+    index: int
+    key: str
+    tuned_key: str
+    tuned_fitness: float
+    values: list
+    rank: int
+
+    @classmethod
+    def of(cls, r: Rescoring) -> "Rescored":
+        return cls(fitness=r.record.fitness, score=r.record.score, generation=r.generation, index=r.index,
+                   key=r.key, tuned_key=r.tuned_key, tuned_fitness=r.tuned_fitness, values=r.values, rank=r.rank)
 
 
 def spread(values) -> dict:
@@ -433,7 +472,7 @@ class RunStore:
         return sessions
 
     def save_checkpoint(self, state: dict) -> None:
-        """checkpoint.npz: the run's state as data (`optimizers.state.RunState.to_state`), with a
+        """checkpoint.npz: the run's state as data (`optimizers.state.RunState.state_dict`), with a
         copy of the run's config and of provenance.json's sessions."""
         extra = {"config": self.config} if self.config is not None else {}
         if self.sessions is not None:

@@ -58,8 +58,8 @@ from .racing import Racing
 from .rescore import Rescore
 from .restore import Restore
 from .space import Param, Space, with_settings
-from .state import Best, RunState
-from .store import IN_PLAY, Evaluation, GenerationStats, RunStore, spread
+from .state import RunState
+from .store import IN_PLAY, Best, Evaluation, GenerationStats, RunStore, spread
 from .tuners import get as get_tuner
 from .validation import Validation
 
@@ -128,10 +128,10 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
                     solve(SolverConfig.model_validate(data), record=False)
 
     # ------------------------------------------------------------------ the run
-    def run(self, resume: bool = False) -> dict:
-        """Run to the end (or from the last checkpoint with ``resume``); returns the final state as
-        the checkpoint holds it (`RunState.to_state`). The run directory is locked before any of
-        its state is read."""
+    def run(self, resume: bool = False) -> RunState:
+        """Run to the end (or from the last checkpoint with ``resume``); returns the final state
+        (the checkpoint holds it as `RunState.state_dict`). The run directory is locked before any
+        of its state is read."""
         with FolderLock(self.dir, LOCK_FILE), self._run_log():
             from engine.files import remove_stale_temporaries
 
@@ -142,7 +142,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
                 while self.state.generation < self.state.optimizer.generations:
                     self.run_generation(pool, self.state.generation)
                 self._finish(pool)
-                return self.state.to_state()
+                return self.state
             except KeyboardInterrupt:
                 self._interrupted()
                 raise
@@ -171,7 +171,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
         if checkpoint is None:
             self.state = self.fresh_state()
             self.state.optimizer.attach(self.dir)
-            self.store.save_checkpoint(self.state.to_state())
+            self.store.save_checkpoint(self.state.state_dict())
         else:
             self.state = RunState.from_checkpoint(checkpoint, self.store, self.config, self.space)
             self.state.optimizer.attach(self.dir)
@@ -193,7 +193,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
         if self.config.validation is not None and self.state.validated is None and self.state.best is not None:
             self.run_validation(pool)
         self.state.done = True
-        self.store.save_checkpoint(self.state.to_state())
+        self.store.save_checkpoint(self.state.state_dict())
         with contextlib.suppress(OSError):
             (self.dir / IN_PLAY).rmdir()  # every candidate written down: nothing in play
         self.write_artifacts(final=True)
@@ -399,7 +399,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
             state.optimizer = noise.restarted(self.config, self.space, None if state.best is None else state.best.values,
                                               gen.number)
             state.optimizer.attach(self.dir)
-        self.store.save_checkpoint(state.to_state())
+        self.store.save_checkpoint(state.state_dict())
         for stale in (self.dir / IN_PLAY).glob(f"g{gen.number}-*.npz"):  # a stop between a result and its unlink
             stale.unlink(missing_ok=True)
         self.write_artifacts()

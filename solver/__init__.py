@@ -11,19 +11,17 @@ project's replayer; what it returns is typed (`Outcome`): a path on the known se
 """
 
 from . import registry
+from ._base import Policy, Progress
+from .config import BacksearchConfig, BeamConfig, GreedyConfig, LookaheadConfig, ProfileDPConfig
+from .record import RecordMismatch, attach_record
+from .files import load_evaluators, load_online_policy, load_solver_config
+from .registry import PolicyError, SolverConfig, register
+from .result import Outcome, SolveResult
+from .solve import default_pieces, solve
+from .threshold import Threshold
 
-with registry.assembling_once():  # `SolverConfig` assembled once, when every policy is in
-    from ._base import Policy, Progress
-    from .config import BacksearchConfig, BeamConfig, GreedyConfig, LookaheadConfig, ProfileDPConfig, SolverConfig
-    from .record import RecordMismatch, attach_record
-    from .files import load_evaluators, load_online_policy, load_solver_config
-    from .registry import PolicyError, register
-    from .result import Outcome, SolveResult
-    from .solve import default_pieces, solve
-    from .threshold import Threshold
-
-    registry.discover(__name__)  # every policy module registers its policy
-    from .segment import SegmentConfig
+registry.discover(__name__)  # every policy module registers its policy
+from .segment import SegmentConfig  # noqa: E402
 
 __all__ = [
     "BacksearchConfig", "BeamConfig", "GreedyConfig", "LookaheadConfig", "Outcome", "Policy", "PolicyError",

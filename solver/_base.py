@@ -20,7 +20,7 @@ from engine.outcome import Stop
 from evaluators import Evaluator, Placement, evaluate
 from evaluators.incremental import ColumnView, column_scratch
 
-from .config import SolverConfig
+from .registry import SolverConfig
 from .result import SolveResult
 
 #: progress(pieces_done, pieces_total, best_score) is called as the search advances

@@ -1,16 +1,16 @@
 """The solver's configuration: one schema, the single source of truth for keys, types, defaults and
 the configuration reference. Files are read by `engine.config`; this module only validates data.
 
-`SolverConfig` holds the keys every run has (`SolverKeys`) and, assembled from the registry of
-policies (`solver.registry`), the `policy` key (one of the registered names) and one section per
-registered policy with settings, named after it, plus the sections several policies share. The
-sections of the policies of the known sequence are defined here; a policy for unknown pieces
-defines its own in its module (`solver/online/`).
+A solver configuration (`solver.registry.SolverConfig`) holds the keys every run has (`SolverKeys`)
+and, made by `solver_model` for the registry of policies (`solver.registry`), the `policy` key (one
+of the registered names) and one section per registered policy with settings, named after it, plus
+the sections several policies share (`registered_fields`). The sections of the policies of the
+known sequence are defined here; a policy for unknown pieces defines its own in its module
+(`solver/online/`).
 """
 
 from __future__ import annotations
 
-import copy
 import os
 from typing import Literal, Mapping, Union
 
@@ -184,6 +184,11 @@ class BacksearchConfig(Strict):
 EVALUATOR_KEYS = ("evaluator", "backsearch.points_evaluator", "backsearch.survival_evaluator")
 
 
+#: the docstring of every model `solver_model` makes
+SCHEMA_DOC = ("A solver run: which policy plays which pieces with which evaluator, and the settings of each "
+              "registered policy (its section).")
+
+
 class SolverKeys(Strict):
     """A solver run: which policy plays which pieces with which evaluator."""
 
@@ -266,11 +271,6 @@ class SolverKeys(Strict):
         return rules.floating(self.floating_min_rows) if self.floating else rules
 
 
-class SolverConfig(SolverKeys):
-    """A solver run: which policy plays which pieces with which evaluator, and the settings of
-    each registered policy (its section). Its fields follow the registry (`assemble`)."""
-
-
 def registered_fields(policies: Mapping[str, bool], sections: Mapping[str, type[BaseModel]]) -> dict[str, tuple]:
     """The fields (``create_model`` definitions) the registry adds to `SolverKeys`: ``policy``, one
     of ``policies`` (name -> whether it plays the known sequence), and a section per key of
@@ -291,14 +291,4 @@ def registered_fields(policies: Mapping[str, bool], sections: Mapping[str, type[
 
 def solver_model(fields: dict[str, tuple]) -> type[SolverKeys]:
     """A new model: `SolverKeys` with ``fields`` (`registered_fields`)."""
-    return create_model("SolverConfig", __base__=SolverKeys, __module__=__name__, __doc__=SolverConfig.__doc__,
-                        **fields)
-
-
-def assemble(fields: dict[str, tuple]) -> None:
-    """Give `SolverConfig` the keys of `SolverKeys` and ``fields``, in place: every module that
-    imported the class sees the registered policies as they are now (a configuration made before
-    keeps the fields it was made with)."""
-    built = solver_model(fields)
-    SolverConfig.__pydantic_fields__ = {name: copy.copy(field) for name, field in built.model_fields.items()}
-    SolverConfig.model_rebuild(force=True)
+    return create_model("SolverConfig", __base__=SolverKeys, __module__=__name__, __doc__=SCHEMA_DOC, **fields)

@@ -13,7 +13,8 @@ from pathlib import Path
 from engine.config import ConfigError, apply_overrides, holder, load_mapping, locate, resolve_relative, validate
 from evaluators import EvaluatorError, load_evaluator
 
-from .config import EVALUATOR_KEYS, SolverConfig
+from .config import EVALUATOR_KEYS
+from .registry import SolverConfig
 
 
 def load_solver_config(path: str | Path, overrides: list[str] = ()) -> SolverConfig:

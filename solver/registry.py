@@ -24,26 +24,27 @@ parameters and state as its kernel reads them, its own: the game loop finds the 
 it) and ``choose_kernel`` (that numba kernel). A section several policies read (``online``, how
 the seeded games are played) is registered with `register_section`.
 
-Each registration assembles `SolverConfig` again, in place (`solver.config.assemble`), so a
-configuration may name a policy as soon as its module is imported (during `discover`, once at its
-end). `discover` imports every
-public module of a package: a policy module is found by being there.
+`SolverConfig` stands for the schema of the policies registered now (`schema`): a pydantic model
+made by `solver.config.solver_model` on its first use after a registration, kept until the next
+one, never changed. So the schema is made once when `discover` has imported every policy module of
+the project, and a policy registered later (a test's, a notebook's) is known to the next
+configuration made, through the `SolverConfig` every module imported; a configuration made before
+keeps the model it was made with. `discover` imports every public module of a package: a policy
+module is found by being there.
 """
 
 from __future__ import annotations
 
-import contextlib
+import copyreg
 from dataclasses import dataclass
 
 from numba.core.dispatcher import Dispatcher
 from pydantic import BaseModel
 
 from engine.registry import Registry
+from engine.validation import WRITTEN_ELSEWHERE
 
 from . import config
-
-#: within `assembling_once` (`discover`), registrations leave assembling `SolverConfig` to its end
-_deferred = 0
 
 #: the package whose policies are the project's own (the configuration reference documents them)
 HOME = __name__.rsplit(".", 1)[0]
@@ -109,26 +110,10 @@ def unregister(name: str) -> None:
     POLICIES.remove(name)
 
 
-@contextlib.contextmanager
-def assembling_once():
-    """Within the block, registrations leave assembling `SolverConfig` to its end, where it is
-    assembled once (a pydantic model build costs more than the rest of a registration); blocks
-    may nest."""
-    global _deferred
-    _deferred += 1
-    try:
-        yield
-    finally:
-        _deferred -= 1
-    _assemble()
-
-
 def discover(package: str) -> None:
     """Import every public module of ``package`` (names not starting with ``_``; subpackages
-    included, each discovering its own), so that the policies they define register themselves;
-    `SolverConfig` is assembled once, when the last of them is in."""
-    with assembling_once():
-        POLICIES.discover(package)
+    included, each discovering its own), so that the policies they define register themselves."""
+    POLICIES.discover(package)
 
 
 def _entry(name: str, cls) -> Entry:
@@ -212,24 +197,88 @@ def sections(shipped_only: bool = False) -> dict[str, type[BaseModel]]:
 
 
 def config_model(shipped_only: bool = True) -> type[config.SolverKeys]:
-    """A `SolverConfig` schema built afresh (pydantic ``create_model``) for the registered policies;
-    by default only the project's own (what the configuration reference documents, whatever a
-    process has registered besides)."""
+    """A solver configuration schema built afresh (pydantic ``create_model``) for the registered
+    policies; by default only the project's own (what the configuration reference documents,
+    whatever a process has registered besides)."""
     policies = {e.name: e.known_pieces for e in entries(shipped_only)}
     return config.solver_model(config.registered_fields(policies, sections(shipped_only)))
 
 
-def _assemble() -> None:
-    if _deferred:
-        return
-    policies = {e.name: e.known_pieces for e in entries()}
-    config.assemble(config.registered_fields(policies, sections()))
+#: the schema of the policies registered now (`schema`), None until it is first needed after a registration
+_schema: type[config.SolverKeys] | None = None
+
+
+def schema() -> type[config.SolverKeys]:
+    """The solver configuration's model for every policy and section registered now, made on its
+    first use after a registration (`config_model`) and kept until the next one."""
+    global _schema
+    made = _schema
+    if made is None:
+        made = _schema = config_model(shipped_only=False)
+        copyreg.pickle(made, _pickled)
+    return made
+
+
+def _pickled(made: config.SolverKeys):
+    """A configuration pickled as its data (its model is made at run time, found by no name),
+    unpickled by the schema of the process that reads it, not checked against that machine."""
+    return _unpickled, (made.model_dump(),)
+
+
+def _unpickled(data: dict):
+    return schema().model_validate(data, context=WRITTEN_ELSEWHERE)
+
+
+def _changed() -> None:
+    """A policy or section came or went: the next configuration is validated by a new schema."""
+    global _schema
+    _schema = None
+
+
+class _Current(type):
+    """The type of `SolverConfig`: the class stands for `schema()`. Calling it makes a
+    configuration of that model; its attributes that are not dunders (``model_validate``,
+    ``model_fields``, ...) are that model's; every configuration of a schema is an instance of it."""
+
+    def __call__(cls, /, **data):
+        return schema()(**data)
+
+    def __getattr__(cls, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(schema(), name)
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, config.SolverKeys)
+
+
+class SolverConfig(metaclass=_Current):
+    """A solver run: which policy plays which pieces with which evaluator, and the settings of
+    each registered policy (its section), validated by the schema of the policies registered now
+    (`schema`): ``SolverConfig(policy="greedy", pieces=500)``, ``SolverConfig.model_validate(data)``."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        """As the type of another model's field (`optimizers.config.RunConfig.solver`): validated, when
+        that model is, by the schema of the policies registered then (its errors under the field's
+        key), dumped as the configuration's own model dumps it."""
+        from pydantic_core import core_schema
+
+        def validated(value, info):
+            return value if isinstance(value, config.SolverKeys) else \
+                schema().model_validate(value, context=info.context)
+
+        def dumped(value, info):
+            return value.model_dump(mode=info.mode)
+
+        return core_schema.with_info_plain_validator_function(
+            validated, serialization=core_schema.plain_serializer_function_ser_schema(dumped, info_arg=True))
 
 
 #: the policies by name, each kept as its `Entry`; ``@register`` on a policy class joins it
-POLICIES: Registry[Entry] = Registry("policy", error=PolicyError, entry=_entry, changed=_assemble,
+POLICIES: Registry[Entry] = Registry("policy", error=PolicyError, entry=_entry, changed=_changed,
                                      order=lambda name, entry: (not entry.known_pieces, name))
 #: the sections several policies read, by key (`register_section`)
-SECTIONS: Registry[Section] = Registry("section", error=PolicyError, changed=_assemble)
+SECTIONS: Registry[Section] = Registry("section", error=PolicyError, changed=_changed)
 #: the decorator a policy class registers with
 register = POLICIES.register

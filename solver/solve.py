@@ -16,7 +16,7 @@ from evaluators import Evaluator, load_evaluator
 
 from . import registry
 from ._base import Policy, Progress
-from .config import SolverConfig
+from .registry import SolverConfig
 from .online.games import solve_games
 from .record import attach_record
 from .result import Outcome

@@ -23,9 +23,9 @@ def test_the_docs_example_runs_as_written(tmp_path, monkeypatch, capsys):
     run, tuner = namespace["run"], namespace["tuner"]
     assert run.dir.resolve().parent == tmp_path.resolve() / "runs" and (run.dir / "best.yaml").is_file()
     assert len(run.evaluations()) == 8 and list(run.generations().generation) == [0, 1]
-    assert run.best["fitness"] == run.evaluations().fitness.max()
+    assert run.best.fitness == run.evaluations().fitness.max()
     printed = capsys.readouterr().out.splitlines()
-    assert int(printed[-1]) == run.best["score"]  # best.yaml played again gives the run's best score
+    assert int(printed[-1]) == run.best.score  # best.yaml played again gives the run's best score
     assert tuner.generation == 2
 
 

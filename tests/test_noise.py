@@ -130,15 +130,15 @@ def test_reevaluation_picks_the_true_best_among_noisy_candidates(tmp_path, monke
     calls = len(toy.calls)
     pooled = tuning.tune(config(tmp_path / "pooled", random={"samples": 6, "generations": 8},
                                 noise={"reevaluate": 3}))
-    lucky = plain.state["best"]
-    assert lucky["values"] != good and lucky["fitness"] > 8402  # a point truly 1,000 worse, chosen for its draw
+    lucky = plain.state.best
+    assert lucky.values != good and lucky.fitness > 8402  # a point truly 1,000 worse, chosen for its draw
     assert float(rows(plain.dir)[0]["fitness"]) == 8402  # the true best's one draw
-    best = pooled.state["best"]
-    assert best["values"] == good
+    best = pooled.state.best
+    assert best.values == good
     ev = rows(pooled.dir)
     mine = [float(r["fitness"]) for r in ev if weights(r) == good]
-    assert len(mine) >= 3 and best["fitness"] == pytest.approx(np.mean(mine))
-    assert abs(best["fitness"] - 9000) < 3 * 400 / np.sqrt(len(mine))
+    assert len(mine) >= 3 and best.fitness == pytest.approx(np.mean(mine))
+    assert abs(best.fitness - 9000) < 3 * 400 / np.sqrt(len(mine))
     # re-evaluations follow the tuner's 6 candidates, on the generation's own games: the 3 best
     # pooled means of the generations before, less those the tuner proposed again
     pool: dict = {}  # point -> (where first evaluated, its samples)
@@ -156,7 +156,7 @@ def test_reevaluation_picks_the_true_best_among_noisy_candidates(tmp_path, monke
     simulated = [int(r["generation"]) for r in ev if r["cached"] == "False"]
     assert [seed for _, seed, _ in toy.calls[calls:]] == [100 + g for g in simulated]  # the generation's seed
     meta = yaml.safe_load((pooled.dir / "best.yaml").read_text())["meta"]
-    assert meta["fitness"] == best["fitness"] and meta["pooled"] == {"mean": best["fitness"], "games": len(mine),
+    assert meta["fitness"] == best.fitness and meta["pooled"] == {"mean": best.fitness, "games": len(mine),
                                                                       "samples": len(mine)}
     table = rows(pooled.dir, "noise.csv")
     assert [int(r["reevaluated"]) for r in table][0] == 0 and all(int(r["games"]) == 1 for r in table)
@@ -231,7 +231,7 @@ def test_resume_with_noise_handling_and_restarts_ends_as_an_uninterrupted_run(tm
     drop = toy_fitness.without_seconds
     assert drop(rows(cut)) == drop(rows(whole.dir))
     assert rows(cut, "noise.csv") == rows(whole.dir, "noise.csv")
-    assert resumed.state["best"] == whole.state["best"]
+    assert resumed.state.best == whole.state.best
 
 
 BAD = [
@@ -262,7 +262,7 @@ def test_noise_settings_need_a_policy_of_seeded_games(tmp_path):
 def test_off_by_default_a_run_keeps_no_noise_state(tmp_path, monkeypatch):
     toy_fitness.install(monkeypatch)
     run = tuning.tune(config(tmp_path))
-    assert run.state["noise"] is None and not (run.dir / "noise.csv").exists()
+    assert run.state.noise is None and not (run.dir / "noise.csv").exists()
     assert "pooled" not in yaml.safe_load((run.dir / "best.yaml").read_text())["meta"]
 
 
@@ -339,11 +339,11 @@ def test_bench_tuning_continues_each_standard_run_in_its_own_directory(tmp_path,
         tuning.tune(cfg, run_dir=run_dir, on_evaluation=crash)
     assert RunStore(run_dir, []).load_checkpoint()["generation"] == 2
     resumed = bench.start_or_resume(cfg, run_dir)
-    assert rows(run_dir) == rows(tmp_path / "a" / "run") and resumed.state["best"] == whole.state["best"]
+    assert rows(run_dir) == rows(tmp_path / "a" / "run") and resumed.state.best == whole.state.best
     files = {p.name: p.read_bytes() for p in run_dir.iterdir()}
     again = bench.start_or_resume(cfg, run_dir)  # finished: read back, nothing evaluated or written again
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == files
-    assert again.state["best"] == whole.state["best"] and len(again.evaluations()) == len(rows(run_dir))
+    assert again.state.best == whole.state.best and len(again.evaluations()) == len(rows(run_dir))
     # a run directory another setting made is refused, naming its config file
     with pytest.raises(bench.BenchError, match=r"run[/\\]config\.yaml: made by other settings"):
         bench.start_or_resume(config(tmp_path / "c", seed=6), run_dir)

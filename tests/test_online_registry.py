@@ -2,8 +2,9 @@
 bundle, its kernel, its registration) and plays it through `solve` and the configuration files, as
 the project's own; the registry refuses a name taken twice, a shared bundle, a reserved key."""
 
+import pickle
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
 import numpy as np
 import pytest
@@ -95,7 +96,7 @@ def test_the_policy_is_registered_and_its_section_is_a_key():
     entry = registry.get("ranked")
     assert entry.policy is Ranked and entry.settings is RankedConfig and not entry.known_pieces
     assert "ranked" in registry.names(known_pieces=False)
-    assert "ranked" in SolverConfig.model_fields  # the class every module imported, assembled again
+    assert "ranked" in SolverConfig.model_fields  # the SolverConfig every module imported: the schema of now
     assert SolverConfig(policy="ranked", rules="classic", pieces=5).ranked.rank == 0
 
 
@@ -198,6 +199,33 @@ def test_a_shared_bundle_or_a_reserved_name_is_refused():
     with pytest.raises(PolicyError, match="'rules' is a key of every solver configuration"):
         register(Rules)
     assert "copycat" not in registry.names() and "rules" not in registry.names()
+
+
+def test_the_schema_is_made_once_per_registration_and_never_changed():
+    made = registry.schema()
+    assert registry.schema() is made and SolverConfig.model_fields is made.model_fields
+    before = SolverConfig(policy="ranked", rules="classic", pieces=5)
+    assert type(before) is made and isinstance(before, SolverConfig)
+    assert pickle.loads(pickle.dumps(before)) == before  # (a worker's task may carry one)
+
+    class Brief(NamedTuple):
+        rank: int
+
+    @register
+    class Fleeting(OnlinePolicy):
+        name = "fleeting"
+        Bundle = Brief
+        choose_kernel = choose_ranked
+
+    try:
+        now = registry.schema()
+        assert now is not made and "fleeting" in get_args(now.model_fields["policy"].annotation)
+        assert "fleeting" not in get_args(made.model_fields["policy"].annotation)  # the model made before is as it was
+        assert SolverConfig(policy="fleeting", rules="classic", pieces=5).policy == "fleeting"
+        assert type(before) is made and isinstance(before, SolverConfig)
+    finally:
+        registry.unregister("fleeting")
+    assert "fleeting" not in get_args(SolverConfig.model_fields["policy"].annotation)
 
 
 def test_unregistering_removes_the_name_and_the_section():

@@ -114,7 +114,7 @@ def test_a_run_keeps_its_study_in_sqlite_with_aborted_candidates_pruned(tmp_path
             assert t.state == optuna.trial.TrialState.COMPLETE
         assert t.value == float(r["fitness"])
     assert any(r["aborted"] == "True" for r in rows)
-    assert study.best_value == run.best["fitness"]
+    assert study.best_value == run.best.fitness
 
 
 class Stop(Exception):
@@ -160,7 +160,7 @@ def test_resume_asks_the_same_trials_and_ends_as_an_uninterrupted_run(tmp_path, 
 
     resumed = tuning.resume(cut)
     assert evaluations(cut) == evaluations(whole.dir)
-    assert resumed.state["best"] == whole.state["best"]
+    assert resumed.state.best == whole.state.best
     mine = trials(cut)
     assert [t[:4] for t in mine] == [t[:4] for t in trials(whole.dir)] and len(mine) == 24
     assert not (cut / (STUDY_FILE + ".cut")).exists()

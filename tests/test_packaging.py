@@ -27,7 +27,7 @@ load_online_policy(DEFAULT_AGENT)
 run = load_run_config("configs/ga_record.yaml")          # named as in a checkout, from another folder
 assert run.early_abort.reference == "configs/records/geek-1395326.txt", run.early_abort.reference  # the project's
 from optimizers.early_abort import reference_curve
-assert reference_curve(run.early_abort.reference, run.solver["rules"])[-1] == 1395326   # found from any folder
+assert reference_curve(run.early_abort.reference, run.solver.rules)[-1] == 1395326   # found from any folder
 assert load_solver_config("solve/beam_full.yaml").beam.width == 9041   # or by its name
 print("ok")
 """

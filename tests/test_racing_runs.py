@@ -42,7 +42,7 @@ def test_a_race_plays_shared_instances_and_carries_its_elites(tmp_path, monkeypa
         assert sorted(first) == sorted([*{*first}] * RACE["first_test"])  # the first batch: each entrant 3 times ...
         assert len(got) < entrants * RACE["max_instances"]  # ... and the losers stop early
     # generation 1 races the 2 elites of generation 0 beside its 6 proposals: their results are known (memo)
-    elites = run.state["elites"]
+    elites = run.state.elites
     assert len(elites) == 2
     cached = [r for r in by_gen[1] if r["cached"] == "True"]
     assert cached and all(weights(r) in {weights(x) for x in by_gen[0]} for r in cached)
@@ -51,16 +51,16 @@ def test_a_race_plays_shared_instances_and_carries_its_elites(tmp_path, monkeypa
     assert played <= set(range(100, 100 + 10 + 3)) | set(range(5000, 5006))
     assert set(range(5000, 5006)) <= played
     # each race plays first an instance no race before it played (irace's T_new = 1), then the known ones
-    assert run.state["instances_seen"] >= RACE["first_test"] + 2
+    assert run.state.instances_seen >= RACE["first_test"] + 2
     elite_rows = [r for r in by_gen[1] if weights(r) in {weights(x) for x in by_gen[0]}]
     for point in {weights(r) for r in elite_rows}:  # an elite pays for the new instance, not for the known ones
         mine = [r["cached"] for r in elite_rows if weights(r) == point]
         assert "False" in mine and "True" in mine
     # the run's best is the last race's winner, at its mean over the instances it played
-    best = run.state["best"]
-    mine = [float(r["fitness"]) for r in by_gen[2] if weights(r) == tuple(best["values"])]
+    best = run.state.best
+    mine = [float(r["fitness"]) for r in by_gen[2] if weights(r) == tuple(best.values)]
     assert RACE["first_test"] <= len(mine) <= RACE["max_instances"]
-    assert best["fitness"] == pytest.approx(np.mean(mine))
+    assert best.fitness == pytest.approx(np.mean(mine))
 
 def test_the_validation_states_the_paired_difference_with_its_interval(tmp_path, monkeypatch, capsys):
     toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
@@ -69,10 +69,10 @@ def test_the_validation_states_the_paired_difference_with_its_interval(tmp_path,
     assert [(int(r["instance"]), r["player"]) for r in table] == [(i, p) for i in range(6) for p in ("pick", "start")]
     pick = [float(r["fitness"]) for r in table if r["player"] == "pick"]
     start = [float(r["fitness"]) for r in table if r["player"] == "start"]
-    v = run.state["validated"]
+    v = run.state.validated
     d, low, high = paired_interval(pick, start, 0.95)
-    assert (v["difference"], v["low"], v["high"]) == (d, low, high)
-    assert v["pick"] == pick and v["start"] == start and v["instances"] == 6 and v["seed"] == 5000
+    assert (v.difference, v.low, v.high) == (d, low, high)
+    assert v.pick == pick and v.start == start and v.instances == 6 and v.seed == 5000
     # the true values: the start (-8, -1) is far from the target (-3, -6); the pick is better, and
     # the shared draws cancel in the differences
     assert low > 0
@@ -80,7 +80,7 @@ def test_the_validation_states_the_paired_difference_with_its_interval(tmp_path,
     assert meta["interval"] == [low, high] and meta["verdict"] == "better than the start"
     from experiments.run import _report
 
-    _report(run.dir, run.state)
+    _report(run)
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("validated on 6 held-out instances (seeds 5000 on, none seen in tuning)")
     assert last.endswith("better than the start")
@@ -118,9 +118,9 @@ def test_a_race_stopped_midway_resumes_to_the_uninterrupted_end(tmp_path, monkey
     cut = toy_fitness.stopped_run(tmp_path / "b", 1, 13, **RACING)  # inside the race's 2nd batch
     resumed = tuning.resume(cut)
     assert drop(rows(cut)) == drop(rows(whole.dir))
-    assert resumed.state["best"] == whole.state["best"]
-    assert resumed.state["elites"] == whole.state["elites"]
-    assert resumed.state["validated"] == whole.state["validated"]
+    assert resumed.state.best == whole.state.best
+    assert resumed.state.elites == whole.state.elites
+    assert resumed.state.validated == whole.state.validated
 
 
 def test_a_validation_stopped_midway_plays_only_what_is_missing(tmp_path, monkeypatch):
@@ -144,14 +144,14 @@ def test_a_validation_stopped_midway_plays_only_what_is_missing(tmp_path, monkey
     monkeypatch.setattr(run_loop, "evaluate", toy)
     resumed = tuning.resume(cut)
     assert len(toy.calls) - before == 6  # the 6 plays not written down, nothing else
-    assert resumed.state["validated"] == whole.state["validated"]
+    assert resumed.state.validated == whole.state.validated
 
 
 def test_a_racing_run_is_reproduced_by_its_config_and_seed(tmp_path, monkeypatch):
     toy_fitness.install(monkeypatch, noise=300.0, shared=2000.0)
     a = tuning.tune(config(tmp_path / "a", **RACING))
     b = tuning.tune(config(tmp_path / "b", **RACING))
-    assert drop(rows(a.dir)) == drop(rows(b.dir)) and a.state["best"] == b.state["best"]
+    assert drop(rows(a.dir)) == drop(rows(b.dir)) and a.state.best == b.state.best
 
 
 REFUSED = [
@@ -203,9 +203,9 @@ def test_optunas_wilcoxon_pruner_stops_trials_on_the_race_instances(tmp_path, mo
         assert sorted(t.intermediate_values) == list(range(len(t.intermediate_values)))
         if t.state.name == "COMPLETE":
             assert len(t.intermediate_values) == 8 and t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
-    assert run.state["elites"] == []  # no elites: the pruner compares with the best trial
+    assert run.state.elites == []  # no elites: the pruner compares with the best trial
     complete = [t for t in trials if t.state.name == "COMPLETE"]
-    assert run.state["best"]["fitness"] == pytest.approx(max(t.value for t in complete))
+    assert run.state.best.fitness == pytest.approx(max(t.value for t in complete))
     assert len(rows(run.dir)) < 18 * 8  # pruned trials stop early
 
 
@@ -217,7 +217,7 @@ def test_a_pruned_optuna_race_stopped_midway_resumes_to_the_same_study(tmp_path,
     cut = toy_fitness.stopped_run(tmp_path / "b", 2, 15, **OPTUNA_PRUNED)
     resumed = tuning.resume(cut)
     assert drop(rows(cut)) == drop(rows(whole.dir))
-    assert resumed.state["best"]["values"] == whole.state["best"]["values"]
+    assert resumed.state.best.values == whole.state.best.values
 
     def trials(run_dir):
         study = optuna.load_study(study_name=run_dir.name, storage=f"sqlite:///{run_dir / 'study.db'}")
@@ -266,9 +266,9 @@ def test_a_race_on_the_geek_game_plays_tie_seeds(tmp_path):
             by_entrant.setdefault(r["beam.score_share"], []).append(r["key"])
         # each entrant plays tie seeds 0, 1 (and 2 if it survives the test): a config each
         assert all(2 <= len(keys) <= 3 and len(set(keys)) == len(keys) for keys in by_entrant.values())
-    v = run.state["validated"]
+    v = run.state.validated
     played = rows(run.dir, "validation.csv")
-    assert [float(r["fitness"]) for r in played if r["player"] == "pick"] == v["pick"] and len(v["start"]) == 2
+    assert [float(r["fitness"]) for r in played if r["player"] == "pick"] == v.pick and len(v.start) == 2
 
 
 def test_no_progress_bar_floods_output_that_is_not_a_terminal(tmp_path, monkeypatch, capsys):
@@ -335,7 +335,7 @@ def test_a_race_with_the_early_abort_stopped_midway_resumes_to_the_uninterrupted
         cut = toy_fitness.stopped_run(tmp_path / f"b{cut_at}", 1, cut_at, **GEEK_ABORT)
         resumed = tuning.resume(cut)
         assert drop(rows(cut)) == drop(rows(whole.dir)), cut_at
-        assert resumed.state["best"] == whole.state["best"]
+        assert resumed.state.best == whole.state.best
 
 
 @pytest.mark.slow
@@ -356,4 +356,4 @@ def test_a_race_is_the_same_on_one_worker_and_on_two(tmp_path):
         path.write_text(yaml.safe_dump({**run, "parallel": {"n_jobs": jobs, "threads": 1}}, sort_keys=False))
         out.append(tuning.tune(tuning.load_run_config(path)))
     assert drop(rows(out[0].dir)) == drop(rows(out[1].dir))
-    assert out[0].state["best"] == out[1].state["best"] and out[0].state["validated"] == out[1].state["validated"]
+    assert out[0].state.best == out[1].state.best and out[0].state.validated == out[1].state.validated

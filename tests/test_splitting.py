@@ -217,7 +217,7 @@ def test_the_splitting_tuning_config_runs_with_common_seeds(tmp_path, name):
         "cmaes.population=4", "cmaes.generations=2", "solver.rules=standard_10x10", "solver.splitting.low=1",
         "solver.splitting.levels=[3,5,7,9]", "solver.splitting.trials=40", "solver.splitting.pieces=3000",
         "parallel.n_jobs=1", "rescore.top=1", "rescore.overrides={online.games: 2, seed: 100000}", f"runs_dir={tmp_path}"])
-    assert config.solver["online"] == {"games": 1, "estimate": "splitting"} and config.solver["rules"] == "standard_10x10"
+    assert config.solver.online.model_dump() == {"games": 1, "estimate": "splitting"} and config.solver.rules == "standard_10x10"
     run = tune(config)
     with open(run.dir / "evaluations.csv", newline="") as f:
         rows = list(csv.DictReader(f))

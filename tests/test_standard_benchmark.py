@@ -180,7 +180,7 @@ def test_standard_tuning_configs_run(tmp_path, algorithm, shrink):
     config = load_run_config(ROOT / "configs" / f"{algorithm}_standard.yaml", [
         *shrink, "solver.online.games=3", "parallel.n_jobs=1", "rescore.top=1", "rescore.overrides.online.games=4",
         f"runs_dir={tmp_path}"])
-    assert config.solver["rules"] == "standard_10x10" and config.solver["evaluator"]["name"] == "dellacherie"
+    assert config.solver.rules == "standard_10x10" and config.solver.evaluator["name"] == "dellacherie"
     run = tune(config)
     with open(run.dir / "evaluations.csv", newline="") as f:
         rows = list(csv.DictReader(f))

@@ -259,7 +259,7 @@ def test_a_converted_run_ends_as_one_never_stopped(tmp_path, monkeypatch, capsys
     whole = tuning.tune(tuning.load_run_config(tmp_path / "run.yaml"))
     assert rows(run / "evaluations.csv") == rows(whole.dir / "evaluations.csv")
     assert rows(run / "generations.csv") == rows(whole.dir / "generations.csv")
-    assert resumed.state["best"] == whole.state["best"]
+    assert resumed.state.best == whole.state.best
 
 
 @pytest.mark.slow

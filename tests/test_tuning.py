@@ -290,7 +290,7 @@ def test_early_abort_uses_only_earlier_generations(tmp_path):
         expected = ea.threshold()
         if g == 0:
             assert expected is None
-        assert state["history"][g]["kth_best"] == ea.kth_best()
+        assert state.history[g].kth_best == ea.kth_best()
         for r in (r for r in table if int(r["generation"]) == g):
             if r["cached"] == "False":
                 latest[r["key"]] = curves[(g, r["key"])]
@@ -373,9 +373,9 @@ def test_resume_after_an_interruption_equals_an_uninterrupted_run(tmp_path, algo
     assert all((r["generation"], r["index"]) not in {(s["generation"], s["index"]) for s in seen} for r in resumed_rows)
     assert first_sims + resumed_sims == whole_sims  # no finished evaluation simulated again
     assert results(cut) == results(whole)
-    pick = lambda h: {k: v for k, v in h.items() if "seconds" not in k}
-    assert [pick(h) for h in state["history"]] == [pick(h) for h in whole_state["history"]]
-    assert state["best"] == whole_state["best"]
+    pick = lambda h: {k: v for k, v in h.as_dict().items() if "seconds" not in k}
+    assert [pick(h) for h in state.history] == [pick(h) for h in whole_state.history]
+    assert state.best == whole_state.best
 
 
 #: a tuning run of the segment search, which saves its search as it goes (`IN_PLAY`): the small
@@ -421,7 +421,7 @@ def test_a_candidate_stopped_in_its_search_goes_on_from_it_when_the_run_resumes(
     monkeypatch.setattr(Segment, "_load", loading)
     state = tuning.resume(cut).state
     assert loaded == [42]  # saved after piece index 41 was expanded, the layer stop of 40 checked after it
-    assert results(cut) == results(whole) and state["best"] == whole_state["best"]
+    assert results(cut) == results(whole) and state.best == whole_state.best
     assert not (cut / tuning_tuner.IN_PLAY).exists()
 
 
@@ -502,7 +502,7 @@ def test_best_yaml_runs_in_the_solver_with_the_tuned_score(tmp_path, algorithm):
                                                                      if r["aborted"] == "False")
     config = load_solver_config(run_dir / "best.yaml")
     meta = config.meta
-    assert meta["fitness"] == state["best"]["fitness"] and meta["algorithm"] == algorithm
+    assert meta["fitness"] == state.best.fitness and meta["algorithm"] == algorithm
     assert config.evaluator["features"]["occupied_cells"] == meta["parameters"]["evaluator.features.occupied_cells"]
     result = solve(config, record=False)
     assert result.score == meta["score"] and not result.aborted
@@ -529,7 +529,7 @@ def test_init_from_a_previous_best_yaml(tmp_path):
     assert [s["init"] for s in config["space"]] == list(best.meta["parameters"].values())
     row = rows(second)[0]  # the first candidate is the initial point itself
     assert [row[p] for p in best.meta["parameters"]] == [str(v) for v in best.meta["parameters"].values()]
-    assert float(row["fitness"]) == state["best"]["fitness"]
+    assert float(row["fitness"]) == state.best.fitness
 
 
 @pytest.mark.parametrize("name", ["ga.yaml", "pso.yaml", "random.yaml", "ga_full.yaml", "ga_record.yaml"])
@@ -537,15 +537,15 @@ def test_shipped_configs_validate(name):
     from pathlib import Path
 
     config = tuning.load_run_config(Path(__file__).resolve().parents[1] / "configs" / name)
-    assert config.solver["evaluator"]["name"] == "chys_quality"
+    assert config.solver.evaluator["name"] == "chys_quality"
     if name == "ga_record.yaml":  # the full-width tuning: fewer, costlier candidates, pruned by the record
-        assert config.solver["beam"]["width"] == 9041 and config.pieces is None and config.rescore is None
+        assert config.solver.beam.width == 9041 and config.pieces is None and config.rescore is None
         assert (config.early_abort.relative, config.early_abort.margin, config.early_abort.reference_lag) == (0.005, 1000, 10)
         assert reference_curve(config.early_abort.reference, "geek")[-1] == 1_395_326
         return
     assert config.population * config.generations >= 288
     if name == "ga_full.yaml":
-        assert config.solver["beam"]["width"] == 1000 and config.pieces is None and config.solver["pieces"] is None
+        assert config.solver.beam.width == 1000 and config.pieces is None and config.solver.pieces is None
         assert config.rescore.top == 5 and config.rescore.overrides == {"beam.width": 9041, "pieces": None}
         assert config.early_abort.enabled and (config.early_abort.k, config.early_abort.margin) == (20, 1000)
 
@@ -558,7 +558,7 @@ def test_a_command_line_rescore_override_sets_one_setting_not_a_section():
     path = Path(__file__).resolve().parents[1] / "configs" / "cmaes_standard_split.yaml"
     config = tuning.load_run_config(path, ["rescore.overrides.online.games=7", "rescore.overrides.beam.width=3"])
     assert config.rescore.overrides == {"online.games": 7, "seed": 100000, "beam.width": 3}
-    solver = with_settings(config.solver, config.rescore.overrides)
+    solver = with_settings(config.solver.model_dump(mode="json"), config.rescore.overrides)
     assert solver["online"] == {"games": 7, "estimate": "splitting"} and solver["beam"]["width"] == 3
 
 
@@ -628,7 +628,7 @@ def test_the_run_state_round_trips_through_its_state_file(tmp_path):
 
     config = tuning.load_run_config(write_config(tmp_path), ["ga.generations=2"])
     tuner = Tuner(config, tmp_path)
-    checkpoint = tuner.fresh_state().to_state()
+    checkpoint = tuner.fresh_state().state_dict()
     assert list(checkpoint) == ["generation", "optimizer", "early_abort", "history", "best", "rescored", "done",
                                 "noise", "elites", "validated", "instances_seen"]
     history = {"generation": 0, "best": 2.0, "mean": 1.5, "median": 1.5, "worst": 1.0, "evaluations": 2,
@@ -642,7 +642,7 @@ def test_the_run_state_round_trips_through_its_state_file(tmp_path):
     read = Fields(read_state(tmp_path / "state.npz", "a run", 2**20), tmp_path / "state.npz")
     state = RunState.from_state(read, config, tuner.space)
     assert state.history[0].pieces == 240 and state.best.index == 1 and state.rescored.tuned_key == "k"
-    again = state.to_state()
+    again = state.state_dict()
     assert {k: again[k] for k in ("generation", "history", "best", "rescored", "done")} == \
            {k: checkpoint[k] for k in ("generation", "history", "best", "rescored", "done")}
     assert [list(h) for h in again["history"]] == [list(history)]  # the columns in their order

@@ -33,7 +33,7 @@ from engine import Rules
 from evaluators import Evaluator
 
 from .. import registry
-from ..config import SolverConfig
+from ..registry import SolverConfig
 from ._kernels import CURRENT, workspace
 
 

@@ -35,7 +35,8 @@ from engine.outcome import GameEnd, Stop
 from evaluators import Evaluator, load_evaluator
 
 from .. import registry
-from ..config import SolverConfig, Strict
+from ..config import Strict
+from ..registry import SolverConfig
 from ..result import Outcome
 from ..threshold import Threshold
 from ._base import OnlinePolicy, choose
