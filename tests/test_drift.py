@@ -20,7 +20,7 @@ import evaluators
 import optimizers
 import solver
 import solver.online  # noqa: F401  (registers the policies for unknown pieces)
-from engine.dispatch import _TABLES
+from engine._jit.dispatch import _TABLES
 from engine.registry import Registry
 from engine.rules import PRESETS, Rules
 from evaluators import preset_names

@@ -358,7 +358,7 @@ def test_a_temporary_is_never_a_file_or_link_already_there(tmp_path, victim, mon
 
 
 def test_a_compile_lock_planted_as_a_link_is_not_followed(tmp_path, victim):
-    from engine._numba_cache import CompileLocks
+    from engine._jit.locks import CompileLocks
 
     locks = CompileLocks(tmp_path / "locks")
     (tmp_path / "locks").mkdir()
@@ -376,7 +376,7 @@ def test_a_compile_lock_planted_as_a_link_is_not_followed(tmp_path, victim):
 
 def _played_game():
     from engine import GEEK
-    from engine.movegen import STEP_L, STEP_R
+    from engine.movegen.tables import STEP_L, STEP_R
     from experiments.tui import Game
 
     g = Game(GEEK)
