@@ -117,7 +117,7 @@ def test_stale_temporary_files_of_dead_writers_are_removed(tmp_path):
     assert remove_stale_temporaries(tmp_path) == [other]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, keep.name])
     # the writers name their temporary files so
-    from engine.files import TEMPORARY_NAME, _new_temporary
+    from engine.files.writing import TEMPORARY_NAME, _new_temporary
 
     fd, tmp = _new_temporary(tmp_path / "x.txt")
     os.close(fd)
