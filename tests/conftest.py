@@ -13,6 +13,9 @@ from engine.files import writing
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
+# the benchmark scripts' shared modules import as ``benchmarks.standard`` (the checkout's root, after
+# whatever else is on the path: the engine is imported as before)
+sys.path.append(str(TESTS.parent))
 
 # Ctrl-C as a terminal delivers it: a shell that starts pytest in the background (``cmd &`` without
 # job control) hands it SIGINT ignored, which Python and every command it starts inherit, and the
