@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine import GEEK, final_board  # noqa: E402
 from engine.board import count_and_clear, place  # noqa: E402
-from engine.movegen import capacity, placements_into, scratch  # noqa: E402
+from engine.movegen import capacity, scratch  # noqa: E402
+from engine.movegen.generators import placements_into  # noqa: E402
 from experiments import description  # noqa: E402
 
 

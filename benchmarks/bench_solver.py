@@ -34,11 +34,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numba  # noqa: E402
 
-from bench_standard import UserError, run_timed  # noqa: E402
+from benchmarks.standard.players import UserError  # noqa: E402
+from benchmarks.standard.versus import run_timed  # noqa: E402
 
 from solver import load_solver_config  # noqa: E402
 from solver import solve  # noqa: E402
@@ -77,7 +77,7 @@ def bench_simple(pieces):
 
 
 def process_cpu(argv, cwd, core):
-    """The CPU seconds of ``argv`` run to its end on CPU ``core`` (`bench_standard.run_timed`);
+    """The CPU seconds of ``argv`` run to its end on CPU ``core`` (`benchmarks.standard.versus.run_timed`);
     a failure ends the benchmark with its last line of errors."""
     try:
         return run_timed(argv, shlex.join(argv), cwd=cwd, core=core)[1]

@@ -27,9 +27,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_standard import commit, load_series, make  # noqa: E402
+from benchmarks.standard.players import commit, make  # noqa: E402
+from benchmarks.standard.series import load_series  # noqa: E402
 from engine import PRESETS  # noqa: E402
 from engine.files import write_json  # noqa: E402
 from solver.online.intervals import mean_ci95  # noqa: E402

@@ -27,9 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_standard import UserError, run_timed  # noqa: E402
+from benchmarks.standard.players import UserError  # noqa: E402
+from benchmarks.standard.versus import run_timed  # noqa: E402
 from engine.files import ReadError, read_json, write_json  # noqa: E402
 from engine.provenance import provenance  # noqa: E402
 from experiments import description  # noqa: E402
@@ -64,7 +64,7 @@ def figures(summary: dict) -> dict:
 
 
 def run_row(name: str, pieces: int, threads: int) -> dict:
-    """Solve one row in a scratch folder (`bench_standard.run_timed`): its figures; `UserError`
+    """Solve one row in a scratch folder (`benchmarks.standard.versus.run_timed`): its figures; `UserError`
     naming the row with the solve's last line of errors when it fails."""
     with tempfile.TemporaryDirectory(prefix="segment-compute-") as tmp:
         out = Path(tmp) / name

@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the folder under DIR of further estimates, pooled with a player's main file where their settings match
 VARIANTS = "splitting-variants"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_standard import UserError, load_series  # noqa: E402
+from benchmarks.standard.players import UserError  # noqa: E402
+from benchmarks.standard.series import load_series  # noqa: E402
 from engine.files import MAX_JSON_BYTES, ReadError, read_json, write_json  # noqa: E402
 from solver.online.intervals import chi2_sf, mean_ci95  # noqa: E402
 from solver.online.splitting import combine  # noqa: E402

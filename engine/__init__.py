@@ -11,15 +11,13 @@ search's saved state as data, read back within bounds, never by running code), `
 every configuration section, `validation.Strict`, and the one-line configuration error), `config`
 (configuration files and their ``key=value`` overrides), `paths` (dotted paths into configuration
 data), `registry` (the one idiom for whatever is found by name: rules presets, function tables,
-features, policies, tuners), `dispatch` (tables of numba functions chosen by name), `jit` (kernels
-called only from kernels, compiled without numba's CPython wrapper), `typeof` (the numba type of a
-bundle passed from Python, looked up by its structure), `parallel`
-(the worker pool: in process, loky or dask), `memory` (what a size will allocate, checked against
+features, policies, tuners), `_jit` (the numba plumbing: kernels called only from kernels, tables of
+numba functions chosen by name, the numba type of a bundle, the on-disk cache), `parallel` (the
+worker pool: in process, loky or dask), `memory` (what a size will allocate, checked against
 the memory there is) and `provenance` (where a result came from, and the command as typed).
 """
 
-from . import _numba_cache  # noqa: F401  (first: numba's cache directory is set before any kernel)
-from . import typeof  # noqa: F401  (bundles passed from Python typed by a lookup of their structure)
+from . import _jit  # noqa: F401  (first: numba's cache is set, and bundles typed by structure, before any kernel)
 from .board import BOARD_DTYPE, from_strings, to_strings
 from .lock import GOING_ON, LockResult, lock_copy, lock_piece, spawn_blocked, spawn_state
 from .movegen import MoveScratch, capacity, placements, route, scratch

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-from .jit import inlined
+from ._jit.decorators import inlined
 
 BOARD_DTYPE = np.uint16
 

@@ -5,7 +5,7 @@ piece, count the board, apply the game-over rules in the contest engine's order,
 clear the full rows. It returns a `LockResult`, the quantities counted after the piece was placed
 and before any row was cleared (the ones the rules score and end the game by). `lock_copy` is the
 same rule on a copy of a board, keeping the board as it was just before the clear (what an
-evaluator's placement features read). They are `engine.jit.inlined`: LLVM puts their code into each
+evaluator's placement features read). They are `engine._jit.decorators.inlined`: LLVM puts their code into each
 caller, as a call per child in a search's inner loop would otherwise cost more than the lock.
 `lock_piece_call` is `lock_piece` as a kernel of its own, called and not inlined, for the kernels
 that replay a finished path (the replayer, a path's scores and routes): there a call costs nothing
@@ -34,9 +34,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ._jit.decorators import inlined, inner
+from ._jit.dispatch import fixed
 from .board import clear_rows, copy_rows, count_rows, is_valid, place, popcount
-from .dispatch import fixed
-from .jit import inlined, inner
 from .outcome import LOCK_ENDS, GameEnd
 from .rules import OVERFLOW_CLEAR_FIRST, OVERFLOW_DISCARD, OVERFLOW_END
 

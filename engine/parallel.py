@@ -6,7 +6,7 @@ Tasks and results are plain dicts (no DEAP or pyswarms objects cross a process b
 come back in the order of the inputs; ``on_result(i, result)`` is called in the parent as each one
 arrives (in completion order), so a run can write it down at once. Python's and numpy's global
 random states are restored after every map (joblib disturbs them), so a run's randomness does not
-depend on the backend. numba's on-disk cache (`engine._numba_cache`) is shared by every process of
+depend on the backend. numba's on-disk cache (`engine._jit.cache`) is shared by every process of
 the same sources, so workers load the kernels the parent compiled. A joblib worker exits when the
 run's process dies, however it dies, from the moment it starts (`_worker_start`), and ignores
 Ctrl-C: a terminal sends it to every process of the group, and the run's process decides (it
@@ -163,7 +163,7 @@ def _spawning():
 CONNECT_SECONDS = 10
 #: what a dask worker evaluates at start-up: the digest of the project's kernel sources it imports
 #: (a builtin, ``eval``, carries it, so a worker that cannot import the project can still answer)
-_PROBE = "__import__('engine._numba_cache', fromlist=['source_digest']).source_digest()"
+_PROBE = "__import__('engine._jit.stamps', fromlist=['source_digest']).source_digest()"
 
 
 class ParallelError(RuntimeError):
@@ -206,7 +206,7 @@ def check_workers(client, key: str = "parallel") -> None:
     """`ParallelError` unless the cluster has a worker and every worker imports this project, of
     the same sources as this process (the digest of the kernel sources: a worker on other code would
     give other results); names the first worker that does not."""
-    from engine._numba_cache import source_digest
+    from engine._jit.stamps import source_digest
 
     ours = source_digest()
     try:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .movegen import STEP_LETTERS
+from .movegen.tables import STEP_LETTERS
 
 OP_N = 4  # operation codes: 0..3 are the steps L, R, D, C (engine.movegen), 4 is N
 MAX_STEPS_PER_PIECE = 100

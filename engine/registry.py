@@ -1,5 +1,5 @@
 """Things found by name, one idiom for every kind: the rules presets (`engine.rules.PRESETS`), the
-entries of a function table (`engine.dispatch.FunctionTable`), the board features and tie-breaks
+entries of a function table (`engine._jit.dispatch.FunctionTable`), the board features and tie-breaks
 (`evaluators.registry`), the policies (`solver.registry`) and the tuners (`optimizers.tuners`).
 
 A kind is one `Registry`; a thing joins it where it is defined, with the registry's decorator:

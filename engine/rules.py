@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .dispatch import Fixed, FunctionTable
+from ._jit.dispatch import Fixed, FunctionTable
 from .registry import Registry
 
 SHAPE_NAMES = ("I", "L", "J", "T", "O", "S", "Z")
@@ -173,7 +173,7 @@ class KernelRules(NamedTuple):
     ``max_steps``, or -1 for drop-only placements (the move generator's bound); ``max_steps``: the
     steps a route may take (a record's bound, drop-only rules included); ``full_row``: a full
     row's bits; ``overflow``: the index of `Rules.overflow` in `OVERFLOW_RULES` (`OVERFLOW_DISCARD`,
-    `OVERFLOW_END`, `OVERFLOW_CLEAR_FIRST`) as a `engine.dispatch.Fixed` (kernels read it with
+    `OVERFLOW_END`, `OVERFLOW_CLEAR_FIRST`) as a `engine._jit.dispatch.Fixed` (kernels read it with
     ``fixed(rules.overflow)``: a constant when they are compiled, so the contest's kernels hold no
     overflow code); ``preview``: whether a policy is shown the next piece; ``floating``: 0, or the
     fewest rows a mid-air lock must clear to be a placement (`Rules.placement` ``"floating"``,

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from .files import ReadError, _amount, read_bytes, write_bytes
+from .files import ReadError, read_bytes, write_bytes
+from .files.reading import _amount
 
 #: what ``state.json`` says it is, and the version of this layout
 FORMAT, VERSION = "tetris-workbench state", 1

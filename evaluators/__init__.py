@@ -2,8 +2,10 @@
 YAML presets.
 
 - `registry`: how a feature or a tie-break is declared (`board_feature`, `board_features`,
-  `row_feature`, `placement_feature`, `tie_break`) and everything derived from the declarations (names and slots,
-  the generated kernels `evaluate` / `board_values` / `feature_vector` / `priority`, the docs' table);
+  `row_feature`, `placement_feature`, `tie_break`) and what is read from the declarations (names
+  and slots, the `registry.Kind` token of a registry and a layout, the docs' table);
+- `kernels`: the kernels generated from the registry (`evaluate`, `board_values`,
+  `feature_vector`, `priority`);
 - `features`: the built-in features and tie-breaks, and the column forms of those that have one;
 - `incremental`: a child valued from its parent's columns, what a 1-ply search pays per placement:
   the features' forms (`incremental.column_form`, `incremental.local_rows`) and the kernels
@@ -27,19 +29,8 @@ from .evaluator import (
     load_evaluator,
     preset_names,
 )
-from .registry import (
-    FeatureError,
-    Placement,
-    board_feature,
-    board_features,
-    board_values,
-    evaluate,
-    feature_vector,
-    placement_feature,
-    priority,
-    row_feature,
-    tie_break,
-)
+from .kernels import board_values, evaluate, feature_vector, priority
+from .registry import FeatureError, Placement, board_feature, board_features, placement_feature, row_feature, tie_break
 
 __all__ = [
     "Evaluator", "EvaluatorError", "EvaluatorFile", "EvaluatorSpec", "FeatureError", "FeatureTerm", "PRESETS_DIR",

@@ -40,8 +40,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, fi
 from engine.files import YamlError, load_yaml
 from engine.validation import did_you_mean, format_validation_error, show
 
-from . import registry
-from .registry import Kind, Placement, board_values, evaluate
+from . import kernels, registry
+from .kernels import board_values, evaluate
+from .registry import Kind, Placement
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 
@@ -67,29 +68,29 @@ class EvaluatorSpec(NamedTuple):
 
     @property
     def weights(self) -> np.ndarray:
-        return self.terms[registry.WEIGHT]
+        return self.terms[kernels.WEIGHT]
 
     @property
     def active(self) -> np.ndarray:
-        return self.terms[registry.ACTIVE] != 0
+        return self.terms[kernels.ACTIVE] != 0
 
     @property
     def delta(self) -> np.ndarray:
-        return self.terms[registry.DELTA] != 0
+        return self.terms[kernels.DELTA] != 0
 
     @property
     def table_len(self) -> np.ndarray:
-        return self.terms[registry.TABLE_LEN].astype(np.int64)
+        return self.terms[kernels.TABLE_LEN].astype(np.int64)
 
     @property
     def table_x(self) -> np.ndarray:
-        k = (self.terms.shape[0] - registry.TABLE) // 2
-        return self.terms[registry.TABLE:registry.TABLE + k].T
+        k = (self.terms.shape[0] - kernels.TABLE) // 2
+        return self.terms[kernels.TABLE:kernels.TABLE + k].T
 
     @property
     def table_y(self) -> np.ndarray:
-        k = (self.terms.shape[0] - registry.TABLE) // 2
-        return self.terms[registry.TABLE + k:].T
+        k = (self.terms.shape[0] - kernels.TABLE) // 2
+        return self.terms[kernels.TABLE + k:].T
 
 
 @dataclass(frozen=True)
@@ -267,24 +268,24 @@ class Evaluator:
         """The kernels' `EvaluatorSpec` under the feature registry as it is now."""
         names = registry.names()
         k = max([1] + [len(t.table) for t in self.weights.values() if t.table is not None])
-        terms = np.zeros((registry.TABLE + 2 * k, len(names)), np.float64)
+        terms = np.zeros((kernels.TABLE + 2 * k, len(names)), np.float64)
         for name, term in self.weights.items():
             i = names.index(registry.canonical(name))
-            terms[registry.WEIGHT, i] = term.weight
-            terms[registry.ACTIVE, i] = 1.0
-            terms[registry.DELTA, i] = 1.0 if term.delta else 0.0
+            terms[kernels.WEIGHT, i] = term.weight
+            terms[kernels.ACTIVE, i] = 1.0
+            terms[kernels.DELTA, i] = 1.0 if term.delta else 0.0
             if term.table is not None:
-                terms[registry.TABLE_LEN, i] = len(term.table)
+                terms[kernels.TABLE_LEN, i] = len(term.table)
                 for j, (t, v) in enumerate(term.table):
-                    terms[registry.TABLE + j, i] = t
-                    terms[registry.TABLE + k + j, i] = v
+                    terms[kernels.TABLE + j, i] = t
+                    terms[kernels.TABLE + k + j, i] = v
         terms.setflags(write=False)
-        layout = [registry.Term(int(i), bool(terms[registry.DELTA, i]), bool(terms[registry.TABLE_LEN, i]))
-                  for i in np.flatnonzero(terms[registry.ACTIVE])]
-        return EvaluatorSpec(registry.kind(self.tie_break, layout), terms, bool(terms[registry.DELTA].any()))
+        layout = [registry.Term(int(i), bool(terms[kernels.DELTA, i]), bool(terms[kernels.TABLE_LEN, i]))
+                  for i in np.flatnonzero(terms[kernels.ACTIVE])]
+        return EvaluatorSpec(registry.kind(self.tie_break, layout), terms, bool(terms[kernels.DELTA].any()))
 
     def value(self, parent, locked, cleared, cells, x, y, lines, points, width) -> float:
-        """The value of one placement (see `registry.evaluate`); computes the parent's values too."""
+        """The value of one placement (see `kernels.evaluate`); computes the parent's values too."""
         p = Placement(_board(parent), _board(locked), _board(cleared), np.ascontiguousarray(cells, np.int64),
                       int(x), int(y), int(lines), int(points), int(width))
         return float(value_of(p, self.spec))

@@ -4,7 +4,7 @@ the piece's four cells, so most of its features are its parent's, changed where 
 A feature may declare a *form* beside its definition (`column_form`, with ``combine`` "sum" or
 "or", its ``reach`` and ``edge``; `local_rows` for a row feature that ignores ``above``). From the
 forms of the features an evaluator weighs, two kernels are generated per evaluator layout:
-`column_view` (once per parent, fills the `ColumnView`) and `evaluate_child` (`registry.evaluate`'s
+`column_view` (once per parent, fills the `ColumnView`) and `evaluate_child` (`kernels.evaluate`'s
 value of a child that cleared no row, bit for bit, from the view and the piece, or -inf once a
 bound shows it cannot beat ``to_beat``). An evaluator that weighs a board feature without a form
 is valued by `evaluate` on the child board. The forms and the bound in full: docs/evaluators.md,
@@ -21,12 +21,13 @@ from numba import njit
 from numba.core.dispatcher import Dispatcher
 from numba.extending import overload
 
+from engine._jit.decorators import inner
 from engine.board import popcount
-from engine.jit import inner
-from engine.movegen import MAX_COLUMNS
+from engine.movegen.tables import MAX_COLUMNS
 
-from . import registry
-from .registry import BOARD, PLACEMENT, WEIGHT, FeatureError, evaluate, term, top_row
+from . import kernels, registry
+from .kernels import WEIGHT, evaluate, term
+from .registry import BOARD, PLACEMENT, FeatureError, top_row
 
 SUM, OR, ROWS = "sum", "or", "rows"
 #: a column form's ``edge``: the outer columns' missing neighbour a wall, or -1
@@ -183,7 +184,7 @@ def column_view(board, width, spec, view):
 
 
 def evaluate_child(p, view, parent_values, spec, to_beat):
-    """`registry.evaluate` of the child ``p``, a `registry.Placement` whose lock cleared no row
+    """`kernels.evaluate` of the child ``p``, a `registry.Placement` whose lock cleared no row
     (``p.board`` is ``p.parent`` with the piece's cells set), ``view`` filled by `column_view` for
     ``p.parent``; or -inf when that value is certainly below ``to_beat`` (a search's best so far: -inf
     to have every value). Numba kernels only."""
@@ -204,7 +205,7 @@ def _plan(kind: registry.Kind):
         raise FeatureError(f"no feature registry with digest {kind.digest} in this process")
     terms = {t.slot: t for t in kind.layout}
     plan = []
-    for _, members in registry._groups(features, terms):
+    for _, members in kernels._groups(features, terms):
         for slot, f in members:
             if f.kind == PLACEMENT:
                 plan.append((slot, f, None))
@@ -348,9 +349,9 @@ def _generated(what: str, kind: registry.Kind):
 
 @overload(column_view)
 def _column_view_overload(board, width, spec, view):
-    return _generated("column_view", registry._spec_kind(spec))
+    return _generated("column_view", kernels._spec_kind(spec))
 
 
 @overload(evaluate_child, jit_options={"_nrt": False, "forceinline": True})
 def _evaluate_child_overload(p, view, parent_values, spec, to_beat):
-    return _generated("evaluate_child", registry._spec_kind(spec))
+    return _generated("evaluate_child", kernels._spec_kind(spec))

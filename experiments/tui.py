@@ -30,7 +30,8 @@ from engine import GameState, Rules, encode, get_rules, replay
 from engine.board import is_valid
 from engine.config import ConfigError
 from engine.files import not_a_folder, write_text
-from engine.movegen import STEP_C, STEP_D, STEP_L, STEP_R, route
+from engine.movegen import route
+from engine.movegen.tables import STEP_C, STEP_D, STEP_L, STEP_R
 from engine.rules import SHAPE_NAMES
 from evaluators import EvaluatorError
 from solver import load_online_policy

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from engine import Rules
-from engine.jit import KernelCall, inner
+from engine._jit.decorators import KernelCall, inner
 from engine.lock import GOING_ON, lock_copy, lock_piece_call, lost
 from engine.outcome import Stop
 from evaluators import Evaluator, Placement, evaluate

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.jit import inlined, inner
+from engine._jit.decorators import inlined, inner
 
 #: the increment of the generator's state (2^64 / golden ratio, odd)
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)

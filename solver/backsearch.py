@@ -39,8 +39,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from engine._jit.decorators import inner
 from engine.board import copy_rows, popcount
-from engine.jit import inner
 from engine.lock import spawn_blocked, spawn_state
 from evaluators import load_evaluator
 

@@ -6,11 +6,13 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
+from engine._jit.decorators import inlined
 from engine.board import copy_rows, count_rows
-from engine.jit import inlined
 from engine.lock import lock_counted, lost, spawn_blocked, spawn_state
-from engine.movegen import (capacity, column_tops, drop_columns, drop_kept, drop_offsets, drop_row, generator_of,
-                            new_scratch, placements_into, rows_for)
+from engine.movegen import capacity
+from engine.movegen.drop import column_tops, drop_columns, drop_kept, drop_offsets, drop_row, generator_of
+from engine.movegen.generators import placements_into
+from engine.movegen.tables import new_scratch, rows_for
 from evaluators import Placement, board_values, priority
 from evaluators.incremental import column_view, evaluate_child
 
@@ -58,7 +60,7 @@ def value_placement(board, child, rules, shape, s, x, y, number, spec, vs, count
 def best_placement(board, shape, t, rules, spec, sc, found, vs):
     """Index into ``found`` of the best placement of piece ``t`` on ``board`` (-1 when every
     placement tops out), and its value; ties go to the lower `evaluators.priority`, then the first
-    generated (`engine.movegen.placements_into`'s order). ``found`` receives the placements (``sc``:
+    generated (`engine.movegen.generators.placements_into`'s order). ``found`` receives the placements (``sc``:
     the move generator's scratch, ``vs``: the valuing scratch; each placement valued by
     `value_placement`, on ``vs.cleared``). The kernel is `best_generated`, or `best_dropped` under
     drop-only rules (chosen when the kernel calling this one is compiled)."""
@@ -88,7 +90,7 @@ def prepare(board, rules, spec, vs):
 
 @njit(cache=True, _nrt=False)
 def best_generated(board, shape, t, rules, spec, sc, found, vs):
-    """`best_placement` over the placements `engine.movegen.placements_into` writes into ``found``."""
+    """`best_placement` over the placements `engine.movegen.generators.placements_into` writes into ``found``."""
     ss = spawn_state(t, rules)
     counts = prepare(board, rules, spec, vs)
     best = -1
@@ -109,7 +111,7 @@ def best_generated(board, shape, t, rules, spec, sc, found, vs):
 @njit(cache=True, _nrt=False)
 def best_dropped(board, shape, t, rules, spec, sc, found, vs):
     """`best_placement` under drop-only rules: the placements generated as they are valued, state by
-    state and column by column (`engine.movegen.drop_row`, the rule `placements_into` follows there),
+    state and column by column (`engine.movegen.drop.drop_row`, the rule `placements_into` follows there),
     into ``found`` in that order; a tie then goes to the placement `placements_into` lists first
     (the lower state, then the lower y, then the lower x)."""
     ss = spawn_state(t, rules)

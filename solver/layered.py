@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine._jit.decorators import inlined, inner
 from engine.board import copy_rows
-from engine.jit import inlined, inner
 
 #: a board's 64-bit FNV-1a hash (`board_hash`: the beam's ``hash`` tie order and its best child's
 #: last tie, the segment search's last tie)

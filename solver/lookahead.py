@@ -19,10 +19,12 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from engine._jit.decorators import inner
 from engine.board import copy_rows, popcount
-from engine.jit import inner
 from engine.lock import lock_piece, spawn_blocked, spawn_state
-from engine.movegen import MoveScratch, capacity, new_scratch, placements_into, rows_for
+from engine.movegen import MoveScratch, capacity
+from engine.movegen.generators import placements_into
+from engine.movegen.tables import new_scratch, rows_for
 from evaluators import board_values, priority
 
 from ._base import (ABORTED, BLOCKED, GOING, STUCK, Policy, ValueScratch, best_first, commit, new_path, path_result,

@@ -7,7 +7,9 @@ from numba import njit
 
 from engine import Rules, encode, replay
 from engine.lock import GOING_ON, lock_piece_call, spawn_state
-from engine.movegen import STEP_D, route_into, scratch
+from engine.movegen import scratch
+from engine.movegen.routes import route_into
+from engine.movegen.tables import STEP_D
 
 from .result import SolveResult
 

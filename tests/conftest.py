@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from engine import files
+from engine.files import writing
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
+# the benchmark scripts' shared modules import as ``benchmarks.standard`` (the checkout's root, after
+# whatever else is on the path: the engine is imported as before)
+sys.path.append(str(TESTS.parent))
 
 # Ctrl-C as a terminal delivers it: a shell that starts pytest in the background (``cmd &`` without
 # job control) hands it SIGINT ignored, which Python and every command it starts inherit, and the
@@ -26,10 +29,10 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 # commands the tests start follow the setting.
 sys.dont_write_bytecode = False
 
-# Writes stay atomic but are not fsynced (`engine.files.DURABLE`): the suite's files are scratch,
+# Writes stay atomic but are not fsynced (`engine.files.writing.DURABLE`): the suite's files are scratch,
 # and its thousands of checkpoints and results would otherwise wait on the disk for several seconds
 # in all. tests/test_files.py turns it back on where it tests the fsyncs.
-files.DURABLE = False
+writing.DURABLE = False
 
 SHARED = TESTS.parents[1] / "shared"
 BENCHMARKS = TESTS.parent / "benchmarks"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.standard import versus
 from evaluators import load_evaluator
 from evaluators.registry import canonical
 
@@ -99,7 +100,7 @@ def checkout(tmp_path) -> Path:
 
 
 @pytest.fixture
-def ours(bench, monkeypatch, tmp_path) -> list:
+def ours(monkeypatch, tmp_path) -> list:
     """Our side replaced by FAKE_OURS; the list of its calls (evaluator, height, games, seed)."""
     script = tmp_path / "fake_ours.py"
     script.write_text(FAKE_OURS)
@@ -109,11 +110,11 @@ def ours(bench, monkeypatch, tmp_path) -> list:
         calls.append((evaluator, height, n, seed))
         return [sys.executable, str(script), str(series), str(n)]
 
-    monkeypatch.setattr(bench, "our_command", command)
+    monkeypatch.setattr(versus, "our_command", command)
     return calls
 
 
-def versus(bench, capsys, *args: str) -> tuple[int, str, str]:
+def run_versus(bench, capsys, *args: str) -> tuple[int, str, str]:
     status = bench.main(["--versus", *args])
     out, err = capsys.readouterr()
     return status, out, err.strip()
@@ -149,24 +150,24 @@ def shows(text: str, values: tuple[float, float]) -> bool:
     return low <= values[1] * (1 + 1e-12) and values[0] * (1 - 1e-12) <= high
 
 
-def test_the_figures_are_the_arithmetic_of_the_timings(bench):
+def test_the_figures_are_the_arithmetic_of_the_timings():
     """`pair_rates` and `versus_figures` on given rows and CPU seconds (exact in binary): each pair's
     rates and ratio, then the medians (min-max); the ratio is the median of the pairs' ratios, not the
     ratio of the medians (2.0 here, against 2,000 / 2,000)."""
     a = ((1000, 1.0, 0.5), (2000, 0.5))
     b = ((1000, 0.5, 0.25), (500, 0.5))
     c = ((3000, 0.75, 0.125), (1500, 0.75))
-    assert bench.pair_rates(*a) == {"ours": 1000.0, "theirs": 4000.0, "ratio": 0.25}
-    assert bench.pair_rates(*b) == {"ours": 2000.0, "theirs": 1000.0, "ratio": 2.0}
-    assert bench.pair_rates(*c) == {"ours": 4000.0, "theirs": 2000.0, "ratio": 2.0}
-    assert bench.versus_figures([a, b, c]) == {
+    assert versus.pair_rates(*a) == {"ours": 1000.0, "theirs": 4000.0, "ratio": 0.25}
+    assert versus.pair_rates(*b) == {"ours": 2000.0, "theirs": 1000.0, "ratio": 2.0}
+    assert versus.pair_rates(*c) == {"ours": 4000.0, "theirs": 2000.0, "ratio": 2.0}
+    assert versus.versus_figures([a, b, c]) == {
         "ours": (2000.0, 1000.0, 4000.0), "theirs": (2000.0, 1000.0, 4000.0), "ratio": (2.0, 0.25, 2.0),
         "ours_cpu": 0.75, "ours_outside": 0.5, "theirs_cpu": 0.5}
     # two pairs: the medians are the means
-    assert bench.versus_figures([a, b]) == {
+    assert versus.versus_figures([a, b]) == {
         "ours": (1500.0, 1000.0, 2000.0), "theirs": (2500.0, 1000.0, 4000.0), "ratio": (1.125, 0.25, 2.0),
         "ours_cpu": 0.75, "ours_outside": 0.375, "theirs_cpu": 0.5}
-    assert bench.versus_figures([c]) == {
+    assert versus.versus_figures([c]) == {
         "ours": (4000.0, 4000.0, 4000.0), "theirs": (2000.0, 2000.0, 2000.0), "ratio": (2.0, 2.0, 2.0),
         "ours_cpu": 0.75, "ours_outside": 0.625, "theirs_cpu": 0.75}
 
@@ -174,14 +175,14 @@ def test_the_figures_are_the_arithmetic_of_the_timings(bench):
 def test_what_is_printed_is_the_figures_of_the_measured_timings(bench, capsys, checkout, ours, monkeypatch):
     """The processes run, and their CPU seconds are replaced by given ones: the lines are exact."""
     given = {"ours": [0.25, 0.5, 0.75, 0.25], "MdpTetris": [0.25, 1.5, 0.25, 0.5]}  # warm-up, pairs 1-3
-    real = bench.run_timed
+    real = versus.run_timed
 
     def run_timed(command, who, **options):
         out, _ = real(command, who, **options)
         return out, given["ours" if who.startswith("ours") else "MdpTetris"].pop(0)
 
-    monkeypatch.setattr(bench, "run_timed", run_timed)
-    status, out, err = versus(bench, capsys, str(checkout), "--only", "bcts", "--games", "3", "--runs", "3")
+    monkeypatch.setattr(versus, "run_timed", run_timed)
+    status, out, err = run_versus(bench, capsys, str(checkout), "--only", "bcts", "--games", "3", "--runs", "3")
     assert (status, err) == (0, ""), err
     assert given == {"ours": [], "MdpTetris": []}
     lines = out.splitlines()
@@ -207,7 +208,7 @@ def test_pairs_rows_and_ratio(bench, capsys, checkout, ours, monkeypatch, tmp_pa
     which holds whatever the machine's load (never a bound on the speed)."""
     log = tmp_path / "mdp.log"
     monkeypatch.setenv("FAKE_MDP_LOG", str(log))
-    status, out, err = versus(bench, capsys, str(checkout), "--games", "3", "--runs", "2")
+    status, out, err = run_versus(bench, capsys, str(checkout), "--games", "3", "--runs", "2")
     assert (status, err) == (0, ""), err
     # both players, each a warm-up game then the pairs; our runs on other seeds
     assert ours == [("dellacherie", 14, 1, 1000), ("dellacherie", 14, 3, 1000), ("dellacherie", 14, 3, 1003),
@@ -252,7 +253,7 @@ def test_pairs_rows_and_ratio(bench, capsys, checkout, ours, monkeypatch, tmp_pa
 
 
 def test_the_program_itself_one_player_and_the_tables_sizes(bench, capsys, checkout, ours):
-    status, out, err = versus(bench, capsys, str(checkout / "src" / "mdptetris_play_games"), "--only", "bcts",
+    status, out, err = run_versus(bench, capsys, str(checkout / "src" / "mdptetris_play_games"), "--only", "bcts",
                               "--only", "bcts", "--runs", "1", "--games", "2", "--height", "8")
     assert (status, err) == (0, ""), err
     assert ours == [("bcts", 8, 1, 1000), ("bcts", 8, 2, 1000)]  # named twice, run once
@@ -268,7 +269,7 @@ def test_the_program_itself_one_player_and_the_tables_sizes(bench, capsys, check
 ])
 def test_what_mdptetris_printed_is_checked(bench, capsys, checkout, ours, monkeypatch, mode, problem):
     monkeypatch.setenv("FAKE_MDP", mode)
-    status, out, err = versus(bench, capsys, str(checkout), "--only", "bcts", "--games", "3", "--runs", "1")
+    status, out, err = run_versus(bench, capsys, str(checkout), "--only", "bcts", "--games", "3", "--runs", "1")
     # its warm-up game already
     assert (status, err) == (2, f"error: --versus: mdptetris_play_games features/record_du.dat 1 10 10: {problem}")
 
@@ -278,7 +279,7 @@ def test_a_wrong_number_of_scores_in_a_pair(bench, capsys, checkout, monkeypatch
     script = checkout / "src" / "mdptetris_play_games"
     script.write_text(script.read_text().replace('n - (mode == "short")', 'n - (mode == "short" and n > 1)'))
     monkeypatch.setenv("FAKE_MDP", "short")
-    status, out, err = versus(bench, capsys, str(checkout), "--only", "dellacherie", "--games", "4", "--runs", "1")
+    status, out, err = run_versus(bench, capsys, str(checkout), "--only", "dellacherie", "--games", "4", "--runs", "1")
     assert (status, err) == (2, "error: --versus: mdptetris_play_games features/dellacherie_initial.dat 4 10 14: "
                                 "printed 3 scores for 4 games")
     assert "warm-up" in out and "pair 1" not in out
@@ -287,22 +288,22 @@ def test_a_wrong_number_of_scores_in_a_pair(bench, capsys, checkout, monkeypatch
 def test_missing_program_and_data(bench, capsys, checkout, ours, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    status, _, err = versus(bench, capsys, str(empty))
+    status, _, err = run_versus(bench, capsys, str(empty))
     assert (status, err) == (2, f"error: --versus {empty}: no program {empty}/src/mdptetris_play_games (build "
                                 "MdpTetris first: docs/benchmark-standard.md)")
     program = checkout / "src" / "mdptetris_play_games"
     program.chmod(0o644)
-    status, _, err = versus(bench, capsys, str(checkout))
+    status, _, err = run_versus(bench, capsys, str(checkout))
     assert status == 2 and err.startswith(f"error: --versus {checkout}: no program {program}")
     program.chmod(0o755)
     (checkout / "data" / "features" / "record_du.dat").unlink()
-    status, _, err = versus(bench, capsys, str(checkout))
+    status, _, err = run_versus(bench, capsys, str(checkout))
     assert (status, err) == (2, f"error: --versus {checkout}: {checkout}/data/features/record_du.dat is missing "
                                 "(MdpTetris's data folder)")
-    status, _, err = versus(bench, capsys, str(checkout), "--only", "dellacherie", "--games", "1", "--runs", "1")
+    status, _, err = run_versus(bench, capsys, str(checkout), "--only", "dellacherie", "--games", "1", "--runs", "1")
     assert (status, err) == (0, "")  # the other player's file is not needed
     (checkout / "data" / "pieces4.dat").unlink()
-    status, _, err = versus(bench, capsys, str(checkout), "--only", "dellacherie")
+    status, _, err = run_versus(bench, capsys, str(checkout), "--only", "dellacherie")
     assert (status, err) == (2, f"error: --versus {checkout}: {checkout}/data/pieces4.dat is missing (MdpTetris's "
                                 "data folder)")
     assert ours == [("dellacherie", 14, 1, 1000), ("dellacherie", 14, 1, 1000)]  # nothing else ran
@@ -312,29 +313,29 @@ def test_the_feature_files_must_hold_our_players(bench, capsys, checkout, ours):
     features = checkout / "data" / "features"
     record = features / "record_du.dat"
     record.write_text(feature_file("dellacherie"))  # another player under BCTS's name
-    status, _, err = versus(bench, capsys, str(checkout))
+    status, _, err = run_versus(bench, capsys, str(checkout))
     assert status == 2 and err.startswith(f"error: {record}: not bcts's player: column_transitions -1 against our "
                                           "-19.7736, "), err
     assert "hole_depth 0 against our -1.61186" in err and "\n" not in err
     record.write_text(feature_file("bcts", gameover=0))
-    status, _, err = versus(bench, capsys, str(checkout))
+    status, _, err = run_versus(bench, capsys, str(checkout))
     assert (status, err) == (2, f"error: {record}: reward function 0, game-over value 0: --versus compares players "
                                 "with reward function 0 and game-over value -1 only")
     record.write_text(feature_file("bcts").replace("\n8\n", "\n9\n") + "12 1.0\n")
-    status, _, err = versus(bench, capsys, str(checkout))
+    status, _, err = run_versus(bench, capsys, str(checkout))
     assert (status, err) == (2, f"error: {record}: feature id 12: not one of ours (MDPTETRIS_FEATURES)")
     record.write_text("0\n-1\n8\n1 -12.6\n")
-    status, _, err = versus(bench, capsys, str(checkout))
+    status, _, err = run_versus(bench, capsys, str(checkout))
     assert status == 2 and err.startswith(f"error: {record}: not a MdpTetris feature file"), err
     record.write_bytes(b"\xff\xfe")
-    status, _, err = versus(bench, capsys, str(checkout))
+    status, _, err = run_versus(bench, capsys, str(checkout))
     assert status == 2 and err.startswith(f"error: {record}: not UTF-8 text"), err
     assert ours == []  # checked before anything runs
 
 
 def test_our_side_failing_is_one_line(bench, capsys, checkout, ours, monkeypatch):
     monkeypatch.setenv("FAKE_OURS", "fail")
-    status, _, err = versus(bench, capsys, str(checkout), "--only", "bcts", "--runs", "1", "--games", "2")
+    status, _, err = run_versus(bench, capsys, str(checkout), "--only", "bcts", "--runs", "1", "--games", "2")
     assert (status, err) == (2, "error: ours (games --evaluator bcts --height 10 --games 1): exit status 2: "
                                 "error: --json x: cannot write there")
 
@@ -345,7 +346,7 @@ def test_our_side_failing_is_one_line(bench, capsys, checkout, ours, monkeypatch
     (["--height", "3"], "error: --height 3: height must be 4..60"),
 ])
 def test_versus_numbers_out_of_range(bench, capsys, checkout, ours, args, message):
-    status, _, err = versus(bench, capsys, str(checkout), *args)
+    status, _, err = run_versus(bench, capsys, str(checkout), *args)
     assert (status, err) == (2, message) and ours == []
 
 

@@ -1,4 +1,4 @@
-"""Machine code emitted once, in the kernels Python calls (`engine._codegen`): a kernel only other
+"""Machine code emitted once, in the kernels Python calls (`engine._jit.codegen`): a kernel only other
 kernels call is linked into its callers and never emitted on its own; cached, it is saved as its
 linkable module and a later process links it into a new caller; outside the project numba's cache
 entries stay numba's own. Each check runs in fresh processes on a toy project with an empty cache."""
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from engine._numba_cache import ROOT
+from engine._jit.stamps import ROOT
 
 KERNELS = textwrap.dedent('''
     from numba import njit, objmode
-    from engine.jit import inner
+    from engine._jit.decorators import inner
 
     @inner
     def leaf(x):
@@ -87,7 +87,7 @@ def probe(tmp_path: Path, project: Path, which: str, module: str, kernel: str):
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    """A copy of the engine (the project's root is where its `_numba_cache` sits) and a kernel module."""
+    """A copy of the engine (the project's root is where `engine/_jit/stamps.py` finds it) and a kernel module."""
     root = tmp_path / "project"
     shutil.copytree(ROOT / "engine", root / "engine", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "toy.py").write_text(KERNELS)

@@ -6,7 +6,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import course_reference as ref
 from engine import COURSE, GameState
 from engine.board import from_strings
-from engine.movegen import capacity, lowest_placements_into, placements, scratch
+from engine.movegen import capacity, placements, scratch
+from engine.movegen.generators import lowest_placements_into
 from engine.rules import SHAPE_NAMES
 
 SCRATCH = scratch(COURSE)

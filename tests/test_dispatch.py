@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numba import njit, typeof
 
-from engine.dispatch import Fixed, FunctionTable, Static, StaticType, Token, fixed
+from engine._jit.dispatch import Fixed, FunctionTable, Static, StaticType, Token, fixed
 
 SQUARES = FunctionTable("test.squares")
 
@@ -169,7 +169,7 @@ def test_a_bundle_is_typed_as_numba_types_it_field_by_field():
     from numba.core.typing.typeof import Purpose, _TypeofContext
 
     from engine import CLASSIC, GEEK, STANDARD
-    from engine.typeof import _numba_tuple_typeof
+    from engine._jit.typeof import _numba_tuple_typeof
     from evaluators import load_evaluator
 
     values = list(_values())
@@ -198,8 +198,9 @@ def test_a_bundle_passed_again_is_typed_by_its_identity_and_its_arrays_checked()
     kind (a list, a string) is not kept by identity."""
     from numba.core.typing.typeof import Purpose, _TypeofContext
 
-    from engine import GEEK, typeof as bundles
-    from engine.typeof import _numba_tuple_typeof
+    from engine import GEEK
+    from engine._jit import typeof as bundles
+    from engine._jit.typeof import _numba_tuple_typeof
 
     a = np.zeros(6)
     inner = Inner(a, Pair(1, 2))

@@ -3,7 +3,8 @@ tuners, rules presets, the entries of a function table, modules and commands) in
 docs/*.md, the package docstrings, the configuration schemas and the package exports agree with
 what is registered: a test here fails when a registered item is missing from a list of its kind,
 or when a list names one that does not exist. Every kind found by name is one
-`engine.registry.Registry`. Imports only: nothing is compiled.
+`engine.registry.Registry`, and no source module is longer than `MAX_MODULE_LINES`. Imports only:
+nothing is compiled.
 """
 
 import ast
@@ -20,7 +21,7 @@ import evaluators
 import optimizers
 import solver
 import solver.online  # noqa: F401  (registers the policies for unknown pieces)
-from engine.dispatch import _TABLES
+from engine._jit.dispatch import _TABLES
 from engine.registry import Registry
 from engine.rules import PRESETS, Rules
 from evaluators import preset_names
@@ -360,3 +361,21 @@ def test_every_commands_help_begins_with_a_whole_sentence():
         assert line.endswith((".", ":", ")")), f"{path.name}: --help stops mid-sentence: {line[-60:]!r}"
         checked += 1
     assert checked >= 20
+
+
+# ------------------------------------------------------------------------------------------------
+# The modules: each of a readable size
+
+#: the folders of the project's own Python sources (engine/envs/ within engine/; tests/ and the data
+#: under results/ aside, and configs/ holds its YAML beside its one module)
+SOURCE_FOLDERS = ("engine", "evaluators", "solver", "optimizers", "experiments", "benchmarks", "configs")
+#: the most lines a source module may have: a longer one is split along its seams
+MAX_MODULE_LINES = 500
+
+
+def test_no_source_module_is_longer_than_the_limit():
+    modules = [p for folder in SOURCE_FOLDERS for p in sorted((ROOT / folder).rglob("*.py"))]
+    assert len(modules) > 100  # the folders are where the sources are
+    sizes = {p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in modules}
+    long = [f"{name} ({n} lines)" for name, n in sizes.items() if n > MAX_MODULE_LINES]
+    assert not long, f"modules over {MAX_MODULE_LINES} lines, to split along their seams: {long}"

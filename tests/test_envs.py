@@ -15,13 +15,13 @@ import pytest
 gym = pytest.importorskip("gymnasium")
 
 import engine.envs  # noqa: E402,F401  (registers the environments)
+from benchmarks.standard import players  # noqa: E402
 from engine import CLASSIC, GEEK, STANDARD, GameState, get_rules, lock_copy, replay, to_strings  # noqa: E402
 from engine.envs import GAMES, TetrisEnv, TetrisVectorEnv  # noqa: E402
 from engine.lock import OVERFLOW, TOP_TOUCHED  # noqa: E402
 from evaluators import load_evaluator  # noqa: E402
 from evaluators.registry import TIE_BREAKS  # noqa: E402
 from solver.online.games import play_game  # noqa: E402
-from conftest import load_benchmark  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -297,8 +297,7 @@ def test_the_one_ply_player_through_the_env_scores_bench_standards_rows(evaluato
     """Each step's action chosen by the evaluator over the legal placements (`one_ply`), checked
     piece by piece against the 1-ply policy's own choice: game by game the rows, pieces and end of
     `bench_standard.py`'s player (`make`, `play_game`) on the same seeds."""
-    bench = load_benchmark("bench_standard")
-    policy, game_rules = bench.make(evaluator, rules, height)
+    policy, game_rules = players.make(evaluator, rules, height)
     env = gym.make("tetris_workbench/Standard-v0", rules=game_rules, max_pieces=cap)
     choose = one_ply(load_evaluator(evaluator))
     same = []

@@ -9,7 +9,7 @@ import yaml
 
 from engine import GEEK, GameState, from_strings, lock_copy, replay
 from engine.board import popcount
-from evaluators import EvaluatorError, FeatureError, board_feature, load_evaluator, placement_feature, registry
+from evaluators import EvaluatorError, FeatureError, board_feature, kernels, load_evaluator, placement_feature, registry
 from solver import SolverConfig, solve
 
 NAME = "top_rows_cells"
@@ -169,7 +169,7 @@ def test_a_row_feature_is_summed_over_the_rows_and_fused(registry_restored):
     ev = load_evaluator({"features": weights})
     want = sum(w * (registry.measure(n, BOARD, 10) if n != "lines_cleared" else 1) for n, w in weights.items())
     assert ev.value(BOARD, BOARD, BOARD, GEEK.cells[0, 1], 4, 13, 1, 0, 10) == want
-    text = registry.source("evaluate", ev.spec.kind.layout)
+    text = kernels.source("evaluate", ev.spec.kind.layout)
     assert text.count("for y in range") == 1  # wall_gaps, holes and occupied_rows: one pass
     assert text.count("(board, width, top)") == 1  # bumpiness: its own board kernel, called once
 

@@ -1,4 +1,4 @@
-"""The feature kernels (evaluators/features.py) on hand-drawn boards, and against slow per-cell
+"""The feature kernels (evaluators/features/) on hand-drawn boards, and against slow per-cell
 reference computations on random boards. Features are reached by name through the registry
 (`evaluators.registry`): ``measure`` for a board feature, the kernel itself on a `Placement` for a
 placement feature, the generated ``feature_vector`` for all of them at once."""
@@ -13,7 +13,8 @@ from numba import njit
 from engine.board import count_and_clear, from_strings, place
 from engine.rules import CLASSIC, GEEK
 from evaluators import FeatureError, Placement, feature_vector, load_evaluator, registry
-from evaluators import features as F
+from evaluators.features.literature import landing_height_zero_based
+from evaluators.features.placement import eroded_cells, landing_height
 
 I_VERTICAL = GEEK.cells[0, 0]    # (0,0) (0,-1) (0,-2) (0,1)
 I_FLAT = GEEK.cells[0, 1]        # (0,0) (1,0) (2,0) (-1,0)
@@ -204,7 +205,7 @@ def test_landing_height():
     empty = np.zeros(20, np.uint16)
 
     def landing(cells, y):
-        return F.landing_height(placement(empty, empty, empty, cells, 4, y))
+        return landing_height(placement(empty, empty, empty, cells, 4, y))
 
     assert landing(I_FLAT, 19) == 1.0        # row 19: ((20-19) + (20-19)) / 2
     assert landing(I_VERTICAL, 18) == 2.5    # rows 16..19: (4 + 1) / 2
@@ -219,9 +220,9 @@ def test_eroded_cells():
     cleared = locked.copy()
     _, lines, _ = count_and_clear(cleared, GEEK.full_row)
     assert lines == 2
-    assert F.eroded_cells(placement(parent, locked, cleared, I_VERTICAL, 9, 18, lines)) == 4
+    assert eroded_cells(placement(parent, locked, cleared, I_VERTICAL, 9, 18, lines)) == 4
     # No clear, no erosion.
-    assert F.eroded_cells(placement(parent, parent, parent, I_VERTICAL, 9, 18, 0)) == 0
+    assert eroded_cells(placement(parent, parent, parent, I_VERTICAL, 9, 18, 0)) == 0
 
 
 # MdpTetris's own example for its feature 6 (the docstring of get_well_sums_dellacherie), 8 wide,
@@ -286,8 +287,8 @@ def test_landing_height_zero_based():
 
     def landing(cells, y):
         p = placement(empty, empty, empty, cells, 4, y)
-        assert F.landing_height_zero_based(p) == F.landing_height(p) - 1
-        return F.landing_height_zero_based(p)
+        assert landing_height_zero_based(p) == landing_height(p) - 1
+        return landing_height_zero_based(p)
 
     # MdpTetris's examples: a flat I on the floor 0, an O on the floor 0.5, a vertical I 1.5
     assert landing(I_FLAT, 19) == 0.0

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import files
-from engine.files import YamlError, load_yaml, write_bytes, write_json, write_text, write_yaml
+from engine.files import YamlError, load_yaml, parse_yaml, write_bytes, write_json, write_text, write_yaml, writing
 
 
 def listing(folder):
@@ -27,17 +26,17 @@ def test_a_write_replaces_the_file_whole(tmp_path):
 @pytest.fixture
 def durable(monkeypatch):
     """Writes fsynced, as in every command (tests/conftest.py turns it off for the suite)."""
-    monkeypatch.setattr(files, "DURABLE", True)
+    monkeypatch.setattr(writing, "DURABLE", True)
 
 
 def test_writes_are_durable_unless_the_test_suite_says():
     import ast
 
-    tree = ast.parse(Path(files.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(writing.__file__).read_text(encoding="utf-8"))
     assigned = [node.value for node in tree.body if isinstance(node, ast.Assign)
                 and [getattr(t, "id", None) for t in node.targets] == ["DURABLE"]]
     assert [ast.literal_eval(v) for v in assigned] == [True]  # as every command imports it
-    assert files.DURABLE is False  # tests/conftest.py
+    assert writing.DURABLE is False  # tests/conftest.py
 
 
 @pytest.mark.parametrize("failing", ["fsync", "replace"])
@@ -67,7 +66,7 @@ def test_an_interrupted_write_leaves_no_temporary(tmp_path, monkeypatch, durable
 
 @pytest.mark.parametrize("durable_, expected", [(True, ["fsync", "replace"]), (False, ["replace"])])
 def test_the_data_are_fsynced_before_the_rename(tmp_path, monkeypatch, durable_, expected):
-    monkeypatch.setattr(files, "DURABLE", durable_)
+    monkeypatch.setattr(writing, "DURABLE", durable_)
     events = []
     real_fsync, real_replace = os.fsync, os.replace
     monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync") or real_fsync(fd))
@@ -105,7 +104,7 @@ def test_yaml_12_floats_are_numbers(tmp_path):
     assert all(type(data[k]) is float for k in "abcd") and type(data["g"]) is int
     path.write_text("")
     assert load_yaml(path) is None  # the caller says what an empty file means
-    assert files.parse_yaml("[1e3, x]") == [1000.0, "x"]
+    assert parse_yaml("[1e3, x]") == [1000.0, "x"]
 
 
 def test_yaml_errors_name_the_file_the_line_and_the_problem(tmp_path):

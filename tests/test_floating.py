@@ -14,7 +14,8 @@ import reference as ref
 from engine import final_board
 from engine.board import from_strings
 from engine.lock import lock_piece
-from engine.movegen import capacity, lowest_placements_into, placements, route, scratch
+from engine.movegen import capacity, placements, route, scratch
+from engine.movegen.generators import lowest_placements_into
 from engine.record import piece_operations
 from engine.rules import GEEK
 from test_movegen import RECORDS, as_row, cells_of, lowest_of, random_boards, record_text, ref_board
@@ -225,7 +226,7 @@ def test_a_placement_at_the_spawn_gets_one_d_step_so_that_it_locks():
     import dataclasses
 
     from engine import encode, replay
-    from engine.movegen import STEP_D
+    from engine.movegen.tables import STEP_D
     from solver.record import routes_along
 
     rules = dataclasses.replace(GEEK, name="geek4", height=4, top_out="none")

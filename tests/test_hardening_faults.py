@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import engine.files as files
+from engine.files import yaml_files
 from engine import replay
 from experiments import run as run_cli
 from experiments import solve as cli
@@ -376,7 +377,7 @@ def test_a_signal_while_the_config_is_parsed_stops_the_command(tmp_path, monkeyp
     """In process: the signal comes as the parse begins; the command stops there (exit 130, one
     line) instead of parsing on to the configuration's error, and puts its handlers back."""
     path = big_config(tmp_path / "big.yaml", "configs/ga.yaml" if which == "run" else "configs/solve/beam.yaml")
-    real = files.parse_yaml
+    real = yaml_files.parse_yaml
     sent = []
 
     def parse_yaml(text, *a, **k):
@@ -385,7 +386,7 @@ def test_a_signal_while_the_config_is_parsed_stops_the_command(tmp_path, monkeyp
             os.kill(os.getpid(), sig)
         return real(text, *a, **k)
 
-    monkeypatch.setattr(files, "parse_yaml", parse_yaml)
+    monkeypatch.setattr(yaml_files, "parse_yaml", parse_yaml)
     noted = []
     previous = signal.signal(signal.SIGTERM, lambda *a: noted.append(a))  # (the command's own handler is not there: noted)
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import engine.files as files
+from engine.files import writing
 from engine.files import FolderLock, Locked, ReadError, TooLarge, YamlError, load_yaml, parse_yaml, read_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -350,7 +351,7 @@ def test_a_run_with_a_planted_link_as_its_lock_leaves_the_target_unchanged(tmp_p
 
 def test_a_temporary_is_never_a_file_or_link_already_there(tmp_path, victim, monkeypatch):
     names = iter(["000000000000", "111111111111"])
-    monkeypatch.setattr(files.secrets, "token_hex", lambda n: next(names))
+    monkeypatch.setattr(writing.secrets, "token_hex", lambda n: next(names))
     target = tmp_path / "t.txt"
     (tmp_path / f".t.txt.{os.getpid()}.000000000000.tmp").symlink_to(victim)
     files.write_text(target, "new\n")
@@ -358,7 +359,7 @@ def test_a_temporary_is_never_a_file_or_link_already_there(tmp_path, victim, mon
 
 
 def test_a_compile_lock_planted_as_a_link_is_not_followed(tmp_path, victim):
-    from engine._numba_cache import CompileLocks
+    from engine._jit.locks import CompileLocks
 
     locks = CompileLocks(tmp_path / "locks")
     (tmp_path / "locks").mkdir()
@@ -376,7 +377,7 @@ def test_a_compile_lock_planted_as_a_link_is_not_followed(tmp_path, victim):
 
 def _played_game():
     from engine import GEEK
-    from engine.movegen import STEP_L, STEP_R
+    from engine.movegen.tables import STEP_L, STEP_R
     from experiments.tui import Game
 
     g = Game(GEEK)
@@ -450,7 +451,7 @@ def test_the_players_save_is_atomic(tmp_path, monkeypatch):
     def refuse(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(files.os, "replace", refuse)
+    monkeypatch.setattr(writing.os, "replace", refuse)
     with pytest.raises(SaveError, match="cannot write there: No space left on device; the record is kept in "):
         save(g, target)
     assert target.read_text() == "an older record\n"

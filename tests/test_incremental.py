@@ -15,7 +15,7 @@ from engine import GEEK, STANDARD, STANDARD_CLEAR_FIRST, lock_copy, placements
 from engine.lock import lost, spawn_state
 from engine.movegen import scratch
 from evaluators import Placement, evaluate, from_dict, load_evaluator, registry
-from evaluators import features as F
+from evaluators.features.tie_breaks import no_tie_break, pd_priority, state_then_column
 from evaluators.incremental import (NONE, OR, ROWS, SUM, column_form, column_scratch, column_view, evaluate_child,
                                     form, incremental)
 from solver._base import value_scratch
@@ -225,7 +225,7 @@ def test_evaluate_child_is_evaluate(name, case, shape, game, pick):
 # ------------------------------------------------------------------------------------------------
 # The 1-ply choice against valuing every child afresh
 
-TIE_BREAKS = {"state_then_column": F.state_then_column, "pd_priority": F.pd_priority, None: F.no_tie_break}
+TIE_BREAKS = {"state_then_column": state_then_column, "pd_priority": pd_priority, None: no_tie_break}
 
 
 def chosen_afresh(board, shape, t, rules, evaluator):

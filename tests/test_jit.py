@@ -1,4 +1,4 @@
-"""Kernels compiled without numba's CPython wrapper (`engine.jit.inner`): called from kernels as any
+"""Kernels compiled without numba's CPython wrapper (`engine._jit.decorators.inner`): called from kernels as any
 kernel, from Python through a twin compiled with the wrapper, never through the wrapperless entry
 (which would crash the interpreter)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import float32, int64, njit, prange, typeof
 
-from engine.jit import TWIN_SUFFIX, InlinedDispatcher, InnerDispatcher, KernelCall, inlined, inner
+from engine._jit.decorators import TWIN_SUFFIX, InlinedDispatcher, InnerDispatcher, KernelCall, inlined, inner
 
 
 class Bundle(NamedTuple):
@@ -164,7 +164,7 @@ def test_an_inlined_kernel_returns_plain_values_only():
 
 
 def test_a_kernel_compiled_inside_a_forceinline_kernel_is_not_inlined_unless_it_says_so():
-    # numba hands a kernel's forceinline to the kernels first compiled while it compiles; engine.jit
+    # numba hands a kernel's forceinline to the kernels first compiled while it compiles; engine._jit.decorators
     # makes it each kernel's own (not cached here: both are compiled in this test, in this order)
     helper = njit(lambda v: v + 1)
     asked = njit(forceinline=True)(lambda v: v * 2)

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import reference as ref
 from engine import final_board
 from engine.board import from_strings
-from engine.movegen import capacity, lowest_placements_into, placements, route, scratch
+from engine.movegen import capacity, placements, route, scratch
+from engine.movegen.generators import lowest_placements_into
 from engine.record import piece_operations
 from engine.rules import GEEK
 

@@ -1,6 +1,6 @@
 """numba's cache follows what each kernel depends on: its module's imports, resolved name by name,
 and the registrants of the tables it dispatches on; docstrings, comments and positions do not
-count (`engine._numba_cache`)."""
+count (`engine._jit.stamps`, `engine._jit.cache`)."""
 
 import json
 import os
@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import _numba_cache
-from engine._numba_cache import ROOT, ProjectLocator, Sources, source_digest
+from engine._jit import cache
+from engine._jit.cache import ProjectLocator
+from engine._jit.locks import CompileLocks
+from engine._jit.stamps import ROOT, Sources, source_digest
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -101,11 +103,12 @@ def test_two_checkouts_share_the_memo_without_parsing_each_others_files_again(tm
 
 
 def test_the_project_kernels_depend_on_what_they_inline_and_not_on_their_neighbours():
-    sources = _numba_cache.SOURCES
+    sources = cache.SOURCES
     beam = names(sources, "solver/beam/layers.py")
-    assert {"engine/lock.py", "engine/movegen.py", "evaluators/registry.py", "evaluators/features.py"} <= set(beam)
+    assert {"engine/lock.py", "engine/movegen/generators.py", "evaluators/registry.py", "evaluators/features/board.py"} <= set(beam)
     assert not any(n.startswith("solver/segment/") for n in beam) and "solver/online/mcts.py" not in beam
-    assert "engine/_numba_cache.py" not in beam  # imported by the registries, inlined by nothing
+    machinery = {"engine/_jit/stamps.py", "engine/_jit/cache.py", "engine/_jit/locks.py", "engine/_jit/codegen.py"}
+    assert not machinery & set(beam)  # imported by the registries, inlined by nothing
     replay = names(sources, "engine/replay.py")
     assert "engine/lock.py" in replay and not any(n.startswith(("solver/", "evaluators/")) for n in replay)
     assert "solver/online/mcts.py" in names(sources, "solver/online/games.py")  # a registered policy
@@ -116,27 +119,25 @@ def test_numba_caches_the_project_kernels_with_this_locator():
 
     locator = replay_kernel._cache._impl.locator
     assert isinstance(locator, ProjectLocator)
-    stamp = _numba_cache.SOURCES.stamp((ROOT / "engine/replay.py").resolve())
+    stamp = cache.SOURCES.stamp((ROOT / "engine/replay.py").resolve())
     assert locator.get_source_stamp() == stamp
-    assert Path(locator.get_cache_path()) == Path(_numba_cache.CACHE_DIR) / "engine" / stamp[:12]
+    assert Path(locator.get_cache_path()) == Path(cache.CACHE_DIR) / "engine" / stamp[:12]
 
 
-FOLDER = "from engine import _numba_cache; print(_numba_cache.CACHE_DIR)"
+FOLDER = "from engine._jit import cache; print(cache.CACHE_DIR)"
 
 
 def test_the_cache_is_the_machines_outside_the_checkout_unless_numba_cache_dir_says(tmp_path, monkeypatch):
-    from engine import _numba_cache
-
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert _numba_cache._cache_base() == tmp_path / "xdg" / "tetris-workbench" / "numba"
+    assert cache._cache_base() == tmp_path / "xdg" / "tetris-workbench" / "numba"
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
-    assert _numba_cache._cache_base() == tmp_path / "mine"
+    assert cache._cache_base() == tmp_path / "mine"
     monkeypatch.delenv("NUMBA_CACHE_DIR")
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")  # no cache folder can be made under it: the checkout's
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
-    assert _numba_cache._cache_base() == ROOT / ".numba_cache"
+    assert cache._cache_base() == ROOT / ".numba_cache"
     # a process takes the folder so chosen when it imports the engine
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     out = subprocess.run([sys.executable, "-c", FOLDER], env={**env, "XDG_CACHE_HOME": str(tmp_path / "xdg2")},
@@ -172,14 +173,14 @@ def test_pruning_keeps_the_newest_files_under_the_limit_and_drops_stale_empty_fo
         (base / "locks" / name).touch()
         if when is not None:
             os.utime(base / "locks" / name, (when, when))
-    _numba_cache.prune(base, limit=250, every=3600)
+    cache.prune(base, limit=250, every=3600)
     left = sorted(p.relative_to(base).as_posix() for p in base.rglob("*") if p.name != ".pruned")
     # the oldest file went; its folder, emptied just now, goes at a later pruning
     assert left == ["engine", "engine/aaaaaaaaaaaa", "engine/bbbbbbbbbbbb", "engine/bbbbbbbbbbbb/new.nbc",
                     "locks", "locks/held.lock", "solver",
                     "solver/cccccccccccc", "solver/cccccccccccc/newer.nbc", "solver/eeeeeeeeeeee"]
     (base / "engine" / "bbbbbbbbbbbb" / "new.nbc").unlink()
-    _numba_cache.prune(base, limit=0, every=3600)  # checked an hour ago at most: nothing is done
+    cache.prune(base, limit=0, every=3600)  # checked an hour ago at most: nothing is done
     assert (base / "solver" / "cccccccccccc" / "newer.nbc").exists()
 
 
@@ -254,7 +255,7 @@ def test_a_compile_that_fails_releases_its_lock(tmp_path, monkeypatch):
     import numba
     from numba.core import caching
 
-    locks = _numba_cache.CompileLocks(tmp_path / "locks")
+    locks = CompileLocks(tmp_path / "locks")
     names = []
     acquire = locks.acquire
     monkeypatch.setattr(locks, "acquire", lambda name: names.append(name) or acquire(name))

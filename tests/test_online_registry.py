@@ -11,9 +11,9 @@ import pytest
 from numba import njit
 from pydantic import Field
 
-from engine import _numba_cache
+from engine._jit import cache
 from engine.lock import spawn_state
-from engine.movegen import placements_into
+from engine.movegen.generators import placements_into
 from evaluators import board_values, priority
 from engine.config import ConfigError
 from experiments.reference import configuration_reference
@@ -144,9 +144,9 @@ def test_the_loops_stamp_follows_the_policys_files(tmp_path, monkeypatch):
 
     policy = make_policy(games("ranked"))
     stamp = outside_stamp(policy)
-    real = _numba_cache.SOURCES.stamp
+    real = cache.SOURCES.stamp
     here = Path(__file__).resolve()
-    monkeypatch.setattr(_numba_cache.SOURCES, "stamp", lambda p: "edited" if Path(p) == here else real(p))
+    monkeypatch.setattr(cache.SOURCES, "stamp", lambda p: "edited" if Path(p) == here else real(p))
     assert outside_stamp(policy) not in (None, stamp)  # this file edited: another loop, never a stale one
 
 
@@ -154,10 +154,10 @@ def test_a_policy_the_cache_cannot_stamp_plays_through_a_loop_compiled_afresh(mo
     from solver.online import make_policy
 
     policy = make_policy(games("ranked"))
-    monkeypatch.setattr(_numba_cache, "ROOT", Path("/nonexistent-project"))  # its files outside the project
+    monkeypatch.setattr(cache, "ROOT", Path("/nonexistent-project"))  # its files outside the project
     assert outside_stamp(policy) is None and game_loop(policy) is play_chunk_fresh
     monkeypatch.undo()
-    monkeypatch.setattr(_numba_cache, "CACHE_DIR", None)  # no cache folder
+    monkeypatch.setattr(cache, "CACHE_DIR", None)  # no cache folder
     assert game_loop(policy) is play_chunk_fresh
     monkeypatch.undo()
     monkeypatch.setattr(Ranked, "choose_kernel", len)  # a kernel without code of its own: no file to stamp

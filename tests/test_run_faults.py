@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import engine.files as files
-from engine.files import FolderLock
+from engine.files import FolderLock, output
 from experiments import run as run_cli
 from optimizers import run as tuning
 from test_tuning import TINY, write_config
@@ -57,7 +57,7 @@ def test_a_runs_dir_that_cannot_be_used_is_one_line_and_makes_nothing(tmp_path, 
 
 
 def test_a_full_disk_is_found_before_the_run(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: files.shutil._ntuple_diskusage(10**9, 10**9, 5 * 2**20))
+    monkeypatch.setattr(output.shutil, "disk_usage", lambda p: output.shutil._ntuple_diskusage(10**9, 10**9, 5 * 2**20))
     path = write_config(tmp_path, SMALL)
     assert run_main(path) == 2
     assert capsys.readouterr().err.strip() == f"error: runs_dir {tmp_path}/runs: only 5.0 MB free on its disk, 32 MB needed"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import engine.files as files
+from engine.files import output
 import importlib
 from experiments import solve as cli
 
@@ -57,7 +58,7 @@ def test_a_signal_after_the_search_is_held_until_the_set_is_written(tmp_path, co
     if where == "verifying":
         monkeypatch.setattr(solving, "attach_record", signal_first(solving.attach_record))
     else:
-        monkeypatch.setattr(files, "_fsync_dir", signal_first(files._fsync_dir))
+        monkeypatch.setattr(output, "_fsync_dir", signal_first(output._fsync_dir))
     handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     assert cli.main([str(config), "--out", str(out), "--quiet"]) == 130
     assert sent and (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers  # put back
@@ -91,7 +92,7 @@ def test_the_commit_swaps_the_sets_in_one_step(tmp_path):
     b.mkdir()
     (a / "x").write_text("new")
     (b / "x").write_text("old")
-    if not files._exchange(a, b):
+    if not output._exchange(a, b):
         pytest.skip("this system or file system cannot exchange two names")
     assert (b / "x").read_text() == "new" and (a / "x").read_text() == "old"
 
@@ -106,19 +107,19 @@ def test_a_set_left_aside_by_a_killed_commit_is_found_by_the_next_read(tmp_path,
     assert cli.main([str(config), "--out", str(out), "--quiet"]) == 0
     before = set_of(out)
     monkeypatch.setenv(files.NO_EXCHANGE_ENV, "1")
-    real_replace = files.os.replace
+    real_replace = output.os.replace
 
     def killed_before_the_new_set_is_in(a, b):
         if Path(a).name.endswith(".partial"):  # the commit's second rename
             raise SystemExit("killed")  # as a kill: nothing of the commit's own clean-up runs
         real_replace(a, b)
 
-    monkeypatch.setattr(files.os, "replace", killed_before_the_new_set_is_in)
+    monkeypatch.setattr(output.os, "replace", killed_before_the_new_set_is_in)
     with pytest.raises(SystemExit):
         cli.main([str(config), "--out", str(out), "--quiet", "pieces=7"])
-    monkeypatch.setattr(files.os, "replace", real_replace)
+    monkeypatch.setattr(output.os, "replace", real_replace)
     assert not out.exists() and (tmp_path / f".out.{os.getpid()}.old").is_dir()
-    monkeypatch.setattr(files, "_alive", lambda pid: False)  # the process is gone
+    monkeypatch.setattr(output, "_alive", lambda pid: False)  # the process is gone
     capsys.readouterr()
     assert replay_cli.main([str(out / "record.txt")]) == 0  # replay finds the set again
     assert capsys.readouterr().out.strip() == f"{out / 'record.txt'}: score 0, 6 pieces, record_end"

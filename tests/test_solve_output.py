@@ -8,6 +8,7 @@ import os
 import pytest
 
 import engine.files as files
+from engine.files import output, writing
 from engine import replay
 from experiments import solve as cli
 
@@ -55,7 +56,7 @@ def test_a_write_that_fails_leaves_the_previous_set_whole(tmp_path, config, monk
     assert solve_main(config, "--out", out) == 0
     before = set_of(out)
     assert json.loads(before["summary.json"])["pieces"] == 6
-    real = files.write_bytes
+    real = writing.write_bytes
     calls = []
 
     def dies_on_the_third(path, data):  # as a kill or a full disk in the middle of the set
@@ -64,13 +65,13 @@ def test_a_write_that_fails_leaves_the_previous_set_whole(tmp_path, config, monk
             raise OSError(28, "No space left on device")
         real(path, data)
 
-    monkeypatch.setattr(files, "write_bytes", dies_on_the_third)
+    monkeypatch.setattr(writing, "write_bytes", dies_on_the_third)
     assert solve_main(config, "--out", out, "pieces=9") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {out}: cannot write there: No space left on device; nothing written"]
     assert set_of(out) == before                        # the previous set, whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml", "out"]  # no staging left
-    monkeypatch.setattr(files, "write_bytes", real)
+    monkeypatch.setattr(writing, "write_bytes", real)
     assert solve_main(config, "--out", out, "pieces=9") == 0
     after = set_of(out)
     assert json.loads(after["summary.json"])["pieces"] == 9 and replay(after["record.txt"]).bricks == 9
@@ -109,7 +110,7 @@ def test_an_output_folder_that_cannot_be_used_is_found_before_the_search(tmp_pat
 
 
 def test_a_full_disk_is_found_before_the_search(tmp_path, config, monkeypatch, capsys):
-    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: files.shutil._ntuple_diskusage(10**9, 10**9, 2**20))
+    monkeypatch.setattr(output.shutil, "disk_usage", lambda p: output.shutil._ntuple_diskusage(10**9, 10**9, 2**20))
     monkeypatch.setattr(cli, "solve", lambda *a, **k: pytest.fail("the search began"))
     assert solve_main(config, "--out", tmp_path / "o") == 2
     assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'o'}: only 1.0 MB free on its disk, 32 MB needed"

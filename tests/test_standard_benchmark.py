@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from benchmarks.standard import players, versus
 from evaluators import load_evaluator
 from experiments import solve as solve_cli
 from solver import solve
@@ -109,7 +110,7 @@ def test_survival_mean_recovers_a_censored_exponential():
     assert 0.92 <= hits / 300 <= 0.98  # a 95% interval (0.94 here)
 
 
-def test_a_capped_series_reports_the_survival_estimate(bench):
+def test_a_capped_series_reports_the_survival_estimate():
     def series(ends):
         n = len(ends)
         return GamesResult(list(range(n)), 1000, np.array([400] * n), np.array([1000 if e == "capped" else 500
@@ -127,7 +128,7 @@ def test_a_capped_series_reports_the_survival_estimate(bench):
     # the benchmark's series file says the same
     out = {"games": [{"seed": i, "rows": 400, "pieces": 1000 if i else 500, "end": "capped" if i else "stuck",
                       "cpu_seconds": 0.1} for i in range(3)]}
-    bench.summarize(out)
+    players.summarize(out)
     assert out["capped"] == 2 and out["survival"]["mean"] == 1200.0  # 2,500 pieces / 1 ended x 0.48 rows a piece
 
 
@@ -228,7 +229,7 @@ def test_a_series_reports_the_pieces_placed_and_a_total_only_where_it_means_some
 
 
 def test_a_game_finished_past_an_unfinished_seed_waits_out_of_the_figures():
-    settle = load_benchmark("bench_standard").settle
+    settle = players.settle
     out = {"games": [{"seed": 1000}], "ahead": [{"seed": 1003}, {"seed": 1002}]}
     settle(out, 1000)
     assert [g["seed"] for g in out["games"]] == [1000] and [g["seed"] for g in out["ahead"]] == [1002, 1003]
@@ -337,9 +338,8 @@ def test_the_players_tuned_on_10x20_beat_dellacherie_there_and_their_games_repla
         assert [g["seed"] for g in series["games"]] == list(range(1000, 1080))
         assert not series.get("ahead")
     assert tuned["ci95"][0] > dellacherie["ci95"][1]
-    bench = load_benchmark("bench_standard")
     for name, series in ((STANDARD_RESULTS / f"{player}.yaml", tuned), ("dellacherie", dellacherie)):
-        policy, _ = bench.make(str(name), "standard", None)
+        policy, _ = players.make(str(name), "standard", None)
         short = min(series["games"], key=lambda g: g["pieces"])
         g = play_games(policy, [short["seed"]], series["cap"])
         assert (int(g.scores[0]), int(g.pieces[0]), g.ends[0]) == (short["rows"], short["pieces"], short["end"])
@@ -454,7 +454,6 @@ def test_the_benchmarks_play_the_evaluator_of_a_solver_configuration(tmp_path):
 
     from solver.online import play_games
 
-    bench = load_benchmark("bench_standard")
     features = {"landing_height_zero_based": -1.5, "eroded_cells": 0.5, "row_transitions": -1, "column_transitions": -3,
                 "holes": -2, "wells_empty_below": -1}
     evaluator = {"name": "mine", "features": features, "tie_break": "state_then_column"}
@@ -466,17 +465,17 @@ def test_the_benchmarks_play_the_evaluator_of_a_solver_configuration(tmp_path):
                                                                  "evaluator": "../mine.yaml"}))
     games = []
     for source in ("mine.yaml", "best.yaml", "sub/named.yaml"):
-        policy, rules = bench.make(str(tmp_path / source), "standard_10x10", None)
+        policy, rules = players.make(str(tmp_path / source), "standard_10x10", None)
         assert rules.height == 10
         g = play_games(policy, [1000, 1001], 10 ** 6)
         games.append((list(g.scores), list(g.pieces)))
     assert games[0] == games[1] == games[2] and min(games[0][0]) > 0
     (tmp_path / "bad.yaml").write_text("policy: [one_ply\n")
-    with pytest.raises(bench.UserError, match=r"^--evaluator: .*bad\.yaml: "):
-        bench.make(str(tmp_path / "bad.yaml"), "standard", None)
+    with pytest.raises(players.UserError, match=r"^--evaluator: .*bad\.yaml: "):
+        players.make(str(tmp_path / "bad.yaml"), "standard", None)
     (tmp_path / "wrong.yaml").write_text("policy: one_ply\nrules: standard\nevaluator: ../mine.yaml\n")  # no pieces
-    with pytest.raises(bench.UserError, match=r"^--evaluator: .*wrong\.yaml: pieces: required"):
-        bench.make(str(tmp_path / "wrong.yaml"), "standard", None)
+    with pytest.raises(players.UserError, match=r"^--evaluator: .*wrong\.yaml: pieces: required"):
+        players.make(str(tmp_path / "wrong.yaml"), "standard", None)
 
 
 def test_a_perturbed_player_keeps_the_signs_and_is_made_again_from_its_seed(tmp_path):
@@ -497,12 +496,12 @@ def test_a_perturbed_player_keeps_the_signs_and_is_made_again_from_its_seed(tmp_
         pp.main(["--evaluator", "bcts", "--sigma", "0", "--seed", "7", "--out", str(out)])
 
 
-def test_a_timed_process_runs_pinned_and_a_failure_names_it(bench):
+def test_a_timed_process_runs_pinned_and_a_failure_names_it():
     """`run_timed` (the side-by-side benchmarks' clock): the child runs on the core it is given, its
     output comes back when asked for, and a failure raises the caller's name with its last error line."""
-    out, cpu = bench.run_timed([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+    out, cpu = versus.run_timed([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
                                "probe", keep_output=True, core=0)
     assert out.strip() == "[0]" and cpu > 0
-    with pytest.raises(bench.UserError, match=r"^probe: exit status 3: bad input$"):
-        bench.run_timed([sys.executable, "-c", "import sys; print('x', file=sys.stderr); "
+    with pytest.raises(players.UserError, match=r"^probe: exit status 3: bad input$"):
+        versus.run_timed([sys.executable, "-c", "import sys; print('x', file=sys.stderr); "
                          "print('bad input', file=sys.stderr); sys.exit(3)"], "probe")

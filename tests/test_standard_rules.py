@@ -15,7 +15,8 @@ from engine import (GEEK, GOING_ON, STANDARD, STANDARD_CLEAR_FIRST, GameState, f
 from engine.lock import OVERFLOW, lost
 from engine.rules import COURSE, SHAPE_NAMES, get_rules
 from evaluators import Placement, load_evaluator, registry
-from evaluators import features as F
+from evaluators.features.literature import landing_height_zero_based
+from evaluators.features.placement import eroded_cells
 from solver import SolverConfig
 from solver.online import play_games
 from solver.registry import get as get_policy
@@ -307,8 +308,8 @@ def test_every_action_against_the_reference(board, letter, orientation, column, 
     assert got == expected
     p = Placement(np.array(board, np.uint16), locked, cleared, rules.cells[shape, orientation], x, y, lock.lines,
                   lock.points, 10)
-    assert F.landing_height_zero_based(p) == move["landing"]
-    assert F.eroded_cells(p) == move["eroded"]
+    assert landing_height_zero_based(p) == move["landing"]
+    assert eroded_cells(p) == move["eroded"]
 
 
 WEIGHTS = {"landing_height_zero_based": -1, "eroded_cells": 1, "row_transitions": -1, "column_transitions": -1,

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from benchmarks.standard import players, series
 from engine.files import (MAX_CONFIG_BYTES, ReadError, TooLarge, YamlError, load_yaml, read_bytes, read_json,
                           read_text, remove_stale_temporaries)
 
@@ -117,7 +118,7 @@ def test_stale_temporary_files_of_dead_writers_are_removed(tmp_path):
     assert remove_stale_temporaries(tmp_path) == [other]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, keep.name])
     # the writers name their temporary files so
-    from engine.files import TEMPORARY_NAME, _new_temporary
+    from engine.files.writing import TEMPORARY_NAME, _new_temporary
 
     fd, tmp = _new_temporary(tmp_path / "x.txt")
     os.close(fd)
@@ -219,7 +220,7 @@ def test_bench_refuses_a_folder_an_existing_series_and_a_foreign_one(bench, caps
     assert (status, err) == (2, f"error: --seed 7: the series in {path} starts at seed 1000; resume it with --seed 1000")
     # a journal left without its series file is a series too
     path.unlink()
-    bench.journal_path(path).write_text(json.dumps(GAME) + "\n")
+    series.journal_path(path).write_text(json.dumps(GAME) + "\n")
     status, err = run_bench(bench, capsys, "--json", str(path))
     assert status == 2 and "holds a series already" in err
     path.write_bytes(before)
@@ -240,89 +241,89 @@ def test_bench_cannot_write_a_read_only_series_file(bench, capsys, tmp_path):
     assert status == 2 and err.startswith(f"error: --json {probe}: cannot write there: ") and "\n" not in err, err
 
 
-def test_bench_resume_reads_the_journal_and_settles_its_games(bench, tmp_path):
+def test_bench_resume_reads_the_journal_and_settles_its_games(tmp_path):
     path = tmp_path / "s.json"
     path.write_text(json.dumps(_series()))
-    journal = bench.journal_path(path)
+    journal = series.journal_path(path)
     extra = [{"seed": s, "rows": s - 1000, "pieces": 9, "end": "stuck", "cpu_seconds": 0.1} for s in (1004, 1003, 1002)]
     # seed 1002 is in the file already (a kill between a rewrite and the journal's reset); the last
     # line was cut short by a kill
     journal.write_text("".join(json.dumps(g) + "\n" for g in extra) + '{"seed": 1005, "ro')
-    data = bench.load_series(path)
+    data = series.load_series(path)
     assert [g["seed"] for g in data["games"]] == [1000, 1001, 1002, 1003, 1004] and data["ahead"] == []
     assert data["games"][2] == _series()["games"][2]  # the file's copy is kept
     journal.write_text(json.dumps(extra[0]) + "\n")  # 1004 waits for 1003
-    data = bench.load_series(path)
+    data = series.load_series(path)
     assert [g["seed"] for g in data["ahead"]] == [1004] and len(data["games"]) == 3
     journal.write_text(json.dumps(extra[0]) + "\nnot json\n")
-    with pytest.raises(bench.UserError, match=r"s\.json\.journal: line 2: not JSON"):
-        bench.load_series(path)
+    with pytest.raises(players.UserError, match=r"s\.json\.journal: line 2: not JSON"):
+        series.load_series(path)
     journal.write_text(json.dumps({**extra[0], "end": 3}) + "\n")
-    with pytest.raises(bench.UserError, match=r"s\.json\.journal: line 1: end: should be text, got 3"):
-        bench.load_series(path)
+    with pytest.raises(players.UserError, match=r"s\.json\.journal: line 1: end: should be text, got 3"):
+        series.load_series(path)
 
 
-def test_bench_series_file_is_rewritten_at_bounded_cost(bench, tmp_path, monkeypatch):
+def test_bench_series_file_is_rewritten_at_bounded_cost(tmp_path, monkeypatch):
     """On a clock of the test's (no wall time read): 2,000 games added at one instant are each in the
     journal at once, and the series file is rewritten (atomically) at the start and the end only, not
     per game; it reads back the same. A rewrite is due REWRITE_SECONDS after the last one, or
     1 / REWRITE_SHARE times its cost when that is longer."""
     clock, cost = [0.0], [0.0]  # the time now; what a rewrite takes
-    monkeypatch.setattr(bench, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(series, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     path = tmp_path / "s.json"
     out = _series(games=[])
-    series = bench.SeriesFile(path, out)
+    written = series.SeriesFile(path, out)
     rewrites = []
-    real = bench.write_json
+    real = series.write_json
 
     def write_json(p, d):
         rewrites.append(len(d["games"]))
         clock[0] += cost[0]
         real(p, d)
 
-    monkeypatch.setattr(bench, "write_json", write_json)
-    series.open()
+    monkeypatch.setattr(series, "write_json", write_json)
+    written.open()
     for i in range(2000):
         g = {"seed": 1000 + i, "rows": i, "pieces": 3 * i, "end": "stuck", "cpu_seconds": 0.0}
         out["games"].append(g)
-        series.add(g)
+        written.add(g)
         if i == 999:
-            lines = series.journal_path.read_text().splitlines()
+            lines = written.journal_path.read_text().splitlines()
             assert len(lines) == 1000 and json.loads(lines[-1]) == g
             assert json.loads(path.read_text())["games"] == []  # the file: its last rewrite, whole
     assert rewrites == [0]
     handlers = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
-    series.close()
-    assert rewrites == [0, 2000] and not series.journal_path.exists()
+    written.close()
+    assert rewrites == [0, 2000] and not written.journal_path.exists()
     assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == handlers  # left as they were
     data = json.loads(path.read_text())
-    assert data["n"] == 2000 and data["games"] == out["games"] and bench.load_series(path)["games"] == out["games"]
-    assert (bench.REWRITE_SECONDS, bench.REWRITE_SHARE) == (10.0, 0.02)  # the instants below
+    assert data["n"] == 2000 and data["games"] == out["games"] and series.load_series(path)["games"] == out["games"]
+    assert (series.REWRITE_SECONDS, series.REWRITE_SHARE) == (10.0, 0.02)  # the instants below
     clock[0], cost[0] = 100.0, 0.125  # a cheap rewrite (0.125 s: 6.25 s / REWRITE_SHARE): due REWRITE_SECONDS on
-    series = bench.SeriesFile(path, out)
-    series.open()
+    written = series.SeriesFile(path, out)
+    written.open()
     game = lambda seed: {"seed": seed, "rows": 1, "pieces": 3, "end": "stuck", "cpu_seconds": 0.0}  # noqa: E731
     clock[0] = 100.125 + 9.5
-    series.add(game(3000))
-    assert len(rewrites) == 3 and series.journal_path.read_text().count("\n") == 1  # not yet
+    written.add(game(3000))
+    assert len(rewrites) == 3 and written.journal_path.read_text().count("\n") == 1  # not yet
     clock[0], cost[0] = 100.125 + 10.0, 1.0  # due; this rewrite takes 1 s: the next one 50 s after it
-    series.add(game(3001))
-    assert len(rewrites) == 4 and series.journal_path.read_text() == ""
+    written.add(game(3001))
+    assert len(rewrites) == 4 and written.journal_path.read_text() == ""
     clock[0] = 111.125 + 10.0
-    series.add(game(3002))
-    assert len(rewrites) == 4 and series.journal_path.read_text().count("\n") == 1  # past 10 s, not yet 50 s
+    written.add(game(3002))
+    assert len(rewrites) == 4 and written.journal_path.read_text().count("\n") == 1  # past 10 s, not yet 50 s
     clock[0] = 111.125 + 50.0
-    series.add(game(3003))
-    assert len(rewrites) == 5 and series.journal_path.read_text() == ""
-    series.close()
+    written.add(game(3003))
+    assert len(rewrites) == 5 and written.journal_path.read_text() == ""
+    written.close()
 
 
-def test_the_committed_series_files_read_back(bench):
+def test_the_committed_series_files_read_back():
     files = sorted((ROOT / "results" / "standard").glob("*.json"))
-    series = [p for p in files if not p.name.startswith("splitting-")]
-    assert len(series) >= 15
-    for path in series:
-        data = bench.load_series(path)
+    kept = [p for p in files if not p.name.startswith("splitting-")]
+    assert len(kept) >= 15
+    for path in kept:
+        data = series.load_series(path)
         original = json.loads(path.read_text())
         assert data["games"] == original["games"] and data["ahead"] == original.get("ahead", [])
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine import CLASSIC, GEEK, replay
-from engine.movegen import STEP_C, STEP_L, STEP_R
+from engine.movegen.tables import STEP_C, STEP_L, STEP_R
 from experiments.tui import Game, save
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@ as actions and writes the board's cells.
 
 An *action* is ``state x width + column``: the piece turned to ``state`` (0..3) with its leftmost
 cell in ``column``. Each legal action stands for the lowest resting placement of the piece in that
-state and column (`engine.movegen.lowest_placements_into`: under drop-only rules the one placement
+state and column (`engine.movegen.generators.lowest_placements_into`: under drop-only rules the one placement
 there is; under the contest's rules the lowest position a route of single steps reaches, tucks
 included), and only a state that is the lowest of its cells counts (I, S and Z have two distinct
 states, O one: `engine.rules.Rules.alias`). ``table[a]`` is action a's placement (x, y, state),
@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from ..lock import GOING_ON, PIECE_LIMIT, SPAWN_BLOCKED, lock_piece, spawn_blocked, spawn_state
-from ..movegen import lowest_placements_into
+from ..movegen.generators import lowest_placements_into
 from ..outcome import GameEnd
 
 

@@ -54,7 +54,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from engine import files
+from engine.files import SPECIAL_FILES, writing
 
 from .._base import NUMPY_SEED_BOUND, Optimizer, numpy_random_state
 from .._settings import TunerSettings
@@ -286,7 +286,7 @@ class OptunaTuner(Optimizer):
         if stat.S_ISDIR(info.st_mode):
             raise self._damaged("a folder, not a file")
         if not stat.S_ISREG(info.st_mode):
-            kind = next((name for test, name in files.SPECIAL_FILES if test(info.st_mode)), "of no known kind")
+            kind = next((name for test, name in SPECIAL_FILES if test(info.st_mode)), "of no known kind")
             raise self._damaged(f"not a regular file ({kind})")
         if info.st_size == 0:  # SQLite's empty database: created, nothing written yet
             return
@@ -334,7 +334,7 @@ class OptunaTuner(Optimizer):
         except RuntimeError as e:  # Optuna's own check of the tables' schema version
             raise self._damaged(f"a study whose tables this version of Optuna cannot use ({str(e).splitlines()[0]})"
                                 ) from None
-        if not files.DURABLE:  # commits not fsynced, as the project's other writes (`engine.files.DURABLE`)
+        if not writing.DURABLE:  # commits not fsynced, as the project's other writes (`engine.files.writing.DURABLE`)
             from sqlalchemy import event
 
             event.listen(storage.engine, "connect", lambda connection, _: connection.execute("PRAGMA synchronous=OFF"))

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.jit import inlined, inner
+from engine._jit.decorators import inlined, inner
 from engine.outcome import Stop
 
 

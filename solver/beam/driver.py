@@ -8,7 +8,7 @@ import time
 import numpy as np
 from numba import get_num_threads
 
-from engine.jit import KernelCall
+from engine._jit.decorators import KernelCall
 from engine.movegen import capacity
 from engine.outcome import Stop
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from engine._jit.decorators import inlined, inner
+from engine._jit.dispatch import FunctionTable
 from engine.board import copy_rows, place, popcount
-from engine.dispatch import FunctionTable
-from engine.jit import inlined, inner
 from engine.lock import lock_counted, lost
-from engine.movegen import capacity, lowest_placements_into, new_scratch, placements_into, rows_for
+from engine.movegen import capacity
+from engine.movegen.generators import lowest_placements_into, placements_into
+from engine.movegen.tables import new_scratch, rows_for
 from evaluators import Placement, board_values, evaluate
 
 from ..layered import pack, same_board, table_hash, tie_hash, unpack

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine._jit.decorators import inner
 from engine.board import copy_rows
-from engine.jit import inner
 from engine.lock import spawn_state
 
 from ..layered import descending, grown, radix_argsort, unpack

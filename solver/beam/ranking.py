@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from engine._jit.decorators import inlined, inner
 from engine.board import copy_rows
-from engine.jit import inlined, inner
 
 from ..layered import radix_argsort
 from .bundles import PACK_BITS, PACK_LIMIT, PER_CLEAR_SCALE

@@ -19,9 +19,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from engine.jit import inlined
+from engine._jit.decorators import inlined
 from engine.lock import spawn_blocked, spawn_state
-from engine.movegen import MoveScratch, capacity, new_scratch, rows_for
+from engine.movegen import MoveScratch, capacity
+from engine.movegen.tables import new_scratch, rows_for
 from evaluators.incremental import ColumnView, column_scratch
 
 from .._base import ValueScratch

@@ -14,10 +14,10 @@ from typing import Literal, NamedTuple
 from numba import njit
 from pydantic import Field
 
+from engine._jit.decorators import inlined
 from engine.board import copy_rows
-from engine.jit import inlined
 from engine.lock import lock_piece, spawn_state
-from engine.movegen import placements_into
+from engine.movegen.generators import placements_into
 from evaluators import board_values, priority
 
 from .._base import best_first, value_child

@@ -28,8 +28,8 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from engine import Rules
-from engine import _numba_cache
-from engine._numba_cache import KERNEL_PACKAGES
+from engine._jit import cache
+from engine._jit.stamps import KERNEL_PACKAGES
 from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
 from engine.outcome import GameEnd, Stop
 from evaluators import Evaluator, load_evaluator
@@ -120,7 +120,7 @@ def _play_chunk(bundle, pieces, t0, board, rules, spec, ws, score, kinds):
 
 
 #: the game loop, compiled once per policy and cached on disk: for the policies of the kernel
-#: packages, which count among this module's dependencies (`engine._numba_cache.REGISTRANTS`)
+#: packages, which count among this module's dependencies (`engine._jit.stamps.REGISTRANTS`)
 play_chunk = njit(cache=True)(_play_chunk)
 #: the same loop compiled in each process: for a policy defined where the cache cannot stamp it
 #: (a notebook's cell, a file outside the project)
@@ -143,10 +143,10 @@ play_chunk_bare_fresh = njit(_nrt=False)(_play_chunk_bare)
 
 def outside_stamp(policy: OnlinePolicy) -> str | None:
     """For a policy defined in the project's sources outside the kernel packages (a test, a
-    script): a digest of the cache's stamps (`engine._numba_cache`: each file and what it imports)
+    script): a digest of the cache's stamps (`engine._jit.stamps`: each file and what it imports)
     of the files defining its class, its bundle and its kernel; None when one of them is not a
     project source, or when there is no cache folder."""
-    if _numba_cache.CACHE_DIR is None:
+    if cache.CACHE_DIR is None:
         return None
     kernel = type(policy).choose_kernel
     files = {getattr(sys.modules.get(c.__module__), "__file__", None) for c in (type(policy), type(policy.bundle))}
@@ -157,7 +157,7 @@ def outside_stamp(policy: OnlinePolicy) -> str | None:
     for f in sorted(str(f) for f in files):
         try:
             path = Path(f).resolve()
-            stamps.append(f"{path.relative_to(_numba_cache.ROOT).as_posix()} {_numba_cache.SOURCES.stamp(path)}")
+            stamps.append(f"{path.relative_to(cache.ROOT).as_posix()} {cache.SOURCES.stamp(path)}")
         except (ValueError, OSError, SyntaxError):  # not a project source, or not one that parses
             return None
     return hashlib.sha1("\n".join(stamps).encode()).hexdigest()

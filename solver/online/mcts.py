@@ -36,10 +36,11 @@ import numpy as np
 from numba import njit, objmode
 from pydantic import Field
 
+from engine._jit.decorators import inner
 from engine.board import copy_rows
-from engine.jit import inner
 from engine.lock import GOING_ON, PIECE_LIMIT, lock_piece, spawn_blocked, spawn_state
-from engine.movegen import capacity, placements_into
+from engine.movegen import capacity
+from engine.movegen.generators import placements_into
 from evaluators import board_values
 
 from .._base import value_child

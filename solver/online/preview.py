@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 
-from engine.jit import inner
+from engine._jit.decorators import inner
 from ..registry import register
 from ._base import OnlinePolicy
 from ._kernels import CURRENT, ply

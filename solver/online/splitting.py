@@ -44,9 +44,9 @@ import numpy as np
 from numba import njit
 from pydantic import Field, field_validator
 
-from engine._numba_cache import KERNEL_PACKAGES
+from engine._jit.decorators import inlined
+from engine._jit.stamps import KERNEL_PACKAGES
 from engine.board import popcount
-from engine.jit import inlined
 from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
 from engine.outcome import Stop
 

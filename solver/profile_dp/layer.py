@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from engine.jit import inlined, inner
+from engine._jit.decorators import inlined, inner
 from engine.lock import lock_points
 
 from .._splitmix import GOLDEN, mix64

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from engine.jit import inlined
+from engine._jit.decorators import inlined
 
 
 

@@ -12,7 +12,7 @@ Terms:
 - a *segment* from a state is a layered search over its next pieces (at most ``depth``; the first
   segment, from the empty board, ``first_depth``). Layer d holds boards after d pieces that have
   cleared nothing; each is expanded with every placement of the next piece (resting ones, and with
-  ``floating`` the mid-air locks that clear rows: `engine.movegen.floating_mask`). A placement that
+  ``floating`` the mid-air locks that clear rows: `engine.movegen.generators.floating_mask`). A placement that
   clears rows ends the segment: it is a *leaf*, a new state, kept if at least ``min_cells[f - 1]``
   cells remain on the board after its clear of f rows (a clear with few cells wastes its
   multiplier; in the last ``endgame_pieces`` pieces there is no floor). Any placement of the last

@@ -9,10 +9,12 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from engine._jit.decorators import inlined, inner
 from engine.board import copy_rows, popcount
-from engine.jit import inlined, inner
 from engine.lock import lock_copy, lock_counted, lost, spawn_blocked, spawn_state
-from engine.movegen import MoveScratch, capacity, lowest_placements_into, new_scratch, placements_into, rows_for
+from engine.movegen import MoveScratch, capacity
+from engine.movegen.generators import lowest_placements_into, placements_into
+from engine.movegen.tables import new_scratch, rows_for
 from evaluators import Placement, board_values, evaluate
 from evaluators.incremental import column_view, evaluate_child
 

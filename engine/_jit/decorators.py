@@ -13,7 +13,7 @@ with the wrapper on first use and cached apart (its own entries, named ``<name>_
 so only the code paths Python actually calls pay for a wrapper. Everything else is numba's
 ``njit(cache=True)``: ``@inner(parallel=True)`` passes options on. Without the wrapper, an inner
 kernel's machine code is never emitted on its own either: only inside the kernels Python calls
-(`engine._codegen`).
+(`engine._jit.codegen`).
 
 An integer constant in a calling kernel reaches numba typed as its value (``Literal[int](0)``), and
 numba compiles the callee afresh for each such value: ``place_nodes(0, n, ...)`` and

@@ -28,7 +28,7 @@ from numba import types
 from numba.core.dispatcher import Dispatcher
 from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
 
-from .registry import Registry
+from ..registry import Registry
 
 _TABLES: dict[str, "FunctionTable"] = {}
 

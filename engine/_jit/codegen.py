@@ -5,7 +5,7 @@ the LLVM modules of the functions it calls, runs LLVM's module optimisation over
 emits machine code. A kernel calling another therefore optimises and emits that callee's code
 again inside its own, so a call tree of depth d has its leaves optimised and emitted about d
 times. Most of the project's kernels (the beam's stages, move generation, the features) are only
-ever called from other kernels (`engine.jit.inner`), and their own machine code is never run.
+ever called from other kernels (`engine._jit.decorators.inner`), and their own machine code is never run.
 
 `DeferredLibrary` finalises by linking alone; the module optimisation and the machine code come
 when code is first asked for: the address of a function defined in it (numba asks for a kernel's
@@ -17,8 +17,8 @@ code emission took 2.9 s instead of 13.7 s, the same records.
 
 Caching: a library never emitted is saved in numba's cache as its linkable module (kind
 ``deferred``), which only a process that installed this class can load. So it is written only to
-the project's cache folders (`engine._numba_cache.ProjectLocator`, whose folder names carry
-`engine._numba_cache.CODE_FORMAT`, so an older checkout sharing the machine's cache never meets
+the project's cache folders (`engine._jit.cache.ProjectLocator`, whose folder names carry
+`engine._jit.stamps.CODE_FORMAT`, so an older checkout sharing the machine's cache never meets
 one); anything else numba caches is emitted first and saved as numba saves it.
 
 `install` runs when the engine is imported (before any kernel compiles or loads); it leaves numba
