@@ -27,7 +27,8 @@ from optimizers.early_abort import EarlyAbort
 from optimizers.fitness import RECORD_FIELDS, TuningRecord
 from optimizers.space import SpaceError
 from engine.files import MAX_TABLE_BYTES, ReadError, read_text
-from optimizers.store import GENERATION_COLUMNS, RunDamaged, RunStore
+from optimizers.records import GENERATION_COLUMNS
+from optimizers.store import RunDamaged, RunStore
 from optimizers.tuner import make_space
 
 #: the environment variables the notebooks read their run directories from
@@ -48,7 +49,7 @@ class Run:
     - ``curves``: ``{key: best_by_step array}`` of every simulated candidate;
     - ``thresholds``: ``{generation: threshold array or None}`` (NaN at pieces not checked);
     - ``params``: the tuned parameters' paths (columns of ``evaluations``);
-    - ``rows``: evaluations.csv as the run loop reads it (`optimizers.store.Evaluation`s)."""
+    - ``rows``: evaluations.csv as the run loop reads it (`optimizers.records.Evaluation`s)."""
 
     dir: Path
     config: RunConfig

@@ -27,7 +27,8 @@ from evaluators import EvaluatorError
 from engine.parallel import ParallelError
 from experiments import interrupts
 from optimizers.run import Run, check_cluster, load_resume, load_run_config, make_run_dir, resume, tune
-from optimizers.store import RECOMMENDATION, RunDamaged
+from optimizers.records import RECOMMENDATION
+from optimizers.store import RunDamaged
 from optimizers.tuners import TUNERS
 from experiments import description
 

@@ -37,8 +37,9 @@ The modules:
 - `heartbeat`: a line every few seconds while the kernels compile before a run's first generation;
 - `optuna_space`: the space as Optuna's distributions (the `optuna` tuner and `objective`);
 - `objective`: Optuna's own loop, ``objective(trial)`` from a run config for ``study.optimize``;
-- `config`: the run configuration schema; `store`: the run directory's files; `state`: the run's
-  state between generations (the checkpoint); `tuner`: the run loop, with `generation` (a
+- `config`: the run configuration schema; `store`: the run directory's files, their rows typed in
+  `records`; `state`: the run's state between generations (the checkpoint); `tuner`: the run loop,
+  with `generation` (a
   generation under way), `restore` (what a resume takes back beyond the checkpoint), `rescore`
   (the best candidates played again with final overrides) and `artifacts` (best.yaml,
   recommendation.yaml, generations.csv, fitness.png).

@@ -15,7 +15,7 @@ from ._base import fidelity
 from .config import RunConfig, base_solver
 from .noise import NOISE_COLUMNS, point_key
 from .space import with_settings
-from .store import RECOMMENDATION, GenerationStats
+from .records import RECOMMENDATION, GenerationStats
 
 #: seconds between two drawings of fitness.png while a run goes on (a drawing costs a few tenths of a second)
 PLOT_EVERY = 60.0

@@ -379,7 +379,7 @@ class Racing:
         trial its pruner stopped stopped (else None), the new elites, the race's winner as `Best`, a
         line for the log) of a finished racing generation."""
         from .fitness import canonical
-        from .store import Best
+        from .records import Best
 
         race, entrants = gen.race, gen.entrants
         first = len(entrants) - gen.told  # the proposals follow the elites

@@ -12,7 +12,7 @@ from engine.parallel import Pool
 from ._base import fidelity
 from .fitness import Evaluated, canonical
 from .space import with_settings
-from .store import RECOMMENDATION, Evaluation, Rescored, Rescoring
+from .records import RECOMMENDATION, Evaluation, Rescored, Rescoring
 
 log = logging.getLogger("optimizers.run")
 

@@ -13,7 +13,8 @@ from engine.parallel import Pool
 
 from .fitness import Evaluated, TuningRecord
 from .generation import Generation
-from .store import DECIMALS, IN_PLAY, Evaluation, GenerationStats, RunDamaged, RunStore, spread
+from .records import Evaluation, GenerationStats, spread
+from .store import DECIMALS, IN_PLAY, RunDamaged, RunStore
 
 log = logging.getLogger("optimizers.run")
 

@@ -41,7 +41,7 @@ from .fitness import canonical
 from .noise import check as check_noise
 from .space import SpaceError, get_path, with_settings
 from .state import RunState
-from .store import Best, Rescored
+from .records import Best, Rescored
 from .tuner import Tuner, make_optimizer, make_space
 
 
@@ -296,7 +296,7 @@ def tune(config: RunConfig | dict | str | Path, overrides: list[str] = (), *, qu
     """Run a tuning to its end: make the run directory (unless given, made by `make_run_dir`), write
     ``config.yaml``, run the generations and write every artifact (`optimizers.tuner.Tuner`).
     ``config`` as `as_run_config` reads it; ``on_evaluation`` is called with each finished
-    `optimizers.store.Evaluation`. Interrupted (KeyboardInterrupt), the run directory holds a
+    `optimizers.records.Evaluation`. Interrupted (KeyboardInterrupt), the run directory holds a
     resumable run (`resume`). A config.yaml that cannot be written is an `OutputError`, and the new
     directory is removed."""
     config = as_run_config(config, overrides, base_dir)

@@ -25,7 +25,8 @@ from .early_abort import EarlyAbort
 from .instances import training_count
 from .noise import Noise
 from .racing import Entrant
-from .store import Best, GenerationStats, Rescored, RunDamaged
+from .records import Best, GenerationStats, Rescored
+from .store import RunDamaged
 from .validation import Validated
 
 

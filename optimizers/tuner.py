@@ -59,7 +59,8 @@ from .rescore import Rescore
 from .restore import Restore
 from .space import Param, Space, with_settings
 from .state import RunState
-from .store import IN_PLAY, Best, Evaluation, GenerationStats, RunStore, spread
+from .records import Best, Evaluation, GenerationStats, spread
+from .store import IN_PLAY, RunStore
 from .tuners import get as get_tuner
 from .validation import Validation
 

@@ -27,7 +27,8 @@ from ._settings import Strict, flat_settings
 from .fitness import Evaluated, TuningRecord, canonical
 from .instances import InstanceSet, held_out
 from .space import with_settings
-from .store import RECORD_COLUMNS, RunStore
+from .records import RECORD_COLUMNS
+from .store import RunStore
 
 log = logging.getLogger("optimizers.run")
 #: the two players of a validation, in the order each instance plays them

@@ -11,7 +11,7 @@ import pytest
 from optimizers import run as tuning
 from optimizers.fitness import games_fitness
 from optimizers.run import saved_state
-from optimizers.store import RECOMMENDATION
+from optimizers.records import RECOMMENDATION
 from solver import load_solver_config, solve
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,8 @@ import yaml
 from engine.config import ConfigError
 from optimizers import run as tuning
 from optimizers.noise import Noise, NoiseConfig, RestartConfig, point_key
-from optimizers.store import RECOMMENDATION, RunStore
+from optimizers.records import RECOMMENDATION
+from optimizers.store import RunStore
 
 import toy_fitness
 

@@ -10,7 +10,8 @@ import yaml
 from conftest import load_benchmark
 from optimizers.fitness import Evaluated, TuningRecord
 from optimizers.space import Param, get_path
-from optimizers.store import Evaluation, RunStore
+from optimizers.records import Evaluation
+from optimizers.store import RunStore
 
 PARAMS = ["evaluator.features.holes", "evaluator.features.landing_height"]
 RUN = {

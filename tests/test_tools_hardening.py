@@ -400,7 +400,8 @@ def fake_run(tmp_path):
     """A run directory as a run writes it, with no generation yet (its files to be damaged)."""
     from engine.files import write_yaml
     from optimizers.run import as_run_config
-    from optimizers.store import GENERATION_COLUMNS, RunStore
+    from optimizers.records import GENERATION_COLUMNS
+    from optimizers.store import RunStore
     from optimizers.tuner import make_space
     from test_tuning import TINY
 
