@@ -39,10 +39,9 @@ The modules:
 - `objective`: Optuna's own loop, ``objective(trial)`` from a run config for ``study.optimize``;
 - `config`: the run configuration schema; `store`: the run directory's files, their rows typed in
   `records`; `state`: the run's state between generations (the checkpoint); `tuner`: the run loop,
-  with `generation` (a
-  generation under way), `restore` (what a resume takes back beyond the checkpoint), `rescore`
-  (the best candidates played again with final overrides) and `artifacts` (best.yaml,
-  recommendation.yaml, generations.csv, fitness.png).
+  with `generation` (a generation under way), `restore` (what a resume takes back beyond the
+  checkpoint), `rescore` (the best candidates played again with final overrides) and `artifacts`
+  (best.yaml, recommendation.yaml, generations.csv, fitness.png).
 """
 
 __all__ = ["Optimizer", "Param", "Run", "RunConfig", "Space", "load_run_config", "make_optimizer", "make_space",
