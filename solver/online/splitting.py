@@ -47,14 +47,13 @@ from pydantic import Field, field_validator
 from engine._numba_cache import KERNEL_PACKAGES
 from engine.board import popcount
 from engine.jit import inlined
-from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
+from engine.lock import GOING_ON
 from engine.outcome import Stop
 
 from .. import registry
 from ..config import Strict
 from ..result import Outcome
-from ._base import choose
-from ._kernels import CURRENT
+from ._base import play_step
 from .intervals import mean_ci95
 
 #: how `play_until` stopped: the stack reached ``high``, fell to ``low``, the game ended, or the
@@ -148,20 +147,13 @@ def _play_until(bundle, pieces, start, t0, board, rules, spec, ws, low, high, me
     in place until the stack is at least ``high`` rows (`UP`) or at most ``low`` (`DOWN`) after a
     lock, the game ends (`DEAD`), or the pieces run out (`MORE`; the last one is kept as the
     preview); returns (pieces placed, rows cleared, how it stopped)."""
-    found = ws.found[CURRENT]
     rows = 0
     for i in range(start, pieces.shape[0] - 1):
-        t = t0 + i - start
-        shape = pieces[i]
-        if spawn_blocked(board, rules, shape, spawn_state(t, rules)):
-            return i - start, rows, DEAD
-        k = choose(bundle, board, shape, pieces[i + 1] if rules.preview else -1, t, rules, spec, ws)
-        if k < 0:
-            return i - start, rows, DEAD
-        lock = lock_piece(board, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
-        if lock.end != GOING_ON:
-            return i + 1 - start, rows, DEAD
-        rows += lock.lines
+        step = play_step(bundle, board, pieces[i], pieces[i + 1] if rules.preview else -1, t0 + i - start, rules,
+                         spec, ws)
+        if step.end != GOING_ON:
+            return i + step.placed - start, rows, DEAD
+        rows += step.lines
         h = level_of(board, rules, measure)
         if h >= high:
             return i + 1 - start, rows, UP
