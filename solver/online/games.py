@@ -37,7 +37,7 @@ from evaluators import Evaluator, load_evaluator
 from .. import registry
 from ..config import SolverConfig, Strict
 from ..result import Outcome
-from ..threshold import Threshold
+from ..threshold import Pruner, Threshold
 from ._base import OnlinePolicy, play_step
 from .intervals import CI_METHOD, mean_ci95, survival_mean, survival_summary
 from .splitting import SplittingSeries, solve_splitting
@@ -397,17 +397,17 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
     cap = int(config.pieces)
     n = config.online.games
     first = 0 if config.seed is None else int(config.seed)
-    curve = threshold.kernel_arrays(n) if threshold else None
+    pruner = threshold.pruner(n) if threshold else Pruner.unchecked(n)
     stopped = {"at": None}
 
     def stop(i, mean):  # after game (or estimate) i, with the series' mean so far
-        if curve is not None and mean < curve[i]:
+        if pruner.should_stop(i, mean):
             stopped["at"] = i
             return True
         return False
 
     if config.online.estimate == "splitting":
-        return solve_splitting(policy, config, range(first, first + n), stop, stopped, curve, progress)
+        return solve_splitting(policy, config, range(first, first + n), stop, stopped, pruner, progress)
 
     # pieces placed over the series; a total only where it means something (games that end long
     # before a cap of a billion pieces would otherwise show an ETA of years)
@@ -433,5 +433,5 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
         games=games)
     if stopped["at"] is not None:
         result.abort_piece = stopped["at"] + 1
-        result.abort_threshold = float(curve[stopped["at"]])
+        result.abort_threshold = float(pruner.curve[stopped["at"]])
     return result

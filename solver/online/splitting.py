@@ -371,10 +371,11 @@ class SplittingSeries(Outcome):
                               "estimates": [e.summary() for e in self.estimates]}}
 
 
-def solve_splitting(policy, config, seeds, stop, stopped, curve, progress=None) -> SplittingSeries:
+def solve_splitting(policy, config, seeds, stop, stopped, pruner, progress=None) -> SplittingSeries:
     """The series of ``online.estimate: splitting`` (`solver.online.games.solve_games`): one estimate
     per seed, until ``stop(i, the pooled mean of the first i + 1)`` says to stop (early abort), as a
-    `SplittingSeries`. ``progress(pieces played, None, score so far)``."""
+    `SplittingSeries` (``stopped["at"]``: the estimate after which it stopped, whose threshold
+    ``pruner`` holds). ``progress(pieces played, None, score so far)``."""
     settings = config.splitting
     settings.check(policy.rules.height)
     seeds = list(seeds)
@@ -398,5 +399,5 @@ def solve_splitting(policy, config, seeds, stop, stopped, curve, progress=None) 
         seconds=time.perf_counter() - start, settings=settings, estimates=found, mean=mean, ci95=ci)
     if stopped["at"] is not None:
         result.abort_piece = stopped["at"] + 1
-        result.abort_threshold = float(curve[stopped["at"]])
+        result.abort_threshold = float(pruner.curve[stopped["at"]])
     return result
