@@ -13,6 +13,13 @@ measurable, and their code holds the lock once. `spawn_state` and `spawn_blocked
 whether the next piece appears; `lost` says whether a lock's end is a lost game (what every search
 avoids).
 
+A *step* of a game is one piece's life as a player sees it: the piece appears, a placement is
+chosen, the piece is locked. `lock_step` is the step once the choice is made, and `Step` what it
+tells, as Gymnasium's step does: whether the game is over and lost (*terminated*: a blocked spawn,
+no placement, a top-out, an overflow) or stopped at the rules' last piece (*truncated*). The game
+loops of the policies for unknown pieces (`solver.online`), their rollouts, the protocol bot and
+the Gymnasium environments (`engine.envs`) all step through it.
+
 Game over, in this order (GEEK_RULES.md "Replay", then the family's other rules):
 1. ``top_out_all_rows`` and every row holds an occupied cell after the lock: ``TOP_TOUCHED``, the
    piece scores nothing;
@@ -43,6 +50,8 @@ from .rules import OVERFLOW_CLEAR_FIRST, OVERFLOW_DISCARD, OVERFLOW_END
 #: `LockResult.end` of a lock after which the game goes on, and the ends (the kernels' int constants, from `GameEnd`)
 GOING_ON = int(GameEnd.GOING_ON)
 RECORD_END, TOP_TOUCHED, SPAWN_BLOCKED, PIECE_LIMIT, SEQUENCE_END, OVERFLOW = (int(end) for end in LOCK_ENDS)
+#: `Step.end` of a piece that appeared but has no placement that survives
+STUCK = int(GameEnd.STUCK)
 
 
 class LockResult(NamedTuple):
@@ -222,3 +231,48 @@ def spawn_blocked(board, rules, shape, state):
     if not is_valid(board, cells, rules.spawn_x, rules.spawn_y, rules.width):
         return True
     return rules.spawn_must_drop and not is_valid(board, cells, rules.spawn_x, rules.spawn_y + 1, rules.width)
+
+
+class Step(NamedTuple):
+    """What one step of a game did (`lock_step`; numba compiles it as a tuple).
+
+    - ``end``: `GOING_ON`; `SPAWN_BLOCKED` or `STUCK` when the piece was not placed (it could not
+      appear, or no placement was chosen); else the lock's end (`TOP_TOUCHED`, `OVERFLOW`,
+      `PIECE_LIMIT`);
+    - ``placed``: whether the piece was locked;
+    - ``lines``, ``points``: the lock's (`LockResult`; 0 when the piece was not placed);
+    - ``terminated``: the game is over and lost (every end but `PIECE_LIMIT`);
+    - ``truncated``: the game stopped at the rules' last piece (`PIECE_LIMIT`): over, not lost.
+    """
+
+    end: int
+    placed: bool
+    lines: int
+    points: int
+    terminated: bool
+    truncated: bool
+
+
+@inlined
+def unplaced(end):
+    """The `Step` of a piece that was not placed, ending the game by ``end`` (`SPAWN_BLOCKED`,
+    `STUCK`): terminated."""
+    return Step(end, False, 0, 0, True, False)
+
+
+@inlined
+def no_placement(board, rules, shape, state):
+    """The `Step` of a piece of ``shape`` appearing in ``state`` on ``board`` that gets no
+    placement: `SPAWN_BLOCKED` when it cannot appear (`spawn_blocked`), else `STUCK`."""
+    return unplaced(SPAWN_BLOCKED if spawn_blocked(board, rules, shape, state) else STUCK)
+
+
+@inlined
+def lock_step(board, rules, shape, t, found, k):
+    """The step of piece ``t`` (0-based) of ``shape`` on ``board``, in place, once its placement is
+    chosen: locked at ``found[k]`` (x, y, state) by `lock_piece`, or, for ``k < 0`` (none chosen),
+    `no_placement`. Returns the `Step`."""
+    if k < 0:
+        return no_placement(board, rules, shape, spawn_state(t, rules))
+    lock = lock_piece(board, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
+    return Step(lock.end, True, lock.lines, lock.points, lost(lock.end), lock.end == PIECE_LIMIT)

@@ -21,7 +21,6 @@ import numpy as np
 
 import configs
 from engine import get_rules
-from engine.lock import lock_piece
 from engine.rules import SHAPE_NAMES
 from experiments import description
 
@@ -74,16 +73,15 @@ class Bot:
         """Place ``shape`` (the preview's shape or -1); returns (rotation in degrees, leftmost column),
         or (0, 0) once the game is over."""
         if not self.over:
-            p = self.policy.choose(self.board, self.t, shape, preview)
-            if p is None:
+            step, p = self.policy.play(self.board, self.t, shape, preview)
+            if not step.placed:
                 self.over = True
                 print("game over", file=sys.stderr, flush=True)
             else:
-                x, y, s = (int(v) for v in p)
-                cells = self.rules.cells[shape, s]
-                self.score += int(lock_piece(self.board, self.rules.kernel, shape, s, x, y, self.t + 1).points)
+                x, s = int(p[0]), int(p[2])
+                self.score += int(step.points)
                 self.t += 1
-                return 90 * s, x + int(cells[:, 0].min())
+                return 90 * s, x + int(self.rules.cells[shape, s][:, 0].min())
         return 0, 0
 
 

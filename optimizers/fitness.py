@@ -104,17 +104,15 @@ def canonical(config: dict) -> tuple[str, dict]:
 
 
 def first_abort(curve, threshold) -> int | None:
-    """The piece (1-based) at which ``curve`` first falls below ``threshold`` (both per piece; -inf
-    or NaN thresholds are not checked), or None."""
+    """The piece (1-based) at which ``curve`` first fails its check against ``threshold`` (both
+    per piece; -inf or NaN thresholds are not checked: `solver.threshold.first_below`), or None."""
+    from solver.threshold import first_below
+
     if threshold is None:
         return None
     n = min(len(curve), len(threshold))
-    if n == 0:
-        return None
-    c = np.asarray(curve[:n], dtype=np.float64)
-    t = np.asarray(threshold[:n], dtype=np.float64)
-    below = np.flatnonzero(c < t)  # NaN compares False
-    return int(below[0]) + 1 if len(below) else None
+    u = first_below(np.asarray(curve[:n], dtype=np.float64), np.asarray(threshold[:n], dtype=np.float64), 0, n)
+    return int(u) + 1 if u >= 0 else None
 
 
 def aborted_record(curve, piece: int, threshold: float, aborted_fitness: str) -> TuningRecord:

@@ -22,6 +22,7 @@ from evaluators.incremental import ColumnView, column_scratch
 
 from .registry import SolverConfig
 from .result import SolveResult
+from .threshold import Pruner
 
 #: progress(pieces_done, pieces_total, best_score) is called as the search advances
 Progress = Callable[[int, int, int], None]
@@ -130,8 +131,9 @@ GOING, DONE, STUCK, BLOCKED, ABORTED, INTERRUPTED = (int(stop) for stop in (
     Stop.GOING, Stop.DONE, Stop.STUCK, Stop.SPAWN_BLOCKED, Stop.ABORTED, Stop.INTERRUPTED))
 
 
-def path_result(score, done, stop, path: Path, threshold, nodes) -> SolveResult:
-    """The result of a single-path policy whose kernel placed ``done`` pieces (its best is its path)."""
+def path_result(score, done, stop, path: Path, pruner: Pruner, nodes) -> SolveResult:
+    """The result of a single-path policy whose kernel placed ``done`` pieces (its best is its path)
+    under ``pruner``."""
     by_step = path.score_by_step
     result = SolveResult(
         score=int(score), pieces=done, score_by_step=by_step[:done], best_by_step=by_step[:done].copy(),
@@ -139,7 +141,7 @@ def path_result(score, done, stop, path: Path, threshold, nodes) -> SolveResult:
         stop=Stop(stop).written.label, nodes=nodes)
     if result.aborted:
         result.abort_piece = done
-        result.abort_threshold = float(threshold[done - 1])
+        result.abort_threshold = float(pruner.curve[done - 1])
     return result
 
 
@@ -186,11 +188,11 @@ class Policy(ABC):
         self.signalled: signal.Signals | None = None
 
     @abstractmethod
-    def search(self, threshold: np.ndarray, progress: Progress | None) -> SolveResult:
-        """Play up to ``self.pieces`` pieces; ``threshold[t]`` is the least best score allowed after
-        piece t + 1 (-inf: unchecked)."""
+    def search(self, pruner: Pruner, progress: Progress | None) -> SolveResult:
+        """Play up to ``self.pieces`` pieces, stopping where ``pruner`` says (early abort: its
+        `Pruner.should_stop`, or in a kernel `solver.threshold.below` on its ``curve``)."""
 
-    def run(self, threshold: np.ndarray, progress: Progress | None = None,
+    def run(self, pruner: Pruner, progress: Progress | None = None,
             interruptible: bool = False, searched: Callable[[], None] | None = None) -> SolveResult:
         """`search`, timed; a two-piece warm-up first loads (or compiles) the kernels, so that
         ``seconds`` is the search alone. With ``interruptible`` (main thread only), a first Ctrl-C
@@ -201,7 +203,7 @@ class Policy(ABC):
         self.warm_up()
         start = time.perf_counter()
         with self._first_signal_stops(searched) if interruptible else contextlib.nullcontext():
-            result = self.search(threshold, progress)
+            result = self.search(pruner, progress)
         if not interruptible and searched is not None:
             searched()
         result.seconds = time.perf_counter() - start
@@ -225,7 +227,7 @@ class Policy(ABC):
         warm = copy.copy(self)
         warm.pieces = min(2, self.pieces)
         warm.warming = True
-        warm.search(np.full(warm.pieces, -np.inf), None)
+        warm.search(Pruner.unchecked(warm.pieces), None)
 
     def chunk_stop(self, stop: int, done: int) -> int:
         """The stop code of a single-path search after a kernel chunk that left it at ``done``
@@ -233,18 +235,18 @@ class Policy(ABC):
         came, else ``stop``."""
         return INTERRUPTED if self.interrupted and stop == GOING and done < self.pieces else stop
 
-    def layer_stop(self, t: int, top: int, best: int, threshold: np.ndarray,
+    def layer_stop(self, t: int, top: int, best: int, pruner: Pruner,
                    progress: Progress | None) -> tuple | None:
         """After layer ``t`` (0-based piece) of a layered search (beam, profile DP), whose best
         score is ``top`` and best score so far ``best``: report progress every 50 pieces and at
         the last one, then say why to stop here as (stop, abort_piece, abort_threshold), or None:
-        ``aborted`` when ``top`` is below ``threshold[t]``, ``interrupted`` after a first Ctrl-C
-        with pieces left."""
+        ``aborted`` when ``pruner`` stops a search whose best is ``top`` there, ``interrupted``
+        after a first Ctrl-C with pieces left."""
         n = self.pieces
         if progress and (t % 50 == 49 or t == n - 1):
             progress(t + 1, n, best)
-        if top < threshold[t]:
-            return Stop.ABORTED.label, t + 1, float(threshold[t])
+        if pruner.should_stop(t, top):
+            return Stop.ABORTED.label, t + 1, float(pruner.curve[t])
         if self.interrupted and t + 1 < n:
             return Stop.INTERRUPTED.label, None, None
         return None

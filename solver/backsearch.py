@@ -50,6 +50,7 @@ from .config import BacksearchConfig
 from .lookahead import (CHUNK_PIECES, DEAD, MIN_CHUNK, LookaheadSettings, lookahead_choice,
                         lookahead_settings, lookahead_work)
 from .registry import register
+from .threshold import below, first_below
 from .result import Report
 
 #: modes, as stored per piece
@@ -173,15 +174,6 @@ def _end_at(st, by_step, u):
     st[SCORE] = by_step[u]
 
 
-@inner
-def _first_below(by_step, threshold, lo, hi):
-    """The first piece u in [lo, hi) whose score is below ``threshold[u]``, or -1."""
-    for u in range(max(lo, 0), hi):
-        if by_step[u] < threshold[u]:
-            return u
-    return -1
-
-
 @njit(cache=True)  # called from Python too: one compile, with the wrapper
 def _mode(st, t, settings):
     """The mode of piece ``t``: the base until it is done (given up here once ``base_max`` pieces
@@ -269,7 +261,7 @@ def _step(sequence, rules, pspec, sspec, settings, threshold, state, work, board
         return BLOCKED if spawn_blocked(board, rules, sequence[t], spawn_state(t, rules)) else STUCK
     _place(board, t, mode, choice, sequence, rules, settings, state)
     u = t - settings.reach  # the newest piece no back-up can undo any more
-    if u >= 0 and by_step[u] < threshold[u]:
+    if u >= 0 and below(threshold, u, by_step[u]):
         _end_at(st, by_step, u)
         return ABORTED
     return GOING
@@ -281,7 +273,7 @@ def _check_tail(stop, state, threshold, reach):
     back-up can undo now. Returns ``stop``, or `ABORTED` with the path ended at the first failure."""
     st = state.slots
     by_step = state.path.score_by_step
-    u = _first_below(by_step, threshold, st[T] - reach, st[T])
+    u = first_below(by_step, threshold, st[T] - reach, st[T])
     if u == -1:
         return stop
     _end_at(st, by_step, u)
@@ -292,10 +284,10 @@ def _check_tail(stop, state, threshold, reach):
 def backsearch_run(sequence, budget, rules, pspec, sspec, settings, threshold, state):
     """Advance the game in ``state`` (a `BacksearchState`) by at most ``budget`` steps (placements
     and back-ups) over the game's pieces ``sequence``, with the points evaluator ``pspec`` and the
-    survival one ``sspec``. Piece t's score is checked against ``threshold[t]`` once piece t +
-    ``settings.reach`` is placed (no back-up reaches further), and the last ``reach`` pieces when
-    the game stops. Returns the stop code: `GOING`, `DONE`, `STUCK`, `BLOCKED` or `ABORTED` (the
-    path then ends at the failed piece)."""
+    survival one ``sspec``. Piece t's score is checked against ``threshold[t]``
+    (`solver.threshold.below`) once piece t + ``settings.reach`` is placed (no back-up reaches
+    further), and the last ``reach`` pieces when the game stops. Returns the stop code: `GOING`,
+    `DONE`, `STUCK`, `BLOCKED` or `ABORTED` (the path then ends at the failed piece)."""
     st = state.slots
     depth = max(settings.points.depth, settings.survival.depth)
     work = lookahead_work(depth, rules, max(pspec.terms.shape[1], sspec.terms.shape[1]))
@@ -327,7 +319,7 @@ class Backsearch(Policy):
         self.points = evaluator if cfg.points_evaluator is None else load_evaluator(cfg.points_evaluator)
         self.survival = load_evaluator(cfg.survival_evaluator)
 
-    def search(self, threshold, progress):
+    def search(self, pruner, progress):
         rules, n, cfg = self.rules, self.pieces, self.config.backsearch
         settings = backsearch_settings(cfg, rules.height)
         state = new_state(n, rules.height)
@@ -336,13 +328,13 @@ class Backsearch(Policy):
         stop = GOING
         while stop == GOING:
             stop = backsearch_run(self.sequence[:n], budget, rules.kernel, self.points.spec, self.survival.spec,
-                                  settings, threshold, state)
+                                  settings, pruner.curve, state)
             if progress:
                 progress(int(st[T]), n, int(st[SCORE]))
             stop = self.chunk_stop(stop, int(st[T]))
-        return self._result(state, stop, threshold)
+        return self._result(state, stop, pruner)
 
-    def _result(self, state, stop, threshold):
+    def _result(self, state, stop, pruner):
         """The `SolveResult` of the final path in ``state``, its clears recounted from its placements
         (the kernel's count includes undone ones), with the mode counts in its `BacksearchReport`."""
         st, path, modes, made = state.slots, state.path, state.modes, state.made
@@ -351,7 +343,7 @@ class Backsearch(Policy):
         if done and scores[-1] != st[SCORE]:
             raise RuntimeError(f"backsearch: the path scores {scores[-1]:,}, the kernel counted {st[SCORE]:,}")
         path.kinds[:] = kinds
-        result = path_result(st[SCORE], done, stop, path, threshold, int(st[NODES]))
+        result = path_result(st[SCORE], done, stop, path, pruner, int(st[NODES]))
         counts = np.bincount(modes[:done], minlength=len(MODE_NAMES))
         result.report = BacksearchReport(
             modes={name: int(counts[i]) for i, name in enumerate(MODE_NAMES)},

@@ -19,6 +19,7 @@ from evaluators.incremental import column_view, evaluate_child
 from ._base import ABORTED, BLOCKED, GOING, STUCK, Policy, commit, new_path, path_result, value_child, value_scratch
 from .config import GreedyConfig
 from .registry import register
+from .threshold import below
 
 #: pieces per kernel call (progress and Ctrl-C between calls)
 CHUNK = 500
@@ -161,7 +162,7 @@ def greedy_run(sequence, t0, t1, board, rules, spec, threshold, score, path):
         if k < 0:
             return t, score, STUCK
         score = commit(board, rules, shape, found[k, 0], found[k, 1], found[k, 2], t, score, path)
-        if score < threshold[t]:
+        if below(threshold, t, score):
             return t + 1, score, ABORTED
     return t1, score, GOING
 
@@ -171,16 +172,16 @@ class Greedy(Policy):
     name = "greedy"
     Settings = GreedyConfig
 
-    def search(self, threshold, progress):
+    def search(self, pruner, progress):
         rules, n = self.rules, self.pieces
         board = np.zeros(rules.height, np.uint16)
         path = new_path(n)
         done, score, stop = 0, 0, GOING
         while done < n and stop == GOING:
             done, score, stop = greedy_run(self.sequence, done, min(n, done + CHUNK), board, rules.kernel,
-                                           self.evaluator.spec, threshold, score, path)
+                                           self.evaluator.spec, pruner.curve, score, path)
             if progress:
                 progress(done, n, int(score))
             stop = self.chunk_stop(stop, done)
-        return path_result(score, done, stop, path, threshold, done)
+        return path_result(score, done, stop, path, pruner, done)
 

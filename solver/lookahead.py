@@ -31,6 +31,7 @@ from ._base import (ABORTED, BLOCKED, GOING, STUCK, Policy, ValueScratch, best_f
                     value_child, value_scratch)
 from .config import LookaheadConfig
 from .registry import register
+from .threshold import below
 
 #: what a path that dies within the depth loses: any surviving path is worth more
 DEAD = 1e12
@@ -281,7 +282,7 @@ def lookahead_run(sequence, t0, t1, board, rules, spec, settings, threshold, sco
         if not c.found:
             return t, score, STUCK, nodes
         score = commit(board, rules, shape, c.x, c.y, c.s, t, score, path)
-        if score < threshold[t]:
+        if below(threshold, t, score):
             return t + 1, score, ABORTED, nodes
     return t1, score, GOING, nodes
 
@@ -291,7 +292,7 @@ class Lookahead(Policy):
     name = "lookahead"
     Settings = LookaheadConfig
 
-    def search(self, threshold, progress):
+    def search(self, pruner, progress):
         rules, n, cfg = self.rules, self.pieces, self.config.lookahead
         settings = lookahead_settings(cfg.depth, cfg.keep_fraction, cfg.objective == "last")
         sequence = self.sequence[:n]
@@ -301,10 +302,10 @@ class Lookahead(Policy):
         chunk = max(MIN_CHUNK, CHUNK_PIECES // (cfg.depth ** 2))
         while done < n and stop == GOING:
             done, score, stop, searched = lookahead_run(
-                sequence, done, min(n, done + chunk), board, rules.kernel, self.evaluator.spec, settings, threshold,
-                score, path)
+                sequence, done, min(n, done + chunk), board, rules.kernel, self.evaluator.spec, settings,
+                pruner.curve, score, path)
             nodes += searched
             if progress:
                 progress(done, n, int(score))
             stop = self.chunk_stop(stop, done)
-        return path_result(score, done, stop, path, threshold, nodes)
+        return path_result(score, done, stop, path, pruner, nodes)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Callable
 
 import numba
-import numpy as np
 
 from engine import Rules, get_rules
 from engine.outcome import Stop
@@ -20,7 +19,7 @@ from .registry import SolverConfig
 from .online.games import solve_games
 from .record import attach_record
 from .result import Outcome
-from .threshold import Threshold
+from .threshold import Pruner, Threshold
 
 
 def default_pieces(rules: Rules) -> int:
@@ -54,12 +53,12 @@ def solve(config: SolverConfig, threshold: Threshold | None = None, progress: Pr
             searched()
         return result
     policy = make_policy(config, evaluator)
-    curve = threshold.kernel_arrays(policy.pieces) if threshold else np.full(policy.pieces, -np.inf)
+    pruner = threshold.pruner(policy.pieces) if threshold else Pruner.unchecked(policy.pieces)
     if checkpoint is not None:
         if not policy.resumable:
             raise ValueError(f"policy {config.policy!r} cannot save or resume its search (a checkpoint was given)")
         policy.checkpoint, policy.resume = Path(checkpoint), resume
-    result = policy.run(curve, progress, interruptible, searched)
+    result = policy.run(pruner, progress, interruptible, searched)
     if policy.signalled is not None and result.stop != Stop.INTERRUPTED.label:
         # the first signal came when the search had no step left to stop it at (its last piece, or
         # as it ended): it acts now, as one after the search does (a command holds it: exit 130)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..lock import GOING_ON, PIECE_LIMIT, SPAWN_BLOCKED, lock_piece, spawn_blocked, spawn_state
+from ..lock import GOING_ON, STUCK, lock_step, no_placement, spawn_blocked, spawn_state
 from ..movegen.generators import lowest_placements_into
 from ..outcome import GameEnd
 
@@ -58,29 +58,27 @@ def cells_of(board, width, out):
 
 
 @njit(cache=True, _nrt=False)
-def lock_and_offer(board, rules, shape, state, x, y, number, next_shape, next_state, sc, found, table, mask, left,
-                   cells):
-    """Lock piece ``number`` (1-based) of ``shape`` at (x, y, state) on ``board`` in place
-    (`engine.lock.lock_piece`: the one lock rule), then, when the game goes on, `offer` the next
-    piece (``next_shape`` appearing in ``next_state``); ``cells`` receives the board's cells
-    (`cells_of`). Returns (the lock's end code, rows it filled, points it scored, legal actions of
-    the next piece: 0 after a lock that ends the game)."""
-    lock = lock_piece(board, rules, shape, state, x, y, number)
+def lock_and_offer(board, rules, shape, t, a, next_shape, next_state, sc, found, table, mask, left, cells):
+    """The step of piece ``t`` (0-based) of ``shape`` at action ``a`` (its placement ``table[a]``)
+    on ``board`` in place (`engine.lock.lock_step`: the one lock rule), then, when the game goes
+    on, `offer` the next piece (``next_shape`` appearing in ``next_state``); ``cells`` receives the
+    board's cells (`cells_of`). Returns (the lock's `engine.lock.Step`, legal actions of the next
+    piece: 0 after a lock that ends the game)."""
+    step = lock_step(board, rules, shape, t, table, a)
     n = 0
-    if lock.end == GOING_ON:
+    if step.end == GOING_ON:
         n = offer(board, rules, next_shape, next_state, sc, found, table, mask, left)
     else:
-        for a in range(mask.shape[0]):
-            mask[a] = 0
+        for j in range(mask.shape[0]):
+            mask[j] = 0
     cells_of(board, rules.width, cells)
-    return lock.end, lock.lines, lock.points, n
-
+    return step, n
 
 
 #: what `batch_play` does with each game of a batch
 MODE_STEP, MODE_RESTART, MODE_KEEP = 0, 1, 2
 #: `batch_play`'s end codes beyond the lock's (`engine.lock.GOING_ON` while a game goes on), from `GameEnd`
-CAPPED, STUCK = int(GameEnd.CAPPED), int(GameEnd.STUCK)
+CAPPED = int(GameEnd.CAPPED)
 
 
 @njit(cache=True, _nrt=False)
@@ -126,26 +124,22 @@ def batch_play(modes, actions, boards, rules, window, base, t, max_pieces, rows_
             while masks[i, a] == 0:
                 a += 1
         ti = t[i]
-        shape = window[i, ti - base[i]]
         next_shape = window[i, ti + 1 - base[i]]
         next_state = spawn_state(ti + 1, rules)
-        end, lines, points, k = lock_and_offer(boards[i], rules, shape, tables[i, a, 2], tables[i, a, 0],
-                                               tables[i, a, 1], ti + 1, next_shape, next_state, sc, found, tables[i],
-                                               masks[i], left, cells[i])
+        step, k = lock_and_offer(boards[i], rules, window[i, ti - base[i]], ti, a, next_shape, next_state, sc, found,
+                                 tables[i], masks[i], left, cells[i])
         t[i] = ti + 1
-        score[i] += points
+        score[i] += step.points
+        end, lines = step.end, step.lines
         if end != GOING_ON:
             lines = 0
-            if end == PIECE_LIMIT:
-                truncated[i] = True
-            else:
-                terminated[i] = True
+            terminated[i], truncated[i] = step.terminated, step.truncated
         elif max_pieces >= 0 and ti + 1 >= max_pieces:
             end = CAPPED
             truncated[i] = True
         elif k == 0:
-            end = SPAWN_BLOCKED if spawn_blocked(boards[i], rules, next_shape, next_state) else STUCK
-            terminated[i] = True
+            nothing = no_placement(boards[i], rules, next_shape, next_state)
+            end, terminated[i] = nothing.end, nothing.terminated
         rows[i] += lines
-        rewards[i] = lines if rows_reward else points
+        rewards[i] = lines if rows_reward else step.points
         ends[i] = end

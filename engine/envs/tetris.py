@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..lock import GOING_ON, PIECE_LIMIT, spawn_blocked, lock_piece
+from ..lock import GOING_ON, lock_piece, no_placement
 from ..movegen import capacity, route, scratch
 from ..outcome import GameEnd
 from ..record import encode
@@ -165,23 +165,23 @@ class TetrisEnv(gym.Env):
                 raise ValueError(f"action {a} (state {state}, column {column}) is not a placement of the current "
                                  f"piece; legal: {self.legal_actions().tolist()}")
             a = int(np.flatnonzero(self._mask)[0])
-        x, y, s = (int(v) for v in self._table[a])
         t = self.piece_index
-        end, lines, points, n = lock_and_offer(
-            self.board, self._kernel, self.shape_of(t), s, x, y, t + 1, self.shape_of(t + 1),
-            self.rules.spawn_state_of(t + 1), self._sc, self._found, self._table, self._mask, self._left, self._cells)
-        self.placed.append((x, y, s))
+        self.placed.append(tuple(int(v) for v in self._table[a]))  # before the next piece's actions overwrite it
+        step, n = lock_and_offer(
+            self.board, self._kernel, self.shape_of(t), t, a, self.shape_of(t + 1), self.rules.spawn_state_of(t + 1),
+            self._sc, self._found, self._table, self._mask, self._left, self._cells)
         terminated = truncated = False
         reason = None
-        if end != GOING_ON:
-            truncated, terminated = end == PIECE_LIMIT, end != PIECE_LIMIT
-            reason = GameEnd(end).label
+        lines, points = step.lines, step.points
+        if step.end != GOING_ON:
+            terminated, truncated = step.terminated, step.truncated
+            reason = GameEnd(step.end).label
             lines = 0
         elif self.max_pieces is not None and t + 1 >= self.max_pieces:
             truncated, reason = True, GameEnd.CAPPED.label
         elif n == 0:
-            blocked = spawn_blocked(self.board, self._kernel, self.shape_of(t + 1), self.rules.spawn_state_of(t + 1))
-            terminated, reason = True, (GameEnd.SPAWN_BLOCKED if blocked else GameEnd.STUCK).label
+            nothing = no_placement(self.board, self._kernel, self.shape_of(t + 1), self.rules.spawn_state_of(t + 1))
+            terminated, reason = nothing.terminated, GameEnd(nothing.end).label
         self.score += int(points)
         self.lines += int(lines)
         self._over = terminated or truncated

@@ -110,7 +110,7 @@ class Beam(Policy):
             "path_scores": self.path_scores_call(),
         }
 
-    def search(self, threshold, progress):
+    def search(self, pruner, progress):
         rules, n_pieces = self.rules, self.pieces
         kernel_cfg, st = self.kernel_inputs()
         spec = self.evaluator.spec
@@ -121,7 +121,7 @@ class Beam(Policy):
         while t < n_pieces:
             started = time.perf_counter()
             st, t_new, stop = run_layers(self.sequence, t, min(n_pieces, t + step), rules.kernel, spec, kernel_cfg,
-                                         threshold, st)
+                                         pruner.curve, st)
             elapsed = time.perf_counter() - started
             step = max(1, min(1000, int(step * CHUNK_SECONDS / max(elapsed, 1e-3)))) if t_new > t else step
             t = t_new
@@ -131,7 +131,7 @@ class Beam(Policy):
                 stop_name = Stop.STUCK.label
                 break
             if stop == ABORTED:
-                stop_name, abort_piece, abort_threshold = Stop.ABORTED.label, t, float(threshold[t - 1])
+                stop_name, abort_piece, abort_threshold = Stop.ABORTED.label, t, float(pruner.curve[t - 1])
                 break
             if self.interrupted and t < n_pieces:
                 stop_name = Stop.INTERRUPTED.label

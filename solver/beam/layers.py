@@ -11,6 +11,7 @@ from engine.board import copy_rows
 from engine.lock import spawn_state
 
 from ..layered import descending, grown, radix_argsort, unpack
+from ..threshold import below
 from .bundles import (
     ABORTED, BeamState, GOING, GROWTH_DIVISOR, Parents, STUCK, S_BEST_CODE, S_BEST_PARENT, S_BEST_PIECE,
     S_BEST_SCORE, S_EXPANDED, S_LAYERS, S_NODES, S_TRACE,
@@ -211,7 +212,7 @@ def run_layers(sequence, t0, t1, rules, spec, cfg, threshold, st):
         else:
             chosen = cand
         st = next_layer(st, kids, chosen, t, top, cfg.width)
-        if top < threshold[t]:
+        if below(threshold, t, top):
             return st, t + 1, ABORTED
     return st, t1, GOING
 

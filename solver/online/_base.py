@@ -16,9 +16,10 @@ declares, on a class derived from `OnlinePolicy` and registered with `solver.reg
 - ``allocates = False`` when that kernel allocates no array: its games then run without numba's
   reference counting (`OnlinePolicy.allocates`).
 
-The game loop (`solver.online.games`) calls `choose`, a numba overload that compiles, into the
-calling kernel, the kernel of the registered policy whose ``Bundle`` is the bundle's class: no
-dispatch code lists the policies.
+The game loops (`solver.online.games`, `solver.online.splitting`) play a piece by `play_step`, the
+one online step: the piece appears, `choose` places it, `engine.lock.lock_step` locks it. `choose`
+is a numba overload that compiles, into the calling kernel, the kernel of the registered policy
+whose ``Bundle`` is the bundle's class: no dispatch code lists the policies.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from numba import njit
 from numba.core import types
 from numba.extending import overload
 
 from engine import Rules
+from engine.lock import SPAWN_BLOCKED, Step, lock_step, spawn_blocked, spawn_state, unplaced
 from evaluators import Evaluator
 
 from .. import registry
@@ -79,12 +82,23 @@ class OnlinePolicy:
         """The placement (x, y, state) for piece ``t`` (0-based) of ``shape`` on ``board``, with the
         preview's shape or -1 (not passed on under rules that show no preview); None when every
         placement ends the game."""
-        board = np.ascontiguousarray(board, np.uint16)
+        k = self._choice(np.ascontiguousarray(board, np.uint16), t, shape, preview)
+        return None if k < 0 else self.ws.found[CURRENT, k].copy()
+
+    def play(self, board: np.ndarray, t: int, shape: int, preview: int = -1) -> tuple[Step, np.ndarray | None]:
+        """One step of a game from Python: piece ``t`` of ``shape`` placed by `choose` and locked
+        on ``board`` (uint16 rows, changed in place) by the game loops' lock (`engine.lock.lock_step`);
+        returns (its `engine.lock.Step`, the placement (x, y, state) or None when none was chosen)."""
+        k = self._choice(board, t, shape, preview)
+        step = lock_step(board, self.rules.kernel, shape, t, self.ws.found[CURRENT], k)
+        return step, (None if k < 0 else self.ws.found[CURRENT, k].copy())
+
+    def _choice(self, board: np.ndarray, t: int, shape: int, preview: int) -> int:
+        """The policy's kernel's choice: an index into ``ws.found[CURRENT]``, -1 for none."""
         if not self.rules.preview:
             preview = -1
         kernel = type(self).choose_kernel  # on the class: a numba function is not bound to the object
-        k = kernel(self.bundle, board, shape, preview, t, self.rules.kernel, self.spec, self.ws)
-        return None if k < 0 else self.ws.found[CURRENT, k].copy()
+        return int(kernel(self.bundle, board, shape, preview, t, self.rules.kernel, self.spec, self.ws))
 
 
 def choose(bundle, board, shape, preview, t, rules, spec, ws):
@@ -93,6 +107,19 @@ def choose(bundle, board, shape, preview, t, rules, spec, ws):
     on ``board``, or -1 when every placement ends the game. Numba kernels only: the policy's
     kernel is compiled into the caller, chosen by the bundle's class."""
     raise TypeError("choose is a numba kernel: call it from a jitted function, or use OnlinePolicy.choose")
+
+
+@njit(inline="always")  # numba's inlining: typed in each game loop, under its reference counting (or none) and cache
+def play_step(bundle, board, shape, preview, t, rules, spec, ws):
+    """One step of a game with the policy whose bundle is ``bundle``: piece ``t`` of ``shape``
+    appears on ``board`` (when its spawn is blocked: `engine.lock.SPAWN_BLOCKED`, the policy is
+    not asked), the policy chooses its placement (`choose`, shown ``preview`` or -1), and the
+    piece is locked there in place (`engine.lock.lock_step`: `engine.lock.STUCK` when none was
+    chosen). Returns the `engine.lock.Step`."""
+    if spawn_blocked(board, rules, shape, spawn_state(t, rules)):
+        return unplaced(SPAWN_BLOCKED)
+    k = choose(bundle, board, shape, preview, t, rules, spec, ws)
+    return lock_step(board, rules, shape, t, ws.found[CURRENT], k)
 
 
 def policy_of(bundle_class: type | None) -> type[OnlinePolicy]:

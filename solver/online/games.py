@@ -30,7 +30,7 @@ from pydantic import Field, model_validator
 from engine import Rules
 from engine._jit import cache
 from engine._jit.stamps import KERNEL_PACKAGES
-from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
+from engine.lock import GOING_ON
 from engine.outcome import GameEnd, Stop
 from evaluators import Evaluator, load_evaluator
 
@@ -38,9 +38,8 @@ from .. import registry
 from ..config import Strict
 from ..registry import SolverConfig
 from ..result import Outcome
-from ..threshold import Threshold
-from ._base import OnlinePolicy, choose
-from ._kernels import CURRENT
+from ..threshold import Pruner, Threshold
+from ._base import OnlinePolicy, play_step
 from .intervals import CI_METHOD, mean_ci95, survival_mean, survival_summary
 from .splitting import SplittingSeries, solve_splitting
 
@@ -98,24 +97,17 @@ registry.register_section("online", OnlineConfig, known_pieces=False, module=__n
 def _play_chunk(bundle, pieces, t0, board, rules, spec, ws, score, kinds):
     """Play pieces t0 .. t0 + n - 1, whose shapes are ``pieces[0 .. n - 1]`` (``pieces`` holds one
     more, the last one's next piece), on ``board`` in place with the policy whose bundle is
-    ``bundle`` (`choose`; shown the next piece when the rules show it); returns (pieces placed,
-    score, end code: `PLAYING`, `SPAWN_BLOCKED`, `STUCK` or `RULES_END`); ``kinds[f]`` counts the clears of
-    f rows."""
-    found = ws.found[CURRENT]
+    ``bundle`` (`play_step`; shown the next piece when the rules show it); returns (pieces placed,
+    score, end code: `PLAYING`, `SPAWN_BLOCKED`, `STUCK` or `RULES_END`: any end of a lock);
+    ``kinds[f]`` counts the clears of f rows."""
     for i in range(pieces.shape[0] - 1):
         t = t0 + i
-        shape = pieces[i]
-        if spawn_blocked(board, rules, shape, spawn_state(t, rules)):
-            return t, score, SPAWN_BLOCKED
-        k = choose(bundle, board, shape, pieces[i + 1] if rules.preview else -1, t, rules, spec, ws)
-        if k < 0:
-            return t, score, STUCK
-        lock = lock_piece(board, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
-        if lock.end != GOING_ON:
-            return t + 1, score, RULES_END
-        score += lock.points
-        if lock.lines:
-            kinds[lock.lines] += 1
+        step = play_step(bundle, board, pieces[i], pieces[i + 1] if rules.preview else -1, t, rules, spec, ws)
+        if step.end != GOING_ON:
+            return t + step.placed, score, RULES_END if step.placed else step.end
+        score += step.points
+        if step.lines:
+            kinds[step.lines] += 1
     return t0 + pieces.shape[0] - 1, score, PLAYING
 
 
@@ -406,17 +398,17 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
     cap = int(config.pieces)
     n = config.online.games
     first = 0 if config.seed is None else int(config.seed)
-    curve = threshold.kernel_arrays(n) if threshold else None
+    pruner = threshold.pruner(n) if threshold else Pruner.unchecked(n)
     stopped = {"at": None}
 
     def stop(i, mean):  # after game (or estimate) i, with the series' mean so far
-        if curve is not None and mean < curve[i]:
+        if pruner.should_stop(i, mean):
             stopped["at"] = i
             return True
         return False
 
     if config.online.estimate == "splitting":
-        return solve_splitting(policy, config, range(first, first + n), stop, stopped, curve, progress)
+        return solve_splitting(policy, config, range(first, first + n), stop, stopped, pruner, progress)
 
     # pieces placed over the series; a total only where it means something (games that end long
     # before a cap of a billion pieces would otherwise show an ETA of years)
@@ -442,5 +434,5 @@ def solve_games(config: SolverConfig, threshold: Threshold | None = None, progre
         games=games)
     if stopped["at"] is not None:
         result.abort_piece = stopped["at"] + 1
-        result.abort_threshold = float(curve[stopped["at"]])
+        result.abort_threshold = float(pruner.curve[stopped["at"]])
     return result

@@ -38,7 +38,7 @@ from pydantic import Field
 
 from engine._jit.decorators import inner
 from engine.board import copy_rows
-from engine.lock import GOING_ON, PIECE_LIMIT, lock_piece, spawn_blocked, spawn_state
+from engine.lock import GOING_ON, lock_piece, lock_step, spawn_blocked, spawn_state
 from engine.movegen import capacity
 from engine.movegen.generators import placements_into
 from evaluators import board_values
@@ -339,15 +339,11 @@ def rollout(board, t, preview, pieces, rules, spec, ws, rng):
     for i in range(pieces):
         shape = preview if (i == 0 and preview >= 0) else random_shape(rng)
         k, v = ply(NEXT, out, shape, t + i, rules, spec, ws)
-        if k < 0:
-            return points, 0.0, True
-        lock = lock_piece(out, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + i + 1)
-        points += lock.points
+        step = lock_step(out, rules, shape, t + i, found, k)
+        points += step.points
         last = v
-        if lock.end == PIECE_LIMIT:  # the game is over, not lost: no future value
-            return points, 0.0, False
-        if lock.end != GOING_ON:
-            return points, 0.0, True
+        if step.end != GOING_ON:  # lost, or over at the rules' last piece (truncated): no future value
+            return points, 0.0, step.terminated
     return points, last, False
 
 

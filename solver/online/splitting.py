@@ -47,14 +47,14 @@ from pydantic import Field, field_validator
 from engine._jit.decorators import inlined
 from engine._jit.stamps import KERNEL_PACKAGES
 from engine.board import popcount
-from engine.lock import GOING_ON, lock_piece, spawn_blocked, spawn_state
+from engine._jit.decorators import inlined
+from engine.lock import GOING_ON
 from engine.outcome import Stop
 
 from .. import registry
 from ..config import Strict
 from ..result import Outcome
-from ._base import choose
-from ._kernels import CURRENT
+from ._base import play_step
 from .intervals import mean_ci95
 
 #: how `play_until` stopped: the stack reached ``high``, fell to ``low``, the game ended, or the
@@ -148,20 +148,13 @@ def _play_until(bundle, pieces, start, t0, board, rules, spec, ws, low, high, me
     in place until the stack is at least ``high`` rows (`UP`) or at most ``low`` (`DOWN`) after a
     lock, the game ends (`DEAD`), or the pieces run out (`MORE`; the last one is kept as the
     preview); returns (pieces placed, rows cleared, how it stopped)."""
-    found = ws.found[CURRENT]
     rows = 0
     for i in range(start, pieces.shape[0] - 1):
-        t = t0 + i - start
-        shape = pieces[i]
-        if spawn_blocked(board, rules, shape, spawn_state(t, rules)):
-            return i - start, rows, DEAD
-        k = choose(bundle, board, shape, pieces[i + 1] if rules.preview else -1, t, rules, spec, ws)
-        if k < 0:
-            return i - start, rows, DEAD
-        lock = lock_piece(board, rules, shape, found[k, 2], found[k, 0], found[k, 1], t + 1)
-        if lock.end != GOING_ON:
-            return i + 1 - start, rows, DEAD
-        rows += lock.lines
+        step = play_step(bundle, board, pieces[i], pieces[i + 1] if rules.preview else -1, t0 + i - start, rules,
+                         spec, ws)
+        if step.end != GOING_ON:
+            return i + step.placed - start, rows, DEAD
+        rows += step.lines
         h = level_of(board, rules, measure)
         if h >= high:
             return i + 1 - start, rows, UP
@@ -379,10 +372,11 @@ class SplittingSeries(Outcome):
                               "estimates": [e.summary() for e in self.estimates]}}
 
 
-def solve_splitting(policy, config, seeds, stop, stopped, curve, progress=None) -> SplittingSeries:
+def solve_splitting(policy, config, seeds, stop, stopped, pruner, progress=None) -> SplittingSeries:
     """The series of ``online.estimate: splitting`` (`solver.online.games.solve_games`): one estimate
     per seed, until ``stop(i, the pooled mean of the first i + 1)`` says to stop (early abort), as a
-    `SplittingSeries`. ``progress(pieces played, None, score so far)``."""
+    `SplittingSeries` (``stopped["at"]``: the estimate after which it stopped, whose threshold
+    ``pruner`` holds). ``progress(pieces played, None, score so far)``."""
     settings = config.splitting
     settings.check(policy.rules.height)
     seeds = list(seeds)
@@ -406,5 +400,5 @@ def solve_splitting(policy, config, seeds, stop, stopped, curve, progress=None) 
         seconds=time.perf_counter() - start, settings=settings, estimates=found, mean=mean, ci95=ci)
     if stopped["at"] is not None:
         result.abort_piece = stopped["at"] + 1
-        result.abort_threshold = float(curve[stopped["at"]])
+        result.abort_threshold = float(pruner.curve[stopped["at"]])
     return result

@@ -113,13 +113,13 @@ class ProfileDP(Policy):
         warm_layer_kernels(self.rules, self.window(), self.key())
         super().warm_up()
 
-    def search(self, threshold, progress):
+    def search(self, pruner, progress):
         tables = drop_tables(self.rules)
         base = self.base(tables)
-        pieces, stop = self.base_stop(base, threshold)
+        pieces, stop = self.base_stop(base, pruner)
         if stop != GOING:
-            return self.base_result(base, pieces, stop, threshold)
-        run = self.run_layers(base, tables, threshold, progress)
+            return self.base_result(base, pieces, stop, pruner)
+        run = self.run_layers(base, tables, pruner, progress)
         return self.result(base, tables, run)
 
     # ---- settings
@@ -160,26 +160,26 @@ class ProfileDP(Policy):
         return Base(int(pieces), int(stop), board, path, window)
 
     @staticmethod
-    def base_stop(base: Base, threshold) -> tuple[int, int]:
-        """(pieces, stop) of the base: its own, or `ABORTED` at the first piece whose threshold is
-        above the base's score, 0 (nothing clears in the base)."""
-        checked = np.flatnonzero(threshold[:base.pieces] > 0)
-        if len(checked):
-            return int(checked[0]) + 1, ABORTED
+    def base_stop(base: Base, pruner) -> tuple[int, int]:
+        """(pieces, stop) of the base: its own, or `ABORTED` at the first piece where ``pruner``
+        stops a search whose best is the base's score, 0 (nothing clears in the base)."""
+        for t in range(base.pieces):
+            if pruner.should_stop(t, 0):
+                return t + 1, ABORTED
         return base.pieces, base.stop
 
     @staticmethod
-    def base_result(base: Base, pieces: int, stop: int, threshold) -> SolveResult:
+    def base_result(base: Base, pieces: int, stop: int, pruner) -> SolveResult:
         """The result without a DP: the pieces ran out, no base was found (no path either), or the
         threshold stopped the base."""
         if stop == STUCK:
             pieces = 0
-        result = path_result(0, pieces, stop, base.path, threshold, pieces)
+        result = path_result(0, pieces, stop, base.path, pruner, pieces)
         result.report = base.report()
         return result
 
     # ---- the layers
-    def run_layers(self, base: Base, tables: DropTables, threshold, progress) -> LayerRun:
+    def run_layers(self, base: Base, tables: DropTables, pruner, progress) -> LayerRun:
         """One layer per piece after the base, until the pieces run out, a layer keeps no state,
         or `Policy.layer_stop`; then the best state's moves are traced back."""
         run = LayerRun(best_by_step=np.zeros(self.pieces, np.int64), nodes=base.pieces)
@@ -191,7 +191,7 @@ class ProfileDP(Policy):
                 states = self.layer(t, states, base, tables, buf, links, run)
                 if states is None:
                     break
-                halt = self.layer_stop(t, run.best_by_step[t], run.best_score, threshold, progress)
+                halt = self.layer_stop(t, run.best_by_step[t], run.best_score, pruner, progress)
                 if halt:
                     run.stop, run.abort_piece, run.abort_threshold = halt
                     break

@@ -181,7 +181,7 @@ class Segment(Policy):
                 "sequence": hashlib.sha256(self.sequence.tobytes()).hexdigest()}
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-    def search(self, threshold, progress):
+    def search(self, pruner, progress):
         cfg, rules, n = self.config.segment, self.rules, self.pieces
         kcfg = settings(cfg, rules, n)
         spec = self.evaluator.spec
@@ -238,7 +238,7 @@ class Segment(Policy):
                     self._save(table, history, best_by_step, i, valued, best, sittings)
                     saved_at = time.monotonic()
                 if i >= 2:  # piece index i - 1 expanded: the best after piece i - 1 is known
-                    why = self.layer_stop(i - 2, best, best, threshold, progress)
+                    why = self.layer_stop(i - 2, best, best, pruner, progress)
                     if why is not None:
                         stop, abort_piece, abort_threshold = why
                         break
