@@ -447,7 +447,7 @@ def test_a_wide_beam_under_rlimit_as_is_refused_by_the_estimate_before_any_kerne
                           env={**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(cache)})
     err = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(err) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert err[0].startswith(f"error: {ROOT / 'configs' / 'solver.yaml'}: beam.width: 100,000 nodes over 9,999 "
+    assert err[0].startswith(f"error: {ROOT / 'configs' / 'solve' / 'beam.yaml'}: beam.width: 100,000 nodes over 9,999 "
                              "pieces need about 18.4 GiB of memory; this process may map ")
     assert err[0].endswith(" more (RLIMIT_AS 3.0 GiB)")
     assert not (tmp_path / "out").exists()
