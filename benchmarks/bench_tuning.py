@@ -34,7 +34,7 @@ from optimizers import tune  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402
 from optimizers.fitness import Task, evaluate  # noqa: E402
 from engine.parallel import Pool  # noqa: E402
-from optimizers.tuner import make_space  # noqa: E402
+from optimizers.run_loop import make_space  # noqa: E402
 from optimizers.tuners import TUNERS  # noqa: E402
 from experiments import description  # noqa: E402
 

@@ -47,7 +47,7 @@ from engine.parallel import Pool  # noqa: E402
 from optimizers.run import load_run_config  # noqa: E402
 from optimizers.space import with_settings  # noqa: E402
 from optimizers.store import RunStore  # noqa: E402
-from optimizers.tuner import make_optimizer, make_space  # noqa: E402
+from optimizers.run_loop import make_tuner, make_space  # noqa: E402
 from experiments import description  # noqa: E402
 
 
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     args = parser.parse_intermixed_args(argv)
     config = load_run_config(args.config, args.overrides)
     space = make_space(config)
-    tuner = make_optimizer(config, space)
+    tuner = make_tuner(config, space)
     rungs = args.rungs if args.rungs is not None else list(range(tuner.generations))
     label = config.name + (f"-{args.from_run.resolve().name}" if args.from_run else "")
     out = args.out or ROOT / "results" / "rung-correlation" / label

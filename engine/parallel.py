@@ -312,7 +312,7 @@ class Pool:
         waits for them and raises what one of them raised. Without workers (one job in process)
         they run here when the body is done. Their results are dropped: this is for work whose
         effect another process shares, such as compiling kernels into numba's on-disk cache
-        (`optimizers.tuner.Tuner.warm_up`). As in `map`, handing the tasks out and taking them back
+        (`optimizers.run_loop.RunLoop.warm_up`). As in `map`, handing the tasks out and taking them back
         leave Python's and numpy's global random states as they were."""
         tasks = list(tasks)
         if not tasks:

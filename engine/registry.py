@@ -7,7 +7,7 @@ A kind is one `Registry`; a thing joins it where it is defined, with the registr
     TUNERS = Registry("tuner", error=TunerError)
 
     @TUNERS.register                  # named by its ``name`` (a class's attribute; a function's __name__)
-    class CEM(Optimizer):
+    class CEM(Tuner):
         name = "cem"
         Settings = CEMConfig          # what else its kind needs, it declares itself
 

@@ -104,11 +104,11 @@ def load_legacy(path: Path):
 
 def _legacy_tuner(optimizer) -> dict:
     """The state of a tuner an older version pickled, its older layouts brought up to date."""
-    from optimizers._base import Optimizer
+    from optimizers._base import Tuner
     from optimizers.tuners.optuna_samplers import OptunaTuner
     from optimizers.tuners.pso import PSO
 
-    if not isinstance(optimizer, Optimizer):
+    if not isinstance(optimizer, Tuner):
         raise TypeError(f"the optimizer is a {type(optimizer).__name__}, not a tuner")
     if isinstance(optimizer, PSO) and "_memory" in vars(optimizer):  # its operators were not pickled
         bh_memory, vh_memory, neighbors = vars(optimizer).pop("_memory")

@@ -29,7 +29,7 @@ from optimizers.space import SpaceError
 from engine.files import MAX_TABLE_BYTES, ReadError, read_text
 from optimizers.records import GENERATION_COLUMNS
 from optimizers.store import RunDamaged, RunStore
-from optimizers.tuner import make_space
+from optimizers.run_loop import make_space
 
 #: the environment variables the notebooks read their run directories from
 RUN_DIR_ENV, RUN_DIRS_ENV = "TETRIS_RUN_DIR", "TETRIS_RUN_DIRS"

@@ -12,9 +12,9 @@ The public API (what `experiments.run`, the command line, uses too):
     run.best, run.dir, run.evaluations(), run.best_config()
     state = saved_state(run.dir)      # the checkpoint's state: state.optimizer, state.history, ...
 
-    from optimizers import load_run_config, make_space, make_optimizer   # a loop of one's own
+    from optimizers import load_run_config, make_space, make_tuner   # a loop of one's own
     config = load_run_config("configs/ga.yaml")
-    space = make_space(config); tuner = make_optimizer(config, space)
+    space = make_space(config); tuner = make_tuner(config, space)
     vectors = tuner.ask(); tuner.tell(fitness_of(vectors))               # space.config(v): a solver config
 
 The modules:
@@ -25,7 +25,7 @@ The modules:
 - `fitness`: one evaluation (a plain task in, its typed record and curve out) and the memo;
 - `early_abort`: the threshold curve from earlier generations' best finished candidates (the map
   over candidates, in process, joblib loky or dask.distributed, is `engine.parallel`);
-- `tuners`: the tuners, one module each, registered by name (`_base.Optimizer`, their settings
+- `tuners`: the tuners, one module each, registered by name (`_base.Tuner`, their settings
   `_settings.TunerSettings`);
 - `noise`: noise handling and restarts on the run loop, for every tuner (re-evaluation with pooled
   means, growing games per candidate, IPOP/BIPOP restarts);
@@ -38,19 +38,19 @@ The modules:
 - `optuna_space`: the space as Optuna's distributions (the `optuna` tuner and `objective`);
 - `objective`: Optuna's own loop, ``objective(trial)`` from a run config for ``study.optimize``;
 - `config`: the run configuration schema; `store`: the run directory's files, their rows typed in
-  `records`; `state`: the run's state between generations (the checkpoint); `tuner`: the run loop,
+  `records`; `state`: the run's state between generations (the checkpoint); `run_loop`: the run loop,
   with `generation` (a generation under way), `restore` (what a resume takes back beyond the
   checkpoint), `rescore` (the best candidates played again with final overrides) and `artifacts`
   (best.yaml, recommendation.yaml, generations.csv, fitness.png).
 """
 
-__all__ = ["Optimizer", "Param", "Run", "RunConfig", "Space", "load_run_config", "make_optimizer", "make_space",
+__all__ = ["Tuner", "Param", "Run", "RunConfig", "Space", "load_run_config", "make_tuner", "make_space",
            "resolve", "resume", "saved_state", "tune"]
 
 #: where each public name lives, imported on first use: `import optimizers` alone loads neither
 #: DEAP nor pyswarms
-_LAZY = {"RunConfig": ".config", "Param": ".space", "Space": ".space", "Optimizer": "._base",
-         "make_optimizer": ".tuner", "make_space": ".tuner",
+_LAZY = {"RunConfig": ".config", "Param": ".space", "Space": ".space", "Tuner": "._base",
+         "make_tuner": ".run_loop", "make_space": ".run_loop",
          **{name: ".run" for name in ("Run", "load_run_config", "resolve", "resume", "saved_state", "tune")}}
 
 

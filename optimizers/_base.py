@@ -1,8 +1,8 @@
 """What every tuner shares: the ask/tell protocol the run loop drives, and private random states.
 
 A tuner proposes one generation of candidate vectors at a time (`ask`) and is told their fitness
-(`tell`, higher is better). The run loop (`optimizers.tuner`) evaluates them, writes them down and
-saves the tuner's state between generations as data (`state_dict`, restored by `Optimizer.restore`
+(`tell`, higher is better). The run loop (`optimizers.run_loop`) evaluates them, writes them down and
+saves the tuner's state between generations as data (`state_dict`, restored by `Tuner.restore`
 and `load_state`): a tuner's state is what it was made with (its settings, initial point and
 step) and everything it carries from one generation to the next, its random states included.
 
@@ -32,7 +32,7 @@ PYTHON_SEED_BOUND = 2**63
 NUMPY_SEED_BOUND = 2**32
 
 
-class Optimizer(ABC):
+class Tuner(ABC):
     name: str = ""
     #: the restart this tuner was made for (0: the run's first; `optimizers.noise` sets it)
     restart: int = 0
@@ -128,7 +128,7 @@ class Optimizer(ABC):
         self._np_state = numpy_random_state(f, "numpy_random")
 
     @staticmethod
-    def restore(space: Space, f: Fields) -> "Optimizer":
+    def restore(space: Space, f: Fields) -> "Tuner":
         """The tuner whose `state_dict` ``f`` holds, made again from its settings in ``space`` and
         given its state back."""
         from .tuners import TUNERS

@@ -24,7 +24,7 @@ PLOT_INCHES, PLOT_DPI = (7, 4.2), 100
 
 
 class Artifacts:
-    """The run loop's files for the user (`optimizers.tuner.Tuner` is one)."""
+    """The run loop's files for the user (`optimizers.run_loop.RunLoop` is one)."""
 
     def best_config(self) -> dict | None:
         """best.yaml: a complete solver config (the best re-scored candidate when re-scored)."""
@@ -83,13 +83,13 @@ class Artifacts:
         return data
 
     def recommended(self) -> list | None:
-        """The values the tuner's recommendation (`Optimizer.recommendation`) is played with now;
+        """The values the tuner's recommendation (`Tuner.recommendation`) is played with now;
         None for a tuner without one."""
         vector = self.state.optimizer.recommendation()
         return None if vector is None else self.space.played(vector)
 
     def recommendation_config(self) -> dict | None:
-        """recommendation.yaml: the tuner's recommendation now (`Optimizer.recommendation`, the mean
+        """recommendation.yaml: the tuner's recommendation now (`Tuner.recommendation`, the mean
         of its search distribution) as a complete solver config, to play while the run goes on;
         None for a tuner without one, or before its first generation is told."""
         from solver import SolverConfig

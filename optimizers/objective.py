@@ -78,7 +78,7 @@ class Objective:
     how one solver config is played (`optimizers.fitness.evaluate`'s contract)."""
 
     def __init__(self, config: RunConfig, evaluate: Callable = evaluate):
-        from .tuner import make_space
+        from .run_loop import make_space
         from .optuna_space import distributions
 
         self.config = config

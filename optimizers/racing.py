@@ -297,7 +297,7 @@ class PrunesTrials(Protocol):
 
 
 class Racing:
-    """The run loop's racing generation (`optimizers.tuner.Tuner` is one): the tuner's proposals and
+    """The run loop's racing generation (`optimizers.run_loop.RunLoop` is one): the tuner's proposals and
     the elites raced on the training instances (`optimizers.instances.training`), each race step's
     evaluations one batch on the pool through the memo; the tuner is told `Race.fitness`, the elites
     are the race's best survivors (kept in the checkpoint, `RunState.elites`)."""

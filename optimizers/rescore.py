@@ -18,7 +18,7 @@ log = logging.getLogger("optimizers.run")
 
 
 class Rescore:
-    """The run loop's re-scoring (`optimizers.tuner.Tuner` is one): what it plays and how."""
+    """The run loop's re-scoring (`optimizers.run_loop.RunLoop` is one): what it plays and how."""
 
     def run_rescore(self, pool: Pool) -> None:
         """Re-run the best distinct candidates (and the tuner's recommendation) with
@@ -54,7 +54,7 @@ class Rescore:
     def _rescore_entries(self) -> list[tuple[Rescoring, dict]]:
         """What the re-scoring plays, by rank: each as a row still without a record and the config
         it plays. The top distinct candidates, then the tuner's recommendation
-        (`Optimizer.recommendation`, under ``rescore.recommendation``; generation: the generations
+        (`Tuner.recommendation`, under ``rescore.recommendation``; generation: the generations
         told, index `RECOMMENDATION`, never played while tuning, so no tuned fitness or key)
         unless it re-scores as one of them."""
         def rescored(values, g):

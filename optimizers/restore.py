@@ -31,7 +31,7 @@ def replay_threshold(record: TuningRecord) -> np.ndarray | None:
 
 
 class Restore:
-    """The run loop's resumption (`optimizers.tuner.Tuner` is one)."""
+    """The run loop's resumption (`optimizers.run_loop.RunLoop` is one)."""
 
     def _restore(self) -> None:
         """Rebuild the memo from the files; clean partial lines. `RunDamaged` when evaluations.csv is

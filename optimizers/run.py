@@ -9,11 +9,11 @@
   solver becomes an inline mapping with its evaluators, the initial point is folded into the space,
   and every problem is one `engine.config.ConfigError` line naming the file and the key;
 - `tune` makes the run directory (`make_run_dir`), writes ``config.yaml`` and runs the generations
-  (`optimizers.tuner.Tuner`); `resume` continues an interrupted run; both return a `Run`, its final
+  (`optimizers.run_loop.RunLoop`); `resume` continues an interrupted run; both return a `Run`, its final
   state typed (`optimizers.state.RunState`: ``run.state.best``, ``run.state.history``,
   ``run.state.validated``, ...);
-- for a loop of one's own, `make_space` and `make_optimizer` give the space and an ask/tell tuner
-  (`optimizers.Optimizer`) of a resolved config, and `optimizers.fitness.evaluate` plays one
+- for a loop of one's own, `make_space` and `make_tuner` give the space and an ask/tell tuner
+  (`optimizers.Tuner`) of a resolved config, and `optimizers.fitness.evaluate` plays one
   candidate.
 """
 
@@ -42,7 +42,7 @@ from .noise import check as check_noise
 from .space import SpaceError, get_path, with_settings
 from .state import RunState
 from .records import Best, Rescored
-from .tuner import Tuner, make_optimizer, make_space
+from .run_loop import RunLoop, make_tuner, make_space
 
 
 def _path(value: str, base: Path) -> Path:
@@ -164,7 +164,7 @@ def resolve(data: dict, origin: str, base_dir: Path) -> RunConfig:
         except (AttributeError, TypeError, KeyError) as e:
             raise ConfigError(f"{origin}: rescore.overrides: cannot apply ({e})") from None
     try:
-        tuner = make_optimizer(config, space)
+        tuner = make_tuner(config, space)
     except SpaceError as e:
         raise ConfigError(f"{origin}: {e}") from None
     if config.noise.enabled or config.restart.stall:
@@ -294,7 +294,7 @@ def as_run_config(config: RunConfig | dict | str | Path, overrides: list[str] = 
 def tune(config: RunConfig | dict | str | Path, overrides: list[str] = (), *, quiet: bool = True,
          run_dir: Path | None = None, on_evaluation: Callable | None = None, base_dir: Path | None = None) -> Run:
     """Run a tuning to its end: make the run directory (unless given, made by `make_run_dir`), write
-    ``config.yaml``, run the generations and write every artifact (`optimizers.tuner.Tuner`).
+    ``config.yaml``, run the generations and write every artifact (`optimizers.run_loop.RunLoop`).
     ``config`` as `as_run_config` reads it; ``on_evaluation`` is called with each finished
     `optimizers.records.Evaluation`. Interrupted (KeyboardInterrupt), the run directory holds a
     resumable run (`resume`). A config.yaml that cannot be written is an `OutputError`, and the new
@@ -308,7 +308,7 @@ def tune(config: RunConfig | dict | str | Path, overrides: list[str] = (), *, qu
     except OSError as e:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise cannot_write(str(run_dir), e) from None
-    state = Tuner(config, run_dir, quiet=quiet, on_evaluation=on_evaluation).run()
+    state = RunLoop(config, run_dir, quiet=quiet, on_evaluation=on_evaluation).run()
     return Run(run_dir, config, state)
 
 
@@ -353,5 +353,5 @@ def resume(run_dir: str | Path, overrides: list[str] = (), *, quiet: bool = True
     evaluations already written back; it ends exactly as an uninterrupted run would have.
     ``config``: the run's config already read by `load_resume` (else read here)."""
     config = config or load_resume(run_dir, overrides)
-    state = Tuner(config, Path(run_dir), quiet=quiet, on_evaluation=on_evaluation).run(resume=True)
+    state = RunLoop(config, Path(run_dir), quiet=quiet, on_evaluation=on_evaluation).run(resume=True)
     return Run(Path(run_dir), config, state)

@@ -19,7 +19,7 @@ from typing import Any
 from engine.statefile import Fields, StateError
 from engine.validation import show
 
-from ._base import Optimizer
+from ._base import Tuner
 from .config import RunConfig
 from .early_abort import EarlyAbort
 from .instances import training_count
@@ -35,7 +35,7 @@ class RunState:
     """What a run carries from one generation to the next (see the module docstring)."""
 
     generation: int
-    optimizer: Optimizer
+    optimizer: Tuner
     early_abort: EarlyAbort
     history: list[GenerationStats] = field(default_factory=list)
     best: Best | None = None
@@ -56,7 +56,7 @@ class RunState:
         not what it should be."""
         from .early_abort import EarlyAbort
 
-        optimizer = Optimizer.restore(space, f.sub("optimizer"))
+        optimizer = Tuner.restore(space, f.sub("optimizer"))
         early_abort = EarlyAbort.for_run(config)
         early_abort.load_state(f.sub("early_abort"))
         noise = Noise.for_run(config, space)

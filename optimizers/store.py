@@ -47,7 +47,7 @@ DECIMALS = 3
 #: the run's state file (`engine.statefile`), what it says it holds, and the pickle of older versions
 CHECKPOINT, CHECKPOINT_KIND, LEGACY_CHECKPOINT = "checkpoint.npz", "a run's checkpoint", "checkpoint.pkl"
 #: the folder of a run directory where the candidates in play whose policy can save its search keep
-#: it (``g<generation>-<config key>.npz``, an `engine.statefile` file; `optimizers.tuner.Tuner.simulate`)
+#: it (``g<generation>-<config key>.npz``, an `engine.statefile` file; `optimizers.run_loop.RunLoop.simulate`)
 IN_PLAY = "in-play"
 
 

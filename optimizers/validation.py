@@ -126,7 +126,7 @@ class Played:
 
 
 class Validation:
-    """The run loop's validation (`optimizers.tuner.Tuner` is one)."""
+    """The run loop's validation (`optimizers.run_loop.RunLoop` is one)."""
 
     COLUMNS = ["instance", "player", "key", *RECORD_COLUMNS]
 

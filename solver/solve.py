@@ -90,7 +90,7 @@ def compile_parts(config: dict) -> dict:
     """Compile the kernel parts of the policy a solver config mapping names (`Policy.kernel_parts`),
     with its threads, in this process, those that numba's cache does not hold yet; returns the
     seconds of each one compiled. Run on a worker while the run's process warms the same policy up
-    (`optimizers.tuner.Tuner.warm_up`), the two compile a cold cache's kernels between them; on a
+    (`optimizers.run_loop.RunLoop.warm_up`), the two compile a cold cache's kernels between them; on a
     warm cache nothing is loaded (the worker will load what its games call)."""
     config = SolverConfig.model_validate(config)
     entry = registry.get(config.policy)

@@ -178,7 +178,7 @@ def test_config_errors_name_the_key(tmp_path, capsys, text, message):
 
 def test_tuning_space_reaches_both_evaluators_and_the_knobs(tmp_path):
     from optimizers import load_run_config
-    from optimizers.tuner import make_space
+    from optimizers.run_loop import make_space
 
     run = tmp_path / "run.yaml"
     run.write_text(

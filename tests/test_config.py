@@ -118,7 +118,7 @@ def test_every_shipped_configuration_loads_and_lives_in_its_folder():
 
     from engine.files import load_yaml
     from optimizers import load_run_config
-    from optimizers.tuner import make_space
+    from optimizers.run_loop import make_space
     from solver import load_solver_config
 
     root = Path(__file__).resolve().parents[1] / "configs"

@@ -12,7 +12,7 @@ import yaml
 
 from engine.config import ConfigError
 from optimizers import run as tuning
-from optimizers import tuner as run_loop
+from optimizers import run_loop
 from optimizers.validation import Validated, paired_interval
 
 import toy_fitness
@@ -311,7 +311,7 @@ GEEK_ABORT = {**GEEK_RACE, "random": {"samples": 5, "generations": 3}, "race": {
 def test_on_the_known_sequence_a_race_holds_a_candidate_to_the_incumbent_on_the_same_tie_seed(tmp_path, monkeypatch):
     toy = TieToy()
     monkeypatch.setattr(run_loop, "evaluate", toy)
-    monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self, pool: None)
+    monkeypatch.setattr(run_loop.RunLoop, "warm_up", lambda self, pool: None)
     run = tuning.tune(config(tmp_path, **GEEK_ABORT))
     table = rows(run.dir)
     assert not any(r["aborted"] == "True" for r in table if r["generation"] == "0")  # no incumbent yet
@@ -329,7 +329,7 @@ def test_on_the_known_sequence_a_race_holds_a_candidate_to_the_incumbent_on_the_
 
 def test_a_race_with_the_early_abort_stopped_midway_resumes_to_the_uninterrupted_end(tmp_path, monkeypatch):
     monkeypatch.setattr(run_loop, "evaluate", TieToy())
-    monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self, pool: None)
+    monkeypatch.setattr(run_loop.RunLoop, "warm_up", lambda self, pool: None)
     whole = tuning.tune(config(tmp_path / "a", **GEEK_ABORT))
     for cut_at in (3, 7):  # inside generation 1's first step, and inside its second
         cut = toy_fitness.stopped_run(tmp_path / f"b{cut_at}", 1, cut_at, **GEEK_ABORT)

@@ -402,7 +402,7 @@ def fake_run(tmp_path):
     from optimizers.run import as_run_config
     from optimizers.records import GENERATION_COLUMNS
     from optimizers.store import RunStore
-    from optimizers.tuner import make_space
+    from optimizers.run_loop import make_space
     from test_tuning import TINY
 
     run = tmp_path / "run"

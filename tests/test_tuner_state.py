@@ -1,4 +1,4 @@
-"""A tuner's state as data (`Optimizer.state_dict`, `Optimizer.restore`): saved to a state file and
+"""A tuner's state as data (`Tuner.state_dict`, `Tuner.restore`): saved to a state file and
 read back, every registered tuner goes on exactly as the one never saved, and a damaged value is
 one line naming its key."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.statefile import Fields, StateError, read_state, write_state
-from optimizers._base import Optimizer
+from optimizers._base import Tuner
 from optimizers.space import Param, Space
 from optimizers.tuners import TUNERS
 
@@ -50,7 +50,7 @@ def test_a_restored_tuner_goes_on_as_the_one_never_saved(tmp_path, name, init):
     for _ in range(2):
         tuner.tell(fitness(tuner.ask()))
     saved = saved_and_read(tuner, tmp_path / "state.npz")
-    again = Optimizer.restore(space(), saved)
+    again = Tuner.restore(space(), saved)
     if name == "optuna":  # its trials are study.db's: the copy of the run directory has its own
         shutil.copytree(tmp_path / "a", tmp_path / "b")
         again.attach(tmp_path / "b")
@@ -95,7 +95,7 @@ def test_a_damaged_value_is_one_line_naming_its_key(tmp_path, name, key, value, 
     path = tmp_path / "state.npz"
     write_state(path, state, "a tuner")
     with pytest.raises(StateError) as e:
-        Optimizer.restore(space(), Fields(read_state(path, "a tuner", 2**20), path))
+        Tuner.restore(space(), Fields(read_state(path, "a tuner", 2**20), path))
     assert str(e.value).startswith(f"{path}: {problem}") and "\n" not in str(e.value)
 
 
@@ -103,4 +103,4 @@ def test_a_missing_key_is_named(tmp_path):
     state = state_of("cem", tmp_path)
     del state["std"]
     with pytest.raises(StateError, match=r"^x.npz: std: missing$"):
-        Optimizer.restore(space(), Fields(state, "x.npz"))
+        Tuner.restore(space(), Fields(state, "x.npz"))

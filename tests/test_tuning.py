@@ -14,7 +14,7 @@ from engine.config import ConfigError
 from experiments import run as run_cli
 from optimizers import fitness
 from optimizers import run as tuning
-from optimizers import tuner as tuning_tuner
+from optimizers import run_loop
 from optimizers.config import EarlyAbortConfig
 from optimizers.early_abort import EarlyAbort, reference_curve
 from optimizers.fitness import TuningRecord
@@ -395,7 +395,7 @@ def test_a_candidate_stopped_in_its_search_goes_on_from_it_when_the_run_resumes(
     from solver.segment import Segment
 
     whole, whole_state = start(tmp_path / "a", data=SEGMENT_RUN)
-    assert not (whole / tuning_tuner.IN_PLAY).exists()
+    assert not (whole / run_loop.IN_PLAY).exists()
     searches, loaded = [], []
     layer_stop, load = Segment.layer_stop, Segment._load
 
@@ -415,14 +415,14 @@ def test_a_candidate_stopped_in_its_search_goes_on_from_it_when_the_run_resumes(
     with pytest.raises(Interrupt):
         start(tmp_path / "b", data=SEGMENT_RUN)
     (cut,) = list((tmp_path / "b" / "runs").iterdir())
-    assert [p.name for p in (cut / tuning_tuner.IN_PLAY).iterdir()] == [searches[2].name]
-    assert searches[2].name.startswith("g1-") and searches[2].parent == cut / tuning_tuner.IN_PLAY
+    assert [p.name for p in (cut / run_loop.IN_PLAY).iterdir()] == [searches[2].name]
+    assert searches[2].name.startswith("g1-") and searches[2].parent == cut / run_loop.IN_PLAY
     monkeypatch.setattr(Segment, "layer_stop", layer_stop)
     monkeypatch.setattr(Segment, "_load", loading)
     state = tuning.resume(cut).state
     assert loaded == [42]  # saved after piece index 41 was expanded, the layer stop of 40 checked after it
     assert results(cut) == results(whole) and state.best == whole_state.best
-    assert not (cut / tuning_tuner.IN_PLAY).exists()
+    assert not (cut / run_loop.IN_PLAY).exists()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -624,10 +624,10 @@ def test_settings_by_dotted_path():
 def test_the_run_state_round_trips_through_its_state_file(tmp_path):
     from engine.statefile import Fields, read_state, write_state
     from optimizers.state import RunState
-    from optimizers.tuner import Tuner
+    from optimizers.run_loop import RunLoop
 
     config = tuning.load_run_config(write_config(tmp_path), ["ga.generations=2"])
-    tuner = Tuner(config, tmp_path)
+    tuner = RunLoop(config, tmp_path)
     checkpoint = tuner.fresh_state().state_dict()
     assert list(checkpoint) == ["generation", "optimizer", "early_abort", "history", "best", "rescored", "done",
                                 "noise", "elites", "validated", "instances_seen"]
@@ -664,10 +664,10 @@ GAMES_RUN = {
 @pytest.mark.parametrize("seeds", ["fixed", "per_generation"])
 def test_every_candidate_of_a_generation_plays_the_same_seeds(tmp_path, seeds):
     from optimizers.config import GamesConfig
-    from optimizers.tuner import Tuner
+    from optimizers.run_loop import RunLoop
 
     config = tuning.load_run_config(write_config(tmp_path, GAMES_RUN), [f"games.seeds={seeds}"])
-    tuner = Tuner(config, tmp_path / "run", quiet=True)
+    tuner = RunLoop(config, tmp_path / "run", quiet=True)
     tuner.state = tuner.fresh_state()
     firsts = []
     for g in range(3):

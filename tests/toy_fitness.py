@@ -17,7 +17,7 @@ import hashlib
 
 import numpy as np
 
-from optimizers import tuner as run_loop
+from optimizers import run_loop
 from optimizers.fitness import Evaluated, TuningRecord, aborted_record, first_abort
 from optimizers.space import get_path
 
@@ -82,7 +82,7 @@ def install(monkeypatch, noise: float = 0.0, value=true_value, shared: float = 0
     """Evaluate the run loop's candidates with a `ToyFitness` (returned)."""
     toy = ToyFitness(noise, value, shared)
     monkeypatch.setattr(run_loop, "evaluate", toy)
-    monkeypatch.setattr(run_loop.Tuner, "warm_up", lambda self, pool: None)
+    monkeypatch.setattr(run_loop.RunLoop, "warm_up", lambda self, pool: None)
     return toy
 
 

@@ -1,6 +1,6 @@
 """The tuners, one module each, registered by name (Optuna's samplers, DEAP's algorithms).
 
-A tuner is a class derived from `optimizers.Optimizer` (ask/tell: `ask` the vectors of a
+A tuner is a class derived from `optimizers.Tuner` (ask/tell: `ask` the vectors of a
 generation, `tell` their fitness) that declares ``name`` (``algorithm: <name>`` in a run config)
 and ``Settings`` (a `optimizers._settings.TunerSettings` model: its configuration section, named
 after it, with its `budget`), decorated with `register` (``TUNERS.register``: `TUNERS` is an

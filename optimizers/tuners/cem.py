@@ -22,7 +22,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from .._base import Optimizer
+from .._base import Tuner
 from .._settings import TunerSettings
 from . import register
 
@@ -59,7 +59,7 @@ class CEMConfig(TunerSettings):
 
 
 @register
-class CEM(Optimizer):
+class CEM(Tuner):
     name = "cem"
     Settings = CEMConfig
 

@@ -31,7 +31,7 @@ import numpy as np
 from deap import cma
 from pydantic import Field, model_validator
 
-from .._base import Optimizer
+from .._base import Tuner
 from .._settings import TunerSettings
 from ..space import SpaceError
 from . import register
@@ -77,7 +77,7 @@ class CMAESConfig(TunerSettings):
 
 
 @register
-class CMAES(Optimizer):
+class CMAES(Tuner):
     name = "cmaes"
     Settings = CMAESConfig
 

@@ -1,6 +1,6 @@
 """A generational genetic algorithm on DEAP's operators, in a short explicit loop.
 
-Generation 0 is the initial population (`Optimizer.initial`). Each later generation is the
+Generation 0 is the initial population (`Tuner.initial`). Each later generation is the
 ``elitism`` best distinct individuals ever (the hall of fame) followed by ``population - elitism``
 children: parents picked by the selection operator, then DEAP's ``varAnd`` (pairs mated with
 probability ``cxpb``, each child mutated with probability ``mutpb``), genes clipped to their bounds.
@@ -30,7 +30,7 @@ import numpy as np
 from deap import algorithms, base, tools
 from pydantic import Field, field_validator, model_validator
 
-from .._base import Optimizer
+from .._base import Tuner
 from .._settings import Strict, TunerSettings, known
 from ..space import SpaceError
 from . import register
@@ -288,7 +288,7 @@ class GAConfig(TunerSettings):
 
 
 @register
-class GA(Optimizer):
+class GA(Tuner):
     name = "ga"
     Settings = GAConfig
 

@@ -56,7 +56,7 @@ from pydantic import Field
 
 from engine.files import SPECIAL_FILES, writing
 
-from .._base import NUMPY_SEED_BOUND, Optimizer, numpy_random_state
+from .._base import NUMPY_SEED_BOUND, Tuner, numpy_random_state
 from .._settings import TunerSettings
 from ..optuna_space import choices_of, distributions, genes
 from . import register
@@ -121,7 +121,7 @@ class OptunaConfig(TunerSettings):
 
 
 @register
-class OptunaTuner(Optimizer):
+class OptunaTuner(Tuner):
     name = "optuna"
     Settings = OptunaConfig
 

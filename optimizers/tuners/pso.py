@@ -30,7 +30,7 @@ import numpy as np
 
 from pydantic import Field, field_validator, model_validator
 
-from .._base import Optimizer
+from .._base import Tuner
 from .._settings import TunerSettings, known
 from . import register
 
@@ -118,7 +118,7 @@ class PSOConfig(TunerSettings):
 
 
 @register
-class PSO(Optimizer):
+class PSO(Tuner):
     name = "pso"
     Settings = PSOConfig
 

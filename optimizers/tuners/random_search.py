@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from .._base import Optimizer
+from .._base import Tuner
 from .._settings import TunerSettings
 from . import register
 
@@ -27,7 +27,7 @@ class RandomConfig(TunerSettings):
 
 
 @register
-class RandomSearch(Optimizer):
+class RandomSearch(Tuner):
     name = "random"
     Settings = RandomConfig
 

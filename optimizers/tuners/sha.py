@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from .._base import Optimizer
+from .._base import Tuner
 from .._settings import Strict, TunerSettings
 from ..space import SpaceError
 from . import register
@@ -49,7 +49,7 @@ class SHAConfig(TunerSettings):
 
 
 @register
-class SHA(Optimizer):
+class SHA(Tuner):
     name = "sha"
     Settings = SHAConfig
 

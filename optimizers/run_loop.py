@@ -1,20 +1,20 @@
 """The run loop: generations of candidates through the memo, early abort, the parallel map and the
 run directory, with a checkpoint after each generation.
 
-One generation g (`Tuner.run_generation`):
+One generation g (`RunLoop.run_generation`):
 
-1. `Tuner.propose`: the tuner proposes vectors (`Optimizer.ask`), decoded into solver configs
+1. `RunLoop.propose`: the tuner proposes vectors (`Tuner.ask`), decoded into solver configs
    (`Space.config`); the threshold is built from generations before g (`EarlyAbort.threshold`);
-2. `Tuner.settle_known`: each candidate is, in order, read back from ``evaluations.csv`` (a resumed
+2. `RunLoop.settle_known`: each candidate is, in order, read back from ``evaluations.csv`` (a resumed
    generation), a repeat of an earlier candidate of this generation, known to the memo, or pending;
-3. `Tuner.simulate`: each pending config is simulated once (`fitness.evaluate` on the pool); every
+3. `RunLoop.simulate`: each pending config is simulated once (`fitness.evaluate` on the pool); every
    finished evaluation is written down at once. A policy that can save its search
    (`solver.Policy.resumable`: ``segment``) saves it in ``in-play/`` of the run directory as it
    goes (`IN_PLAY`); a run stopped and resumed plays such a candidate on from there, to the result
    of one never stopped (a saved search that cannot be read is discarded and said, and the
    candidate played from its first piece: `fitness.evaluate`), and its file goes once the
    evaluation is written down;
-4. `Tuner.conclude`: the tuner is told the fitness, the early abort takes in the finished
+4. `RunLoop.conclude`: the tuner is told the fitness, the early abort takes in the finished
    candidates, the statistics, ``best.yaml``, ``fitness.png`` and ``checkpoint.npz`` are written.
 
 With a ``noise`` or ``restart`` section (`optimizers.noise`), a generation also re-evaluates the
@@ -28,7 +28,7 @@ again, reads the ones already finished back, and ends exactly where an uninterru
 
 Its rooms: `optimizers.generation` (a generation under way), `optimizers.restore` (what a resume
 takes back beyond the checkpoint), `optimizers.rescore` (the re-scoring) and `optimizers.artifacts`
-(best.yaml and the other files for the user); every evaluation goes through `Tuner.evaluate_on`.
+(best.yaml and the other files for the user); every evaluation goes through `RunLoop.evaluate_on`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from engine.files import FolderLock
 from engine.parallel import Pool
 from engine.provenance import provenance
 
-from ._base import Optimizer, fidelity
+from ._base import Tuner, fidelity
 from .artifacts import Artifacts
 from .config import RunConfig, base_solver
 from .early_abort import EarlyAbort
@@ -65,7 +65,7 @@ from .tuners import get as get_tuner
 from .validation import Validation
 
 log = logging.getLogger("optimizers.run")
-#: pieces of the game each policy plays in `Tuner.warm_up`: enough to call every kernel once
+#: pieces of the game each policy plays in `RunLoop.warm_up`: enough to call every kernel once
 WARM_UP_PIECES = 20
 #: the file in a run directory whose lock a process holds while it works in the run
 LOCK_FILE = "run.lock"
@@ -77,12 +77,12 @@ def make_space(config: RunConfig) -> Space:
     return Space(params, base_solver(config), config.normalize)
 
 
-def make_optimizer(config: RunConfig, space: Space) -> Optimizer:
+def make_tuner(config: RunConfig, space: Space) -> Tuner:
     return get_tuner(config.algorithm)(space, config.settings, np.random.default_rng(config.seed), init=config.init,
                                        init_sigma=config.init_sigma)
 
 
-class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
+class RunLoop(Restore, Rescore, Artifacts, Racing, Validation):
     """Runs (or resumes) one tuning run in ``run_dir``; ``config`` is the resolved run config.
     ``on_evaluation`` is called with each evaluation as it is written down (`Evaluation.as_row`)."""
 
@@ -103,7 +103,7 @@ class Tuner(Restore, Rescore, Artifacts, Racing, Validation):
 
     # ------------------------------------------------------------------ setup
     def fresh_state(self) -> RunState:
-        return RunState(generation=0, optimizer=make_optimizer(self.config, self.space),
+        return RunState(generation=0, optimizer=make_tuner(self.config, self.space),
                         early_abort=EarlyAbort.for_run(self.config), noise=Noise.for_run(self.config, self.space))
 
     def warm_up(self, pool: Pool) -> None:
