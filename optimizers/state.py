@@ -138,8 +138,9 @@ def _typed(r: Fields, cls, finite: bool = True, nan: set = frozenset()):
     return cls(**values)
 
 
-#: what may differ between config.yaml and the checkpoint's copy (a resume may change it)
-RESUME_MAY_CHANGE = ("parallel",)
+#: what may differ between config.yaml and the checkpoint's copy (a resume may change it): the
+#: workers, and where new runs are made (a run moved to another folder, into results/, says so)
+RESUME_MAY_CHANGE = ("parallel", "runs_dir")
 
 
 def check_against_checkpoint(config: RunConfig, checkpoint: dict, path: Path) -> None:
@@ -163,7 +164,7 @@ def check_against_checkpoint(config: RunConfig, checkpoint: dict, path: Path) ->
         key, before, after = found
         raise RunDamaged(f"{path}: {key}: {show(after) if after is not _MISSING else 'missing'} here, "
                           f"{show(before)} in the run's checkpoint: config.yaml was edited after the run began; "
-                          "only parallel.* may change when resuming (the run must end as it would have), so put "
+                          "only parallel.* and runs_dir may change when resuming (the run must end as it would have), so put "
                           "it back")
 
 

@@ -79,11 +79,11 @@ def test_a_config_yaml_edited_after_the_run_began_is_refused(stopped, capsys, ch
     assert run_main("--resume", stopped) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {stopped / 'config.yaml'}: {key}: {words}: config.yaml was edited after the run began; "
-                   "only parallel.* may change when resuming (the run must end as it would have), so put it back"]
+                   "only parallel.* and runs_dir may change when resuming (the run must end as it would have), so put it back"]
 
 
-def test_parallel_may_change_in_config_yaml(stopped, runs):
-    edit_config(stopped, lambda d: d["parallel"].update(threads=1))
+def test_parallel_and_runs_dir_may_change_in_config_yaml(stopped, runs):
+    edit_config(stopped, lambda d: (d["parallel"].update(threads=1), d.update(runs_dir="results/elsewhere")))
     assert run_main("--resume", stopped) == 0
     assert generations(stopped) == generations(runs[0])
 
