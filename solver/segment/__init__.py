@@ -32,7 +32,7 @@ of the state it grew from; states that are expanded (and the final ones) enter a
 *history*, from which the best state's placements are read back and replayed by the engine.
 
 Long runs: the table, the history and the curves are saved as data (`engine.statefile`, atomic,
-compressed; every value checked when read back, `checkpoint_state`) every ``checkpoint_seconds``
+compressed; every value checked when read back, `SearchState.from_state`) every ``checkpoint_seconds``
 and when the search stops; a solve given the checkpoint
 with ``resume`` continues from the first piece index it had not expanded and ends exactly as an
 uninterrupted run would (what is saved is everything the search can still use: the history is
@@ -52,11 +52,11 @@ search), `driver` (the policy, its workers, checkpoints and sittings).
 """
 
 from .driver import Segment, SegmentReport, SittingCost, expand_task
-from .history import CHECKPOINT_KIND, CHECKPOINT_VERSION, History, checkpoint_state, live_states, saved_table, used_slots
+from .history import CHECKPOINT_KIND, CHECKPOINT_VERSION, History, SearchState, live_states, saved_table, used_slots
 from .kernels import expand_chunk, found_leaves, insert_found, take
 from .settings import CHUNK, Found, Leaves, Roots, SegmentConfig, SegmentSettings, Table, new_leaves, new_table, settings
 
 __all__ = ["CHECKPOINT_KIND", "CHECKPOINT_VERSION", "CHUNK", "Found", "History", "Leaves", "Roots", "Segment",
-           "SegmentConfig", "SegmentReport", "SegmentSettings", "SittingCost", "Table", "checkpoint_state",
+           "SegmentConfig", "SegmentReport", "SegmentSettings", "SittingCost", "Table", "SearchState",
            "expand_chunk", "expand_task", "found_leaves", "insert_found", "live_states", "new_leaves", "new_table",
            "saved_table", "settings", "take", "used_slots"]

@@ -24,9 +24,9 @@ from engine.statefile import MAX_SEARCH_STATE_BYTES, Fields, StateError, legacy_
 from .._base import CheckpointError, CheckpointUnreadable, Policy, path_scores
 from ..registry import register
 from ..result import Report, SolveResult
-from .history import CHECKPOINT_KIND, CHECKPOINT_VERSION, History, checkpoint_state, live_states, saved_table
+from .history import CHECKPOINT_KIND, CHECKPOINT_VERSION, SearchState
 from .kernels import expand_chunk, found_leaves, insert_found, take
-from .settings import CHUNK, Roots, SegmentConfig, SegmentSettings, new_leaves, new_table, settings
+from .settings import CHUNK, Roots, SegmentConfig, SegmentSettings, new_leaves, settings
 
 
 # ------------------------------------------------------------------------------------------------
@@ -191,15 +191,12 @@ class Segment(Policy):
         legacy = self.checkpoint.with_suffix(".pkl") if saving else None
         if saving and self.resume and not self.checkpoint.exists() and legacy.exists():
             raise CheckpointError(f"{legacy}: {legacy_problem(legacy)}")
-        state = self._load(kcfg) if saving and self.resume and self.checkpoint.exists() else None
-        if state is None:
-            table, history = new_table(kcfg, rules.height), History()
-            best_by_step = np.zeros(n, np.int64)
-            i, valued, best, sittings = 0, 0, 0, []
-        else:
-            table, history, best_by_step, i, valued, best, sittings = state
-            if progress:  # where the saved search stands, at once
-                progress(min(i, n + 1) - 1, n, best)
+        resumed = saving and self.resume and self.checkpoint.exists()
+        state = self._load(kcfg) if resumed else SearchState.new(kcfg, rules.height, n)
+        table, history, best_by_step = state.table, state.history, state.best_by_step
+        i, valued, best, sittings = state.next_index, state.valued, state.best, state.sittings
+        if resumed and progress:  # where the saved search stands, at once
+            progress(min(i, n + 1) - 1, n, best)
         sitting = Sitting(min(i, n))
         sittings = [*sittings, sitting.record(min(i, n))]
         pool = self._pool()
@@ -235,7 +232,7 @@ class Segment(Policy):
                 i += 1
                 if saving and time.monotonic() - saved_at >= cfg.checkpoint_seconds:
                     sittings[-1] = sitting.record(i)
-                    self._save(table, history, best_by_step, i, valued, best, sittings)
+                    self._save(SearchState(table, history, best_by_step, i, valued, best, sittings))
                     saved_at = time.monotonic()
                 if i >= 2:  # piece index i - 1 expanded: the best after piece i - 1 is known
                     why = self.layer_stop(i - 2, best, best, pruner, progress)
@@ -255,7 +252,7 @@ class Segment(Policy):
                 progress(n, n, best)
         sittings[-1] = sitting.record(min(i, n))
         if saving:
-            self._save(table, history, best_by_step, i, valued, best, sittings)
+            self._save(SearchState(table, history, best_by_step, i, valued, best, sittings))
         if i > n and not history.reached(n):
             stop = Stop.STUCK.label  # no path reached the last piece
         chosen = history.best()
@@ -284,23 +281,18 @@ class Segment(Policy):
     # --------------------------------------------------------------------------------------------
     # Checkpoints
 
-    def _save(self, table, history, best_by_step, i, valued, best, sittings) -> None:
+    def _save(self, state: SearchState) -> None:
         """Write the checkpoint (atomically: the previous one stays whole until the new one is);
         `CheckpointError` in one line when it cannot be written (a full or read-only disk)."""
-        compact, new_id = history.compacted(live_states(table))
         try:
-            write_state(self.checkpoint, {
-                "version": CHECKPOINT_VERSION, "fingerprint": self.fingerprint(), "next_index": i, "valued": valued,
-                "best": best, "best_by_step": best_by_step, "table": saved_table(table, new_id),
-                "history": compact.to_dict(), "sittings": sittings, "saved": time.strftime("%Y-%m-%d %H:%M:%S")},
-                CHECKPOINT_KIND, compress=True)
+            write_state(self.checkpoint, state.state_dict(self.fingerprint()), CHECKPOINT_KIND, compress=True)
         except OSError as e:
             kept = "the previous checkpoint is kept" if self.checkpoint.exists() else "no checkpoint was saved"
             raise CheckpointError(f"{self.checkpoint}: cannot save the search: {e.strerror or e}; {kept} "
                                   "(once there is room, continue with --resume)") from None
 
-    def _load(self, kcfg: SegmentSettings):
-        """The saved search (`checkpoint_state`); `CheckpointError` in one line when the file cannot be
+    def _load(self, kcfg: SegmentSettings) -> SearchState:
+        """The saved search (`SearchState.from_state`); `CheckpointError` in one line when the file cannot be
         read, was made by another search, or holds a value that is not what it should be."""
         path = self.checkpoint
         try:
@@ -311,6 +303,6 @@ class Segment(Policy):
             if f.str("fingerprint") != self.fingerprint():
                 raise CheckpointError(f"{path}: made by another search (settings, rules, evaluator, pieces or sequence "
                                       "differ); resume it with the configuration that made it")
-            return checkpoint_state(f, kcfg, self.rules.height, self.pieces)
+            return SearchState.from_state(f, kcfg, self.rules.height, self.pieces)
         except StateError as e:
             raise CheckpointUnreadable(str(e)) from None

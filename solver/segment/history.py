@@ -1,10 +1,12 @@
 """The segment search's history (every expanded or final state, append-only, from which the best
-path is read back), and the checkpoint's form of the table and the history (`saved_table`,
-`checkpoint_state`)."""
+path is read back), and the search's state as a checkpoint keeps it (`SearchState`: its
+`state_dict` and `from_state`, the table and the history in their saved forms)."""
 
 from __future__ import annotations
 
 import bisect
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -133,10 +135,47 @@ class History:
         return h
 
 
-def checkpoint_state(f: Fields, kcfg: SegmentSettings, height: int, n: int):
-    """(table, history, best_by_step, next_index, valued, best, sittings) of a checkpoint's tree,
-    every array of the dtype and shape this search makes and every index within its range (a value
-    out of range would be read out of bounds by the kernels); `StateError` naming the key otherwise."""
+@dataclass
+class SearchState:
+    """Where a segment search stands between two piece indices: its ``table`` of states, its
+    ``history``, the best score after each piece (``best_by_step``), the next piece index to expand
+    (``next_index``; n + 1 once the final states are taken), the boards ``valued`` so far, the
+    ``best`` score, and its ``sittings`` (each process that worked on it, `SittingCost`'s fields)."""
+
+    table: Table
+    history: History
+    best_by_step: np.ndarray
+    next_index: int
+    valued: int
+    best: int
+    sittings: list
+
+    @classmethod
+    def new(cls, kcfg: SegmentSettings, height: int, n: int) -> "SearchState":
+        """A search of ``n`` pieces that has expanded nothing."""
+        return cls(new_table(kcfg, height), History(), np.zeros(n, np.int64), 0, 0, 0, [])
+
+    def state_dict(self, fingerprint: str) -> dict:
+        """The checkpoint's tree (`engine.statefile`): the history cut to the states the table's
+        entries go back to (`History.compacted`), the table's parents mapped to its ids
+        (`saved_table`), and the ``fingerprint`` of the search that made it."""
+        compact, new_id = self.history.compacted(live_states(self.table))
+        return {"version": CHECKPOINT_VERSION, "fingerprint": fingerprint, "next_index": self.next_index,
+                "valued": self.valued, "best": self.best, "best_by_step": self.best_by_step,
+                "table": saved_table(self.table, new_id), "history": compact.to_dict(), "sittings": self.sittings,
+                "saved": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+    @classmethod
+    def from_state(cls, f: Fields, kcfg: SegmentSettings, height: int, n: int) -> "SearchState":
+        """The state of a checkpoint's tree ``f``, every array of the dtype and shape this search
+        makes and every index within its range (a value out of range would be read out of bounds by
+        the kernels); `StateError` naming the key otherwise. The version and fingerprint are the
+        caller's to check."""
+        return cls(*_checked(f, kcfg, height, n))
+
+
+def _checked(f: Fields, kcfg: SegmentSettings, height: int, n: int) -> tuple:
+    """`SearchState.from_state`'s fields, checked, in its order."""
     blank = new_table(kcfg, height)
     t = f.sub("table")
     table = Table(**{k: t.array(k, a.dtype, shape=a.shape) for k, a in blank._asdict().items()})
