@@ -4,18 +4,12 @@
                                       [--margin 1000 2000] [--every 1]
 
 Each RUN_DIR is a tuning run made with ``early_abort.enabled=false``, so every candidate's full
-``best_by_step`` curve is in its ``curves.jsonl``. For every rule (K, relative, margin, checkpoint
-interval) the run's generations are replayed in order through the optimizer's own
-`optimizers.early_abort.EarlyAbort`: generation g's threshold comes from the K best finished
-candidates of generations before g, and a candidate stops at the first checked piece where its
-running best falls below it.
-
-Printed per rule: pieces simulated (share saved), aborts, false aborts (stopped candidates whose
-final fitness is at or above the K-th best finished fitness their threshold came from) and each
-run's best finished fitness (aborts change which candidates count as finished).
-
-It is an estimate: the real run would have evolved differently once aborted candidates got their
-score at the abort as fitness. Check the chosen rule with ``benchmarks/bench_tuning.py``.
+``best_by_step`` curve is in its ``curves.jsonl``. Every rule (K, relative, margin, checkpoint
+interval) is replayed on the runs (`replay`, through `optimizers.early_abort.EarlyAbort`), and
+printed per rule are the pieces simulated (share saved), aborts, false aborts and each run's best
+finished fitness. It is an estimate: the real run would have evolved differently once aborted
+candidates got their score at the abort as fitness. Check the chosen rule with
+``benchmarks/bench_tuning.py``. The rule and how it was chosen: docs/tuning.md, "Early abort".
 """
 
 from __future__ import annotations
@@ -52,7 +46,14 @@ def load(run_dir: Path) -> list[tuple[int, list[tuple[int, str, float, np.ndarra
 
 
 def replay(generations, rule: EarlyAbortConfig) -> tuple[int, int, int, int, float]:
-    """(pieces simulated, pieces without abort, aborts, false aborts, best finished fitness)."""
+    """(pieces simulated, pieces without abort, aborts, false aborts, best finished fitness).
+
+    The generations are replayed in order through the optimizer's own
+    `optimizers.early_abort.EarlyAbort`: generation g's threshold comes from the K best finished
+    candidates of the generations before g, and a candidate stops at the first checked piece where
+    its running best falls below it. A false abort is a stopped candidate whose final fitness is at
+    or above the K-th best finished fitness its threshold came from; the best finished fitness
+    counts only the candidates that were not stopped."""
     ea = EarlyAbort(rule)
     used = total = aborts = false = 0
     seen: set[str] = set()

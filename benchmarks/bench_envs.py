@@ -3,20 +3,13 @@ docs/performance.md, asserts nothing).
 
     python benchmarks/bench_envs.py [--env Standard-v0] [--steps 20000] [--num-envs 4] [--seed 0]
 
-Each form plays ``--steps`` steps of random legal actions (a seeded uniform choice among the ones
-of the action mask, made in the loop and timed with it), an episode that ends reset at once:
-
-1. one environment: `engine.envs.TetrisEnv` as ``gymnasium.make`` returns it (its order and
-   checker wrappers), and bare (``.unwrapped``);
-2. ``--num-envs`` games at once: `engine.envs.TetrisVectorEnv` (one kernel call steps them all,
-   ``gymnasium.make_vec``'s default for these ids), ``SyncVectorEnv`` over `TetrisEnv` and
-   ``AsyncVectorEnv`` (one worker process per game); a step of N games counts N steps.
-
-Kernels are loaded (or compiled) and each form is warmed up by a first 200 steps before timing.
-Prints, per form, steps per wall second, the episodes that ended, and this process's CPU seconds
-(user + system; an ``AsyncVectorEnv``'s workers are not counted), with the load average before and
-after: on a busy machine the wall figures move with the load. A problem with the command line is
-one line, exit status 2.
+Each form plays ``--steps`` steps of seeded random legal actions: one environment,
+`engine.envs.TetrisEnv` as ``gymnasium.make`` returns it and bare (``.unwrapped``); then
+``--num-envs`` games at once, `engine.envs.TetrisVectorEnv` (one kernel call steps them all),
+``SyncVectorEnv`` over `TetrisEnv` and ``AsyncVectorEnv`` (one worker process per game). It
+prints each form's steps per wall second, episodes ended and CPU seconds, with the load average.
+A problem with the command line is one line, exit status 2. How the figures are taken, and the
+figures: docs/performance.md, "Gymnasium environments".
 """
 
 from __future__ import annotations

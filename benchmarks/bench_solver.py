@@ -1,24 +1,15 @@
 """Solver benchmark (run by hand; prints figures for the README, asserts nothing).
 
     python benchmarks/bench_solver.py [--widths 100 1000] [--runs 3] [--pieces N] [--threads T]
-
-For each beam width: the configs/solve/beam.yaml beam on the full sequence (or N pieces), JIT excluded
-(a short warm-up run compiles first), median of the runs: wall and CPU milliseconds per piece
-(CPU = user + system time of this process, all its threads), nodes expanded per wall second, and
-the score. With ``--threads 1`` the CPU figure is the per-core cost, the one to compare with a
-single-threaded solver; it is also the figure to trust on a busy machine, where wall time mostly
-measures the other processes. Then greedy and lookahead with each evaluator preset that makes sense
-for them (one run each).
-
-Side by side with another solver (the yardstick is the 1,395,326 beam's C++, built single-threaded):
-
     python benchmarks/bench_solver.py --versus /path/to/main [--widths 100 1000] [--runs 3] [--core 0]
 
-runs whole processes alternately on one pinned core: ours (``python -m experiments.solve
-configs/solve/beam.yaml beam.width=W threads=1``, imports and JIT cache loads included) and the other
-(``PATH --total_keep=W`` by default, see ``--versus-args``, in a scratch folder holding the ``out/``
-it writes to), after one warm-up run of each. It prints the CPU (user + system) of each process,
-the medians and their ratio, ours / theirs: below 1 means ours is cheaper per core.
+The first form times the configs/solve/beam.yaml beam at each width on the full sequence (or N
+pieces), JIT excluded, median of the runs: wall and CPU milliseconds per piece, nodes expanded per
+wall second and the score; then greedy and lookahead with the evaluator presets. ``--versus`` runs
+our ``experiments.solve`` and another solver (the yardstick is the 1,395,326 beam's C++, built
+single-threaded) as whole processes, alternately, on one pinned core, and prints the CPU of each,
+the medians and their ratio ours / theirs. What each figure counts, and the figures: the table of
+scripts in docs/performance.md and its "Against the 1,395,326 solver's C++, on one core".
 """
 
 from __future__ import annotations

@@ -6,13 +6,11 @@ docs/benchmark-standard.md, asserts nothing).
         [--pieces 200000] [--played results/standard/dellacherie-10x20.json] [--json FILE]
 
 Makes ``--estimates`` splitting estimates (`solver.online.splitting`, seeds ``--seed`` ...) of the
-1-ply player's mean rows per game, prints each with its CPU time, then their pooled mean and 95%
-interval (`solver.online.splitting.combine`: mean rows per piece over the mean rate of game ends)
-and, for comparison, the plain mean of the estimates (which overrates the length by about the
-square of their relative spread), beside the played games of ``--played`` (a series written by
-``bench_standard.py games --json``): their mean, interval and CPU per game. ``--levels`` is a
-range ``a-b`` (every height from a to b) or a comma-separated list. With ``--json`` the figures are
-written to FILE.
+1-ply player's mean rows per game, each with its CPU time, then their pooled mean and 95% interval
+(`solver.online.splitting.combine`) and their plain mean, which overrates the length, beside the
+played games of ``--played`` (a ``bench_standard.py games --json`` series). ``--levels`` is a range
+``a-b`` (every height from a to b) or a comma-separated list; ``--json`` writes the figures to FILE.
+In full: docs/benchmark-standard.md, "Estimating a game too long to play: multilevel splitting".
 """
 
 from __future__ import annotations

@@ -7,11 +7,10 @@ docs/benchmark-standard.md, asserts nothing).
     python benchmarks/bench_standard.py --versus PATH [--runs 3] [--only dellacherie|bcts] [--games N] [--height H]
 
 ``speed``: pieces per second of the 1-ply player, one thread; ``games``: a seeded series and its
-mean rows per game with its 95% interval, kept game by game in a resumable series file (``--json``);
-``--versus``: MdpTetris's ``mdptetris_play_games`` beside ours, whole processes, rows per CPU second
-(`benchmarks.standard.versus`: `VERSUS`, `VERSUS_RULES`, `MDPTETRIS_FEATURES`, what is checked to
-be the same game first). Every problem is one line naming the option or file, exit status 2;
-Ctrl-C or SIGTERM writes the games finished so far and exits with 130. What each option does and how the figures are taken:
+mean rows per game with its 95% interval, in a resumable series file (``--json``); ``--versus``:
+MdpTetris's ``mdptetris_play_games`` beside ours, whole processes, rows per CPU second
+(`benchmarks.standard.versus`). Every problem is one line naming the option or file, exit status
+2; Ctrl-C or SIGTERM writes the games finished so far and exits with 130. In full:
 docs/benchmark-standard.md ("Running it", "Beside MdpTetris: building the peer").
 """
 

@@ -6,16 +6,12 @@
     python benchmarks/bench_tuning.py --held-out RUN_DIR [RUN_DIR ...] [--instances 10] [--seed 1000]
     python benchmarks/bench_tuning.py --dropped RUN_DIR [--only-generations G ...]
 
-Without ``--standard``: the registered tuners at equal budget on the Geek game's short fitness,
-early abort on and off, a check that no abort was false, and the parallel efficiency of the runs.
-``--standard``: our CMA-ES (``cmaes``, ``cmaes-resample``) against Optuna's samplers on the
-standard 10 x 20 splitting fitness (`STANDARD`), each tuner on every ``--seeds``, each run in a
-directory of its own under ``--out`` (``OUT/standard-<tuner>-seed<seed>``) that the same command
-resumes. ``--held-out``: finished runs compared at the budget each spent (simulated evaluations,
-re-scoring included), each pick and the runs' start played on the same held-out instances, paired.
-``--dropped``: a racing run's dropped candidates played out to the race's last instance, to count
-those that would have beaten the race's winner. What each part measures, and the figures:
-docs/tuning.md ("The optuna tuner", "Measured: tuners and early abort", "Measured: racing").
+The first form: the registered tuners at equal budget on the Geek game's short fitness, early abort
+on and off. ``--standard``: our CMA-ES against Optuna's samplers on the standard 10 x 20 splitting
+fitness (`STANDARD`), one resumable run directory per tuner and seed under ``--out``.
+``--held-out``: finished runs' picks played on the same held-out instances, paired. ``--dropped``:
+a race's dropped candidates played out, to count those that would have beaten its winner. In
+full: docs/tuning.md ("The optuna tuner", "Measured: tuners and early abort", "Racing and validated picks").
 """
 
 from __future__ import annotations

@@ -3,18 +3,13 @@
     python benchmarks/compile_profile.py [--top 30] [--csv FILE] -- -m pytest -m "not slow"
     python benchmarks/compile_profile.py -- -m experiments.run configs/ga.yaml
 
-Runs ``python ARGS...`` in this process (as ``python -m MODULE ...`` or ``python SCRIPT ...``
-would) with a listener on numba's compile events, which fire only when a kernel is compiled, not
-when it is loaded from the cache. Each compile is timed twice: in all (its callees compiled on the
-way included) and by itself (its callees' compiles taken out). Then prints the kernels by their own
-time: how many signatures each compiled, their own seconds and the share of all compile time, and
-with ``--csv`` writes one row per compile: the kernel, its argument types (the first 300
-characters), the evaluator layout among them when there is one (so compiles can be summed by
-layout), own and total seconds, and the test running when there is one. Other processes (a
-test's subprocess, loky or dask workers, pytest's workers) are not followed: what they compile is
-missing, so give a tuning run ``parallel.n_jobs=1``; pytest is run in one process (``-n 0`` is
-added unless the command says ``-n``). Use an empty cache (``NUMBA_CACHE_DIR`` set to a new folder) to
-see a cold start.
+Runs ``python ARGS...`` in this process (`run`) with a listener on numba's compile events
+(`CompileTimes`), which times each compile in all and by itself (its callees' compiles taken out).
+Then prints the kernels by their own time: how many signatures each compiled, their own seconds
+and the share of all compile time; ``--csv`` writes one row per compile. What other processes
+compile is missing, so give a tuning run ``parallel.n_jobs=1``; pytest is run in one process. Use
+an empty cache (``NUMBA_CACHE_DIR`` set to a new folder) to see a cold start. What it found:
+docs/performance.md, "The test suite".
 """
 
 from __future__ import annotations
@@ -39,7 +34,12 @@ LAYOUT = re.compile(r"Kind\(([^()]*)\)")
 
 
 class CompileTimes(event.Listener):
-    """Own and total seconds of every compile, nested compiles taken out of their caller's own."""
+    """Own and total seconds of every compile, nested compiles taken out of their caller's own.
+
+    numba's compile events fire only when a kernel is compiled, not when it is loaded from the
+    cache. Each row (the ``--csv`` file's) holds the kernel, its argument types (the first 300
+    characters), the evaluator layout among them when there is one (so compiles can be summed by
+    layout), own and total seconds, and the test running when there is one."""
 
     def __init__(self):
         self.stack: list[list] = []  # [name, args, start, seconds of nested compiles]
@@ -63,7 +63,9 @@ class CompileTimes(event.Listener):
 
 
 def run(argv: list[str]) -> int:
-    """``python argv...`` in this process; its exit status."""
+    """``python argv...`` in this process (as ``python -m MODULE ...`` or ``python SCRIPT ...``
+    would); its exit status. Other processes (a test's subprocess, loky or dask workers, pytest's
+    workers) are not followed, so pytest gets ``-n 0`` unless the command says ``-n``."""
     if not argv:
         raise SystemExit("compile_profile.py: give the command after --, e.g. -- -m pytest -m 'not slow'")
     if argv[:2] == ["-m", "pytest"] and not any(a == "--numprocesses" or a.startswith(("-n", "--numprocesses="))

@@ -4,25 +4,13 @@
     python benchmarks/rung_correlation.py configs/sha_segment.yaml --rungs 0 1 --from-run results/segment-tune-record-run
 
 CONFIG (default configs/sha_geek.yaml) is a run config whose tuner has rungs (``algorithm: sha``).
-``--samples`` settings are drawn as its first rung draws them (the initial point, then Gaussian
-perturbations of it, ``init_sigma`` of each range), each is scored at every rung in ``--rungs``
-(each rung's solver settings, no early abort), and the Spearman rank correlation of every pair of
-rungs is printed, with a 95% interval (Fisher's z): how well a cheap rung's order predicts a costly
-one's decides the ladder (which rungs, how many candidates each keeps).
-
-With ``--from-run RUN_DIR`` the samples are instead the candidates of a tuning run over the same
-space, and the run's own fitness is one more column ("run"): a run held at the costly fidelity
-(``configs/segment_tune_record.yaml`` plays the record's size) then needs only its cheap rungs
-scored to say how they would have ranked its candidates. A candidate the run stopped early fell
-behind the reference record's pace; its final score is not known, only that it did not keep
-pace. ``--aborted last`` (the default) ranks every such candidate below every finished one, all
-tied (the run's order as censored data: a stopped candidate is taken to end below a finished
-one); ``--aborted drop`` leaves them out. The summary keeps which were stopped.
-
-Every score is appended to DIR/scores.jsonl as it finishes (default DIR: results/rung-correlation/
-<config name>, or <config name>-<run name> with ``--from-run``); a later call with the same samples
-and rungs reads them back and scores only the missing ones, so a long measurement survives being
-stopped. DIR/summary.json holds the table.
+Sampled settings (or, with ``--from-run``, a tuning run's candidates, the run's fitness one more
+column) are scored at every rung in ``--rungs`` and the Spearman rank correlation of every pair of
+rungs is printed (`spearman_interval`): how well a cheap rung's order predicts a costly one's
+decides the ladder. ``--aborted`` says where the run's early-stopped candidates rank
+(`run_order`). Scores are kept in DIR/scores.jsonl as they finish, so a stopped call resumes;
+DIR/summary.json holds the table. In full: docs/tuning.md, "Multi-fidelity: successive halving" and
+"Measured: rung correlations".
 """
 
 from __future__ import annotations

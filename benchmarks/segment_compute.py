@@ -3,17 +3,13 @@
     python benchmarks/segment_compute.py [--pieces 2000] [--rows NAME ...] [--json FILE] [--threads 1]
 
 Each row is ``python -m experiments.solve configs/solve/segment.yaml pieces=N threads=T`` plus the row's
-overrides, run as a whole process (its own interpreter, imports and numba cache loads), one row
-after another. From the run's summary.json: the best state's score after piece 1,000 and after the
-last piece (``best_by_step``), the states expanded and boards valued, the search's wall seconds, the
-search's CPU seconds (the solve process's threads, compiling excluded) and its peak memory; and the
-whole process's user + system CPU (``os.wait4``, compiling included when the kernels were not
-cached). Rows (``--rows``, default all, in this order): {rows}.
-
-``--json FILE`` keeps every finished row in FILE as it finishes; run the same command again and the
-rows already there are read back, not run again, so a measurement of an hour survives being
-stopped. A row whose solve fails is reported and left out of FILE. The table is printed at the end
-in the Markdown of docs/policies.md's "Measured: score against compute".
+overrides (`ROWS`), run as a whole process, one row after another (`run_row`). From the run's
+summary.json (`figures`): the best state's score after piece 1,000 and after the last piece, the
+states expanded and boards valued, the search's wall and CPU seconds and its peak memory; and the
+whole process's user + system CPU. Rows (``--rows``, default all, in this order): {rows}.
+``--json FILE`` keeps every finished row as it finishes and a later call reads them back (`load`),
+so a long measurement survives being stopped. The table is printed at the end in the Markdown of
+docs/policies.md's "Measured: score against compute", where the figures are.
 """
 
 from __future__ import annotations

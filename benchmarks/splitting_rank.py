@@ -5,20 +5,13 @@ asserts nothing)
     python benchmarks/splitting_rank.py --proxy-height 14 [--min-games 10]
 
 Pairs every splitting estimate in DIR (``splitting-*.json``, written by ``bench_splitting.py
---json``) with the played series of the same player on the same game (``*.json`` written by
-``bench_standard.py games --json``: the same evaluator, board height and rules, a preset's board
-named by its rules or by ``--height`` alike), keeps the players whose series has at least
-``--min-games`` games, and prints for each the pooled estimate (the main file's estimates with those
-of ``DIR/splitting-variants/`` made with the same settings, pooled by
-`solver.online.splitting.combine`), the played mean with its interval
-and their ratio, then, board by board, the Spearman and Kendall rank correlations between estimate
-and played mean over those players (pandas' ranks; ties share their mean rank). A tuner ranks candidates by the
-estimate, so the rank correlation, not the ratio, says whether its choices carry over to played
-games. Players without both files are listed apart. With ``--json`` the table is written to FILE.
-
-With ``--proxy-height H`` the proxy is not the splitting estimate but the player's played mean on
-the smaller board 10 x H (its longest series there, at least ``--min-proxy-games`` games): does a
-cheap board rank players as the real one does?
+--json``, pooled with those of ``DIR/splitting-variants/`` made with the same settings by
+`solver.online.splitting.combine`) with the played series of the same player on the same game
+(``bench_standard.py games --json``), and prints each player's estimate, played mean and their
+ratio, then, board by board, the Spearman and Kendall rank correlations between estimate and
+played mean. With ``--proxy-height H`` the proxy is instead the player's played mean on the
+smaller board 10 x H. In full: docs/benchmark-standard.md, "Does the estimate rank players as
+played games do?".
 """
 
 from __future__ import annotations
