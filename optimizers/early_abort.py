@@ -1,25 +1,17 @@
-"""Early abort of losing candidates (a pruner, in Optuna's vocabulary).
+"""Early abort of losing candidates (a pruner, in Optuna's vocabulary): `EarlyAbort`.
 
 The threshold curve of generation g is built from the ``best_by_step`` curves of the K best finished
-(not aborted) distinct candidates of generations before g: at each piece t,
+(not aborted) distinct candidates of generations before g: at each ``every``-th piece t,
 
     threshold[t] = kth[t] x (1 - relative) - margin,
 
-kth[t] being the K-th best of their values at t (the lowest of the K); only every ``every``-th
-piece is checked. With a ``reference`` record (a published solution, say), its score after each
-piece is a floor under kth[t] (the higher of the two is used), and the threshold exists from the
-first generation: candidates must keep pace with the record to run on. With ``reference_lag`` = L,
-the floor at piece t is the record's score at piece t - L: a record's score is a staircase, and a
-candidate that makes the same clear a few pieces later is not behind. ``lag`` = L does the same for
-the K-th best curve: a candidate that stores cells for a bigger clear (a high cell floor) makes its
-first clear later than the curve's candidates, and is not stopped before it.
+kth[t] being the K-th best of their values at t (a shorter curve counts with its last value
+afterwards), ``lag`` pieces late. A ``reference`` record's score (`reference_curve`,
+``reference_lag`` pieces late) is a floor under kth[t], and gives a threshold from the first
+generation; otherwise there is none until K candidates have finished. Since generation g's
+threshold depends only on earlier generations, a run is deterministic whatever the number of workers.
 
-The relative part widens the margin in proportion to the score reached: early in the game a
-candidate storing cells for a big clear can trail by a large share and still finish ahead, late in
-the game it cannot (`benchmarks/abort_whatif.py` measures this on finished runs). A curve shorter
-than the others (a candidate that got stuck) counts with its last value afterwards. Until K
-candidates have finished there is no threshold but the reference's. Since generation g's threshold
-depends only on earlier generations, a run is deterministic whatever the number of workers.
+Why the relative part and the lags, and measuring a rule: docs/tuning.md, 'Tuning runs'.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Fitness: play one resolved solver configuration and reduce the result to a tuning record.
 
 `evaluate` runs in the workers: it takes a `Task` (the solver config mapping, the threshold array,
-numba threads) and returns an `Evaluated`: the `TuningRecord` and the curve. A tuning record
-holds:
-
-- ``fitness``: the score of the prefix played for a finished candidate; for an aborted one, per
-  ``aborted_fitness``, its running best at the abort piece (``score_at_abort``) or 0 (``zero``);
-- ``score``: the path's score (finished), or the running best at the abort piece (aborted: the value
-  compared with the threshold); ``pieces``: pieces simulated (the abort piece when aborted);
-- ``stop`` (the policy's), ``aborted``, ``abort_piece``, ``threshold`` (the value it fell below);
-- ``seconds``: wall time of the evaluation in the worker;
-- and, beside the record, ``curve``: the ``best_by_step`` curve (one value per piece simulated).
-
-`Memo` remembers records by the canonical JSON of the resolved solver config (``threads`` and
-``meta`` left out: they do not change a result), so a duplicate candidate is never simulated twice.
-A remembered record is reused when it is what a new simulation under the current threshold would
-give: a finished one the threshold lets through unchanged; one the threshold stops at piece p as
-aborted at p (its curve up to p is known); an aborted one when the threshold stops it no later than
-before. Otherwise (an aborted candidate that a laxer threshold would let run further) it is run again.
+numba threads) and returns an `Evaluated`: the `TuningRecord` (fitness, score, pieces, the stop,
+the abort and its threshold, seconds) and the ``best_by_step`` curve. `Memo` remembers records by
+the resolved config's key (`canonical`), so a duplicate candidate is never simulated twice, and
+reuses one only where a new simulation under the current threshold would give the same record.
 """
 
 from __future__ import annotations
@@ -42,9 +29,17 @@ KEY_HEX_DIGITS = 16
 
 @dataclass(frozen=True)
 class TuningRecord:
-    """An evaluation's result (the fields are described in the module docstring); as plain data
-    (a run's ``on_evaluation``, the figures' tables) it is the dict `as_dict`, which `from_dict`
-    reads back."""
+    """An evaluation's result:
+
+    - ``fitness``: the score of the prefix played for a finished candidate; for an aborted one, per
+      ``aborted_fitness``, its running best at the abort piece (``score_at_abort``) or 0 (``zero``);
+    - ``score``: the path's score (finished), or the running best at the abort piece (aborted: the
+      value compared with the threshold); ``pieces``: pieces simulated (the abort piece when aborted);
+    - ``stop`` (the policy's), ``aborted``, ``abort_piece``, ``threshold`` (the value it fell below);
+    - ``seconds``: wall time of the evaluation in the worker.
+
+    As plain data (a run's ``on_evaluation``, the figures' tables) it is the dict `as_dict`, which
+    `from_dict` reads back."""
 
     fitness: float
     score: int
@@ -215,7 +210,13 @@ def decode_curve(text: str) -> np.ndarray:
 
 
 class Memo:
-    """Records by config key (see the module docstring), each with its curve."""
+    """Records by config key (`canonical`: a digest of the resolved solver config's canonical JSON,
+    ``threads`` and ``meta`` left out, as they do not change a result), each with its curve, so a
+    duplicate candidate is never simulated twice. A remembered record is reused when it is what a
+    new simulation under the current threshold would give: a finished one the threshold lets
+    through unchanged; one the threshold stops at piece p as aborted at p (its curve up to p is
+    known); an aborted one when the threshold stops it no later than before. Otherwise (an aborted
+    candidate that a laxer threshold would let run further) it is run again (`lookup`: None)."""
 
     def __init__(self, aborted_fitness: str = "score_at_abort"):
         self.aborted_fitness = aborted_fitness

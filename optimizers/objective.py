@@ -1,25 +1,17 @@
-"""Optuna's own loop over a run config (issue 60 item 2): `Objective` is the ``objective(trial)``
-that ``study.optimize`` calls, so Optuna's pruners (median, Hyperband, Wilcoxon...) and its
-parallel trials work on the workbench's fitness:
-
-    from optimizers import load_run_config
-    from optimizers.objective import Objective, make_study
+"""Optuna's own loop over a run config: `Objective` is the ``objective(trial)`` that
+``study.optimize`` calls, so Optuna's pruners (median, Hyperband, Wilcoxon...) and its parallel
+trials work on the workbench's fitness; `make_study` makes the study (maximize, the metric named).
 
     config = load_run_config("configs/cmaes_standard_dt_race.yaml")
-    study = make_study(config, pruner=optuna.pruners.WilcoxonPruner())   # maximize, the metric named
-    study.optimize(Objective(config), n_trials=100)
-    study.best_params       # by dotted path, as the run's space names them
+    study = make_study(config, pruner=optuna.pruners.WilcoxonPruner())
+    study.optimize(Objective(config), n_trials=100)   # study.best_params: by dotted path
 
-One trial:
-
-    values <- each parameter of the run's space suggested under its path (float, int, categorical)
-    for step i = 0, 1, ...: play instance i (the race's training instances when the config has a
-        race section; else the solver's own games one at a time; on the known sequence, its tie seed)
-        report its fitness at step i; stop the trial (optuna.TrialPruned) when the pruner says so
-    return the mean over the instances played
-
-The run loop (`optimizers.run.tune`, with the ``optuna`` tuner) is the way with a run directory,
-checkpoints and resumption; this objective is the ecosystem's way, the study wherever Optuna keeps it.
+One trial suggests each parameter of the run's space under its path, then plays instances one a
+step (`steps`: the race's training instances, or the solver's own games one at a time), reports
+each at its step, stops when the pruner says so, and returns the mean. The run loop
+(`optimizers.run.tune`, with the ``optuna`` tuner) is the way with a run directory, checkpoints and
+resumption; this objective is the ecosystem's way, the study wherever Optuna keeps it.
+In full: docs/tuning.md, 'Optuna's own loop'.
 """
 
 from __future__ import annotations

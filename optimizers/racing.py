@@ -1,32 +1,16 @@
-"""Racing: candidates evaluated instance by instance on the same instances, the losers dropped by a
-paired test at a stated confidence, so that the budget goes to the candidates still in the race
-(irace's F-race, Birattari et al. 2002; its elitist form, López-Ibáñez et al. 2016).
+"""Racing: candidates evaluated instance by instance on the same instances (common random numbers,
+so differences are paired), the losers dropped by a paired test at a stated confidence, so that the
+budget goes to the candidates still in the race (irace's F-race, Birattari et al. 2002; its
+elitist form, López-Ibáñez et al. 2016).
 
-A race over candidates C on instances 1, 2, ... (each instance shared by every candidate: common
-random numbers, so differences are paired; in the run loop, round r plays training instance
-`race_order` [r], new ones first):
+The paired tests (`TESTS`, the ``test`` key): `friedman`, `paired_t` (``t``) and `wilcoxon`.
+`survivors` decides on the table of the alive candidates' results alone and `Race.step` asks
+what the next test needs, so a race resumed from its results written down makes the same decisions
+as one never stopped; the best of the table is never dropped, and a candidate goes only by a test.
+`race_order` gives a race's training instances, new ones first; `Racing` runs a generation of the
+run loop as a race; `RaceConfig` is the ``race`` section.
 
-    alive <- C (the elites, carried over from the race before, first)
-    for r = 1, 2, ..., max_instances:
-        evaluate each alive candidate on instance r (an elite's result is known: no cost)
-        if r >= first_test and (r - first_test) % each_test == 0 and |alive| > survivors:
-            alive <- the candidates of alive that the paired test does not find worse than the best
-        if |alive| <= survivors: stop
-
-The tests (`TESTS`, ``test``), higher fitness better, on the table of the alive candidates' results
-on instances 1..r:
-
-- ``friedman``: ranks within each instance; Friedman's statistic over the blocks (ties averaged,
-  Conover's form); when it rejects at level 1 - ``confidence``, each candidate whose rank sum is
-  farther from the best's than Conover's post-hoc bound is dropped. With two candidates left, the
-  Wilcoxon signed-rank test, as irace does.
-- ``t``: each candidate against the one of best mean, a one-sided paired t-test; dropped when
-  significant at level 1 - ``confidence`` (``holm``: the levels corrected across the candidates).
-- ``wilcoxon``: the same with Wilcoxon's signed-rank test.
-
-Elitist: a candidate is dropped only by a test, never for one bad draw, and the best of the table
-is never dropped. A decision is a function of the table alone (`survivors`, `Race.step`), so a race
-resumed from its results written down makes the same decisions as one never stopped.
+The race, step by step, and the sections it refuses: docs/tuning.md, 'Racing and validated picks'.
 """
 
 from __future__ import annotations
@@ -62,7 +46,11 @@ def _ranks(table: np.ndarray) -> np.ndarray:
 
 @TESTS.register("friedman")
 def friedman(table: np.ndarray, confidence: float, holm: bool = True) -> np.ndarray:
-    """The candidates Friedman's test and Conover's post-hoc keep (see the module docstring)."""
+    """The candidates Friedman's test and Conover's post-hoc keep, higher fitness better: ranks
+    within each instance (ties averaged), Friedman's statistic over the instances in Conover's
+    form; when it rejects at level 1 - ``confidence``, each candidate whose rank sum is farther from
+    the best's than Conover's post-hoc bound is dropped. With two candidates, `wilcoxon`, as irace
+    does."""
     from scipy.stats import chi2
     from scipy.stats import t as student
 
@@ -126,7 +114,8 @@ def _wilcoxon_p(d: np.ndarray) -> float:
 
 @TESTS.register("t")
 def paired_t(table: np.ndarray, confidence: float, holm: bool = True) -> np.ndarray:
-    """The candidates a one-sided paired t-test against the best does not drop."""
+    """The candidates a one-sided paired t-test against the one of best mean does not drop, at
+    level 1 - ``confidence`` (``holm``: the levels corrected across the candidates)."""
     return _against_best(table, confidence, holm, _t_p)
 
 

@@ -1,20 +1,16 @@
 """A tuning run from a configuration, for a program or a notebook: the command line
 (`experiments.run`) is a thin shell around these functions.
 
-    from optimizers import tune
-    run = tune("configs/ga.yaml", ["ga.generations=3"], quiet=True)
-    run.best.fitness, run.dir / "best.yaml", run.evaluations()   # a pandas DataFrame
-
 - `load_run_config` reads a run YAML (and dotted overrides), `resolve` validates a mapping: the
   solver becomes an inline mapping with its evaluators, the initial point is folded into the space,
   and every problem is one `engine.config.ConfigError` line naming the file and the key;
 - `tune` makes the run directory (`make_run_dir`), writes ``config.yaml`` and runs the generations
-  (`optimizers.run_loop.RunLoop`); `resume` continues an interrupted run; both return a `Run`, its final
-  state typed (`optimizers.state.RunState`: ``run.state.best``, ``run.state.history``,
-  ``run.state.validated``, ...);
+  (`optimizers.run_loop.RunLoop`); `resume` continues an interrupted run; both return a `Run`, its
+  final state typed (`optimizers.state.RunState`), which `saved_state` reads from a run directory;
 - for a loop of one's own, `make_space` and `make_tuner` give the space and an ask/tell tuner
-  (`optimizers.Tuner`) of a resolved config, and `optimizers.fitness.evaluate` plays one
-  candidate.
+  (`optimizers.Tuner`) of a resolved config, and `optimizers.fitness.evaluate` plays one candidate.
+
+The example: docs/tuning.md, 'From Python'.
 """
 
 from __future__ import annotations

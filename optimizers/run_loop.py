@@ -1,34 +1,17 @@
-"""The run loop: generations of candidates through the memo, early abort, the parallel map and the
-run directory, with a checkpoint after each generation.
+"""The run loop (`RunLoop`): generations of candidates through the memo, early abort, the parallel
+map and the run directory, with a checkpoint after each generation.
 
 One generation g (`RunLoop.run_generation`):
 
-1. `RunLoop.propose`: the tuner proposes vectors (`Tuner.ask`), decoded into solver configs
-   (`Space.config`); the threshold is built from generations before g (`EarlyAbort.threshold`);
-2. `RunLoop.settle_known`: each candidate is, in order, read back from ``evaluations.csv`` (a resumed
-   generation), a repeat of an earlier candidate of this generation, known to the memo, or pending;
-3. `RunLoop.simulate`: each pending config is simulated once (`fitness.evaluate` on the pool); every
-   finished evaluation is written down at once. A policy that can save its search
-   (`solver.Policy.resumable`: ``segment``) saves it in ``in-play/`` of the run directory as it
-   goes (`IN_PLAY`); a run stopped and resumed plays such a candidate on from there, to the result
-   of one never stopped (a saved search that cannot be read is discarded and said, and the
-   candidate played from its first piece: `fitness.evaluate`), and its file goes once the
-   evaluation is written down;
-4. `RunLoop.conclude`: the tuner is told the fitness, the early abort takes in the finished
-   candidates, the statistics, ``best.yaml``, ``fitness.png`` and ``checkpoint.npz`` are written.
+1. `RunLoop.propose`: the tuner's vectors (`Tuner.ask`) as solver configs, and the threshold;
+2. `RunLoop.settle_known`: each candidate read back, a repeat, known to the memo, or pending;
+3. `RunLoop.simulate`: each pending config simulated once, written down as it finishes;
+4. `RunLoop.conclude`: the tuner told, the early abort updated, the statistics and files written.
 
-With a ``noise`` or ``restart`` section (`optimizers.noise`), a generation also re-evaluates the
-incumbent and the elite (candidates after the tuner's), its candidates play the generation's
-number of games, the tuner is told pooled means, the run's best is the best pooled mean, and a
-tuner that stalls is replaced by a restarted one before the checkpoint.
-
-The checkpoint holds the state before the next generation's `ask` (`state.RunState`: the tuner with
-its random states, the early abort, the statistics), so a resumed run proposes the same candidates
-again, reads the ones already finished back, and ends exactly where an uninterrupted run would.
-
-Its rooms: `optimizers.generation` (a generation under way), `optimizers.restore` (what a resume
-takes back beyond the checkpoint), `optimizers.rescore` (the re-scoring) and `optimizers.artifacts`
-(best.yaml and the other files for the user); every evaluation goes through `RunLoop.evaluate_on`.
+The checkpoint (`state.RunState`) holds the state before the next `ask`, so a resumed run ends
+where an uninterrupted one would. Beside it: `optimizers.generation`, `optimizers.restore`,
+`optimizers.rescore`, `optimizers.artifacts`; every evaluation goes through `RunLoop.evaluate_on`.
+In full (noise handling, saved searches, resumption): docs/tuning.md, 'The run loop, one generation'.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
-"""The search space: which solver settings a tuner varies, and the vector <-> solver config mapping.
+"""The search space (`Space` of `Param`s): the solver settings a tuner varies, vector <-> config.
 
 A parameter names a dotted ``path`` into the solver configuration mapping (``beam.width``,
 ``beam.score_share``, ``lookahead.depth``, ``beam.clear_min_height.0`` for a list entry) or an
 evaluator weight, ``evaluator.features.<feature>`` (the base configuration's evaluator is an inline
 mapping, `evaluators.Evaluator.to_dict`; a feature term given as a bare number or as a mapping
 ``{weight, delta, table}`` gets its weight set either way, and a feature the evaluator does not
-list yet is added as a plain term).
-
-Every optimizer works on real vectors, one gene per parameter:
+list yet is added as a plain term). Every tuner works on real vectors, one gene per parameter:
 
 - ``float``: the value itself, in [low, high];
 - ``int``: a real in [low, high], rounded to the nearest integer (halves up) when decoded;

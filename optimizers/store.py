@@ -1,24 +1,17 @@
-"""The files of a run directory, written so that a run killed at any moment can be resumed.
+"""The files of a run directory (`RunStore`), written so that a run killed at any moment can be
+resumed; their rows are typed records (`optimizers.records`).
 
-- ``evaluations.csv``: a row per evaluation, appended (and flushed) as each one finishes; at the end
-  of a generation the file is rewritten whole, sorted by (generation, index);
-- ``curves.jsonl``: the ``best_by_step`` curve of every simulated evaluation as plain integers
-  (``pandas.read_json(path, lines=True)`` opens it; older runs' lines hold an encoded text,
-  `fitness.decode_curve`, read too), appended before its row, so a row always has its curve;
-- ``rescore.csv``: the final re-scoring, a row per candidate, appended likewise;
-- ``generations.csv``, ``best.yaml``, ``recommendation.yaml`` (a tuner with a search distribution:
-  its mean), ``fitness.png``, ``checkpoint.npz`` (the run's state as data, `engine.statefile`):
-  rewritten atomically;
-- ``provenance.json``: where each session of the run ran (the commit, the versions, the machine).
-- ``in-play/``: the saved searches of candidates being simulated whose policy can save its search
-  (`tuner.IN_PLAY`), each removed once its evaluation is written down.
+``evaluations.csv``, ``curves.jsonl`` (each curve as plain integers; an older run's encoded text
+read through `fitness.decode_curve`) and ``rescore.csv`` are appended and flushed as each
+evaluation finishes, a curve before its row (evaluations.csv is rewritten whole, sorted by
+(generation, index), at the end of a generation); ``generations.csv``, ``best.yaml``,
+``recommendation.yaml``, ``fitness.png`` and ``checkpoint.npz`` are rewritten atomically;
+``provenance.json`` says where each session ran; `IN_PLAY` holds candidates' saved searches.
 
-A line cut short by a kill is dropped when the files are read back (and the files are rewritten
-clean before a resumed run appends to them); a line with a value no run writes (a NaN or infinite
-fitness, threshold or seconds) is a damaged line, and a (generation, index) twice in
-evaluations.csv is refused. A resume holds evaluations.csv to the checkpoint (`restore.check_against`:
-every finished generation's rows there, giving its statistics). The rows are typed records
-(`optimizers.records`).
+A line cut short by a kill is dropped when read back (the files are rewritten clean before a resume
+appends); a NaN or infinite fitness, threshold or seconds, or a (generation, index) twice, is
+`RunDamaged`; a resume holds evaluations.csv to the checkpoint (`restore.check_against`). In full:
+docs/tuning.md, 'Tuning runs'.
 """
 
 from __future__ import annotations

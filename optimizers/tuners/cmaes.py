@@ -1,26 +1,17 @@
-"""CMA-ES on DEAP's `deap.cma.Strategy`, stepped one generation at a time by the run loop.
+"""CMA-ES on DEAP's `deap.cma.Strategy` (`CMAES`, settings `CMAESConfig`), stepped by the run loop.
 
 The strategy lives in the unit cube (each gene's range scaled to [0, 1], as the swarm does), so
-``sigma`` is a share of every parameter's range. One generation:
+``sigma`` is a share of every parameter's range. Bounds (``bounds``): ``clip`` evaluates each draw
+clipped to the box and tells the strategy the clipped point; ``penalty`` evaluates the clipped
+point but tells the strategy the draw itself with its fitness lowered by ``penalty`` times its
+squared distance to the box (in range shares), which keeps the strategy's own statistics unbiased
+near a bound; ``resample`` draws again, up to `RESAMPLE_ROUNDS` times, each candidate that falls
+outside the box (the draws kept follow the distribution cut to the box, as Optuna's CMA-ES
+samples; one still outside after that is clipped).
 
-    candidates <- strategy.generate()      (lambda draws from N(centroid, sigma^2 C))
-    fitness    <- the run loop's evaluation of the candidates, held to the bounds (``bounds``)
-    strategy.update(candidates by fitness) (the mu best move the centroid; C and sigma adapt)
-
-Bounds (``bounds``): ``clip`` evaluates each draw clipped to the box and tells the strategy the
-clipped point; ``penalty`` evaluates the clipped point but tells the strategy the draw itself with
-its fitness lowered by ``penalty`` times its squared distance to the box (in range shares), which
-keeps the strategy's own statistics unbiased near a bound; ``resample`` draws again, up to
-`RESAMPLE_ROUNDS` times, each candidate that falls outside the box (the draws kept follow the
-distribution cut to the box, as Optuna's CMA-ES samples; one still outside after that is clipped).
-A penalty is in fitness units: where a fitness runs to millions (rows per game) the default penalty
-is too weak to pull the strategy back, and the candidates pile up on a bound.
-
-With ``init: point`` the centroid starts at the initial point and the first candidate of the first
-generation is that point itself (like every tuner here); with ``init: random`` the centroid is a
-uniform draw. DEAP draws from numpy's global random state: every call runs under
-`library_random`, the tuner's own state, saved with it. The checkpoint keeps the strategy's
-moving parts (`STRATEGY_STATE`); the rest follows from the settings it is made with again.
+DEAP draws from numpy's global random state: every call runs under `library_random`, the tuner's
+own state, saved with it. The checkpoint keeps the strategy's moving parts (`STRATEGY_STATE`); the
+rest follows from the settings it is made with again. In full: docs/tuning.md, 'Tuning runs'.
 """
 
 from __future__ import annotations
@@ -78,6 +69,18 @@ class CMAESConfig(TunerSettings):
 
 @register
 class CMAES(Tuner):
+    """CMA-ES in the unit cube, one generation per `ask` and `tell`:
+
+        candidates <- strategy.generate()      (lambda draws from N(centroid, sigma^2 C))
+        fitness    <- the run loop's evaluation of the candidates, held to the bounds (``bounds``)
+        strategy.update(candidates by fitness) (the mu best move the centroid; C and sigma adapt)
+
+    ``penalty`` is in fitness units: where a fitness runs to millions (rows per game) the default
+    penalty is too weak to pull the strategy back, and the candidates pile up on a bound
+    (docs/tuning.md, 'The optuna tuner', measures it). With ``init: point`` the centroid starts at
+    the initial point and the first candidate of the first generation is that point itself; with
+    ``init: random`` the centroid is a uniform draw."""
+
     name = "cmaes"
     Settings = CMAESConfig
 

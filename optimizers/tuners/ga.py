@@ -1,23 +1,17 @@
-"""A generational genetic algorithm on DEAP's operators, in a short explicit loop.
+"""A generational genetic algorithm on DEAP's operators, in a short explicit loop (`GA`).
 
 Generation 0 is the initial population (`Tuner.initial`). Each later generation is the
 ``elitism`` best distinct individuals ever (the hall of fame) followed by ``population - elitism``
-children: parents picked by the selection operator, then DEAP's ``varAnd`` (pairs mated with
-probability ``cxpb``, each child mutated with probability ``mutpb``), genes clipped to their bounds.
-An individual that comes through unchanged is not simulated again: the run's memo knows it.
+children: parents picked by the selection operator, then DEAP's ``varAnd``, genes clipped to their
+bounds; an individual that comes through unchanged is known to the run's memo.
 
-The operators are chosen by name from three tables, DEAP's style: each entry a plain function of
-one signature per kind, so adding an operator is one entry (the run config's choices are the
-tables' keys):
-
-- `SELECTIONS`: ``select(individuals, k, settings) -> list`` (``settings``: ``ga.selection``);
-- `CROSSOVERS`: ``mate(a, b, settings, bounds) -> (a, b)``, in place (``ga.crossover``); one that
-  cuts the genes at a point strictly inside needs `min_genes` of them;
-- `MUTATIONS`: ``mutate(individual, settings, bounds) -> (individual,)``, in place (``ga.mutation``).
-
-DEAP's operators draw from Python's `random`; every call runs under `library_random`, the GA's own
-state. Individuals are plain lists with a fitness; the checkpoint keeps them as arrays of genes
-and fitness (`individuals_state`).
+The operators are chosen by name from three tables, one signature per kind, so adding an operator
+is one entry: `SELECTIONS` ``select(individuals, k, settings) -> list`` (``ga.selection``),
+`CROSSOVERS` ``mate(a, b, settings, bounds) -> (a, b)`` in place (``ga.crossover``; `min_genes`:
+the fewest genes one works on) and `MUTATIONS` ``mutate(individual, settings, bounds) ->
+(individual,)`` in place (``ga.mutation``). DEAP's operators draw from Python's `random`: every
+call runs under `library_random`, the GA's own state. Individuals are plain lists with a fitness,
+kept in the checkpoint as arrays of genes and fitness (`individuals_state`). Keys: `GAConfig`.
 """
 
 from __future__ import annotations

@@ -1,43 +1,17 @@
-"""Optuna's samplers, TPE and CMA-ES, through its ask/tell interface: the ecosystem's baseline,
-stepped one generation at a time by the run loop like every tuner here.
+"""Optuna's samplers, TPE and CMA-ES, through its ask/tell interface (`OptunaTuner`): the
+ecosystem's baseline, stepped one generation at a time by the run loop like every tuner here.
 
-One generation: ``population`` trials asked of the study (`optuna.Study.ask` with the space's
-distributions, each parameter under its path: a float in [low, high], an int, a choice among its
-values), evaluated by the run loop, then told together. A finished candidate is a complete trial
-with its fitness; one the early abort stopped (our pruner) is a pruned trial whose last
-intermediate value is its fitness at the abort piece (`optuna.Trial.report` at step = that piece),
-as Optuna's own pruners leave a trial. TPE ranks pruned trials below complete ones, by how far
-they got; the CMA-ES sampler takes them in with that value (``consider_pruned``) or leaves them out.
+One generation: ``population`` trials asked of the study with the space's distributions, evaluated
+by the run loop, then told together; a candidate the early abort stopped is a pruned trial whose
+last intermediate value is its fitness at the abort piece. The first generation is the run's
+initial population, enqueued (Optuna learns the space from finished trials).
 
-Optuna learns the search space from finished trials, so neither sampler can model the first
-generation: it is the run's initial population, enqueued (`optuna.Study.enqueue_trial`): the
-initial point and Gaussian perturbations of it (``init_sigma`` of each range for TPE, ``sigma``
-for CMA-ES, whose first draws are those of our CMA-ES), or uniform samples under ``init: random``.
-TPE models from the second generation on (``startup`` trials at random first); the CMA-ES
-sampler starts its own first generation there, its mean at the initial point (``x0``) and its
-step ``sigma`` (``sigma0`` in Optuna's space scaled to [0, 1], a share of each range as ours).
-Optuna deprecates ``x0`` and ``sigma0`` for its version 6 (hence the dependency's bound).
-
-The study: the sampler reads it in memory (Optuna's in-memory storage), and in a run
-``study.db`` in the run directory (SQLite through Optuna's RDB storage) holds a copy of its told
-trials, each generation's written when they are told, so that ``optuna-dashboard
-sqlite:///runs/<run>/study.db`` shows it while the run goes on. Its study is named after the run
-directory (``-restart-<k>`` for a restart's tuner). The sampler's queries never touch the file:
-through the RDB storage every ask read the study back from SQLite, which cost more than a cheap
-fitness. The checkpoint keeps what the sampler is made with (its seed, and CMA-ES's ``x0``) and
-its random states (`sampler_random_states`); its history is the study, in study.db. A session (a resume) reopens
-study.db, first cuts it back to the trials the checkpoint had told (a session stopped while a
-generation was being told leaves trials the checkpoint does not know), and reads them into
-memory. The file is then rewritten through Optuna's storage API (every study copied, the cut one
-up to that trial, then renamed over study.db), so the resumed run asks the same trials under the
-same numbers and ends as an uninterrupted one.
-
-study.db is checked before use (`OptunaTuner._check_file`): a regular file that begins with
-SQLite's header, passes SQLite's quick check and has Optuna's tables; and the checkpoint keeps a
-digest of each generation's told trials (`trials_digest`: their numbers, states, parameters,
-values and intermediate values), compared with the trials read back. A file that is not a study,
-or whose told trials are not the ones the checkpoint told, is `RunDamaged` in one line saying how
-to go on, as is any error SQLite or SQLAlchemy raises on it.
+The sampler reads the study in memory; ``study.db`` in the run directory holds a copy of the told
+trials, for optuna-dashboard and for a resume, which cuts it back to the trials the checkpoint
+told (`trials_digest`) and reads them into memory. The file is checked before use
+(`OptunaTuner._check_file`); a file that is not the study, or whose told trials differ from the
+checkpoint's, is `RunDamaged`. The checkpoint keeps the sampler's seed and random states
+(`sampler_random_states`). In full: docs/tuning.md, 'The optuna tuner'.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
-"""Particle swarm optimisation on pyswarms' backend, stepped in the run's own loop.
+"""Particle swarm optimisation on pyswarms' backend (`PSO`, settings `PSOConfig`), stepped in the
+run's own loop.
 
 pyswarms 1.3.0 is unmaintained; only its backend is used (its ``optimize()`` has no per-iteration
 hook and no resume): `create_swarm`, the `Star` (global best) and `Ring` (local best) topologies
-(its Pyramid and Random topologies fail on numpy 2), and its boundary and velocity handlers. The
-swarm lives in the unit cube (each gene's range scaled to [0, 1]), so ``clamp`` and the coefficients
-mean the same for every parameter. One iteration:
-
-    cost = -fitness of the positions (evaluated by the run loop, like any generation)
-    personal bests  <- compute_pbest;  neighbourhood best <- topology.compute_gbest
-    velocity <- topology.compute_velocity (c1, c2, w; clamp; velocity handler)
-    position <- topology.compute_position (boundary handler)
+(`TOPOLOGIES`; its Pyramid and Random topologies fail on numpy 2), and its boundary and velocity
+handlers. The swarm lives in the unit cube (each gene's range scaled to [0, 1]), so ``clamp`` and
+the coefficients mean the same for every parameter.
 
 pyswarms draws from numpy's global random state; every call runs under `library_random`, the
 swarm's own state (seeded from the run's generator, saved with the swarm). The checkpoint keeps
@@ -119,6 +115,13 @@ class PSOConfig(TunerSettings):
 
 @register
 class PSO(Tuner):
+    """The swarm in the unit cube, one iteration per `ask` and `tell`:
+
+        cost = -fitness of the positions (evaluated by the run loop, like any generation)
+        personal bests  <- compute_pbest;  neighbourhood best <- topology.compute_gbest
+        velocity <- topology.compute_velocity (c1, c2, w; clamp; velocity handler)
+        position <- topology.compute_position (boundary handler)"""
+
     name = "pso"
     Settings = PSOConfig
 
