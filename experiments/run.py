@@ -9,11 +9,9 @@ resolved config), evaluations.csv, generations.csv, best.yaml (run it with pytho
 experiments.solve RUN/best.yaml), fitness.png, run.log and checkpoint.npz. An interrupted run
 (Ctrl-C, kill) continues with ``--resume RUN_DIR`` from its last finished generation, reading the
 evaluations already written back; only ``parallel.*`` may be overridden on resume.
-
 Every problem (a configuration, the runs folder, a dask scheduler, memory, a run's files that
 disagree on resume, a run another process holds) is one line ``error: <file>: <key>: <problem>``,
-exit status 2, found before anything is made: docs/tuning.md, "Tuning runs" (its guarantees).
-"""
+exit status 2, found before anything is made: docs/tuning.md, "Tuning runs" (its guarantees)."""
 
 from __future__ import annotations
 

@@ -9,11 +9,9 @@ confirmed the record's score, as one set (`engine.files.OutputSet`) under the lo
 (`engine.files.FolderLock`). A policy for unknown pieces plays ``online.games`` seeded games
 instead (or splitting estimates, `solver.online.splitting`) and writes the summary. A resumable
 policy (``segment``) saves its search in ``DIR.checkpoint.npz``; ``--resume DIR`` continues it.
-
 Every problem is one line, exit status 2, before the search; Ctrl-C or SIGTERM writes the best path
 so far (exit status 130). The folder, the lock, interrupts, memory checks and resuming in full:
-docs/policies.md, "The command".
-"""
+docs/policies.md, "The command"."""
 
 from __future__ import annotations
 

@@ -9,12 +9,10 @@ rules it plays the contest's 10,000-piece sequence without gravity (a record hol
 ``--save FILE`` writes the human's record when the game ends or on quit (q or Ctrl-C), after the
 project's replayer has confirmed its score.
 
-``--save`` is checked before the game starts (a file that can be written: not a folder, not under a
-file or a folder this process may not write in) and written atomically (`engine.files.write_text`):
-when writing it still fails after the game, the record is kept in a new file in the current folder
-(else printed) and the error line says where. Without a terminal (standard input or output
-redirected, an unknown TERM) the player does not start. Every such problem is one line, exit status 2.
-"""
+``--save`` is checked before the game starts and written atomically (`engine.files.write_text`).
+Without a terminal (standard input or output redirected, an unknown TERM) the player does not
+start. Every such problem is one line, exit status 2. In full: docs/family.md, "The terminal
+player"."""
 
 from __future__ import annotations
 

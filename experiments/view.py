@@ -6,15 +6,12 @@
 FILE is a record (plain, or either console line the contest accepted) or a solver ``summary.json``
 (its ``record.txt`` beside it is replayed under the rules and seed of its ``config``). The record is
 replayed by the engine (`engine.replay` with a trace) and every piece's board, lock, score and the
-next piece are embedded in one HTML file (base64 of little-endian arrays; no network, no external
-script). The page's HTML, CSS and JavaScript are the template ``experiments/templates/replay.html``
-(package data); the data is filled in per record. Without ``--out`` the file goes beside a
-summary.json (the solve's folder), or to the working folder for a record; the last line says
-where. "Piece n" is the game once n pieces have appeared
-and locked (piece 0: the empty board). Exit status: 0 written, 1 invalid record, 2 bad input (one
-line naming it, nothing left behind). What the page shows, its keys and the limits on FILE and
-``--out``: docs/tuning.md, "Replay viewer".
-"""
+next piece are embedded in one HTML file made from the template
+``experiments/templates/replay.html``. Without ``--out`` the file goes beside a summary.json (the
+solve's folder), or to the working folder for a record; the last line says where. "Piece n" is the
+game once n pieces have appeared and locked (piece 0: the empty board). Exit status: 0 written, 1
+invalid record, 2 bad input (one line naming it, nothing left behind). What the page shows, its keys
+and the limits on FILE and ``--out``: docs/tuning.md, "Replay viewer"."""
 
 from __future__ import annotations
 

@@ -1,35 +1,18 @@
 """Base + back-search: the 881,026 Go solver's approach, three modes over one lookahead kernel.
 
-Terms (pieces are 0-based here; a *mode* is which evaluator and lookahead chose a piece):
-
-- **base** (optional): the first pieces build a foundation of the bottom ``base_rows`` rows in which
-  every row has exactly one empty cell. They are chosen by the survival lookahead among placements
-  that fill none of those rows and leave at most one hole in each (`lookahead.base_allowed`),
-  each placement worth ``base_cell_value`` more per occupied cell in those rows (so the lookahead
-  fills them first).
-  The base is done once each of those rows holds ``width - 1`` cells; if no allowed placement
-  survives the lookahead first, or ``base_max_pieces`` pieces have not done it, the base is given
-  up where it stands and play goes on for points.
-- **points**: the points-first lookahead (its evaluator, ``depth``, ``keep_fraction``).
-- **death**: the lookahead of piece t finds no path that survives its depth (or no placement).
-  Piece t is then the *point of death*: the path is cut back ``backup`` pieces (never into the
-  base) and replayed from there by the survival-first lookahead up to and including piece t; then
-  points-first play resumes.
-- **survival**: the survival-first lookahead (its evaluator, ``survival_depth``,
-  ``survival_keep_fraction``). If it too finds death during a replay, the replay restarts
-  ``backup`` pieces further back, at most ``max_backups`` times per point of death; after that the
-  best placement is taken as it is, and the game stops (``stuck``) only when none survives.
-
-The threshold curve (early abort) is checked on the final path: piece t once no back-up can undo it
-any more, after piece t + ``backup`` x (1 + ``max_backups``), or at the end of the game; a failed
-check ends the path at piece t (``stop = "aborted"``).
+A *mode* is which evaluator and lookahead choose a piece (pieces are 0-based here): **base**
+(optional) builds the bottom ``base_rows`` rows, each with exactly one empty cell, by the survival
+lookahead among the placements `lookahead.base_allowed` lets through, and is given up where it
+stands when it cannot go on; **points** is the points-first lookahead; at a *point of death* (the
+points-first lookahead finds no path that survives its depth) the path is cut back ``backup``
+pieces, never into the base, and replayed by the **survival** lookahead through that piece, then
+points-first play resumes; a replay that dies too restarts further back, at most ``max_backups``
+times. The threshold curve is checked on the final path, once no back-up can undo a piece.
 
 The search is `lookahead.lookahead_choice` (numba); the loop over pieces, back-ups included, is one
-numba kernel too (`backsearch_run`, one `_step` per placement or back-up), so no Python runs per
-piece. Its knobs travel as one `BacksearchSettings`, its state (kept between calls, so progress can
-be shown between them) as one `BacksearchState`. Deterministic: no randomness, and ties are broken
-as in the lookahead policy.
-"""
+numba kernel too (`backsearch_run`), so no Python runs per piece; its knobs are one
+`BacksearchSettings`, its state one `BacksearchState`. Deterministic: no randomness, and ties are
+broken as in the lookahead policy. In full: docs/policies.md, "Base + back-search"."""
 
 from __future__ import annotations
 

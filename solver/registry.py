@@ -1,7 +1,7 @@
 """The solver's policies by name (`POLICIES`, an `engine.registry.Registry`: the idiom of everything
 found by name). A policy registers itself with the registry's decorator on its class, in its own
-module; everything that lists policies reads this registry: the `policy` key and the sections of
-`SolverConfig`, `solve`'s choice of how to play, the players' check that a policy plays unknown
+module, and everything that lists policies reads this registry: the `policy` key and the sections
+of `SolverConfig`, `solve`'s choice of how to play, the players' check that a policy plays unknown
 pieces, the configuration reference.
 
     @register                      # POLICIES.register
@@ -9,29 +9,10 @@ pieces, the configuration reference.
         name = "beam"
         Settings = BeamConfig      # its settings: the configuration section named after it
 
-    @register                      # a policy without settings declares none
-    class OnePly(OnlinePolicy):
-        name = "one_ply"
-        Bundle = OnePlyBundle
-        choose_kernel = choose_one_ply
-
-A policy class declares ``name`` (its name in a configuration, ``policy: <name>``, an identifier),
-``Settings`` (a pydantic model, its configuration section; None, the base classes' value, when it
-has none) and ``known_pieces``: True for a policy that plays the known sequence (`solver._base.Policy`),
-False for one that sees only the current piece and the preview and is scored on seeded games
-(`solver.online.OnlinePolicy`), which also declares ``Bundle`` (the NamedTuple class of its
-parameters and state as its kernel reads them, its own: the game loop finds the policy's kernel by
-it) and ``choose_kernel`` (that numba kernel). A section several policies read (``online``, how
-the seeded games are played) is registered with `register_section`.
-
-`SolverConfig` stands for the schema of the policies registered now (`schema`): a pydantic model
-made by `solver.config.solver_model` on its first use after a registration, kept until the next
-one, never changed. So the schema is made once when `discover` has imported every policy module of
-the project, and a policy registered later (a test's, a notebook's) is known to the next
-configuration made, through the `SolverConfig` every module imported; a configuration made before
-keeps the model it was made with. `discover` imports every public module of a package: a policy
-module is found by being there.
-"""
+What a policy class declares is checked on registration (`_entry`); a section several policies
+read (``online``) is registered with `register_section`. `SolverConfig` stands for the schema of
+the policies registered now (`schema`); `discover` imports every public module of a package, so a
+policy module is found by being there. How to add one: docs/extending.md, "A policy"."""
 
 from __future__ import annotations
 
@@ -117,9 +98,14 @@ def discover(package: str) -> None:
 
 
 def _entry(name: str, cls) -> Entry:
-    """A policy class as `POLICIES` keeps it (its `Entry`), checked: named by its ``name``, its
-    ``Settings`` a pydantic model or None, its ``known_pieces`` declared (and a policy for unknown
-    pieces its bundle and kernel)."""
+    """A policy class as `POLICIES` keeps it (its `Entry`), checked: named by its ``name`` (its name
+    in a configuration, ``policy: <name>``, an identifier), its ``Settings`` a pydantic model (its
+    configuration section) or None (the base classes' value, when it has none), its
+    ``known_pieces`` declared: True for a policy that plays the known sequence
+    (`solver._base.Policy`), False for one that sees only the current piece and the preview and is
+    scored on seeded games (`solver.online.OnlinePolicy`), which also declares ``Bundle`` (the
+    NamedTuple class of its parameters and state as its kernel reads them, its own: the game loop
+    finds the policy's kernel by it) and ``choose_kernel`` (that numba kernel)."""
     what = f"policy class {getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', repr(cls))}"
     declared = getattr(cls, "name", "")
     if not isinstance(name, str) or not name.isidentifier() or name != declared:
@@ -210,7 +196,11 @@ _schema: type[config.SolverKeys] | None = None
 
 def schema() -> type[config.SolverKeys]:
     """The solver configuration's model for every policy and section registered now, made on its
-    first use after a registration (`config_model`) and kept until the next one."""
+    first use after a registration (`config_model`) and kept until the next one, never changed. So
+    the schema is made once when `discover` has imported every policy module of the project, and a
+    policy registered later (a test's, a notebook's) is known to the next configuration made,
+    through the `SolverConfig` every module imported; a configuration made before keeps the model it
+    was made with."""
     global _schema
     made = _schema
     if made is None:

@@ -3,24 +3,14 @@ one call the game loop makes.
 
 A policy for unknown pieces (an *online* policy) sees only the board, the current piece and, when
 the game shows it, the preview; it never reads further along the sequence. One module per policy
-declares, on a class derived from `OnlinePolicy` and registered with `solver.registry.register`:
-
-- ``name``, and ``Settings``: its settings (a pydantic model, the configuration section named after
-  it), if it has any;
-- ``Bundle``: a NamedTuple class of its own, its parameters and state as its kernel reads them
-  (numba compiles it as a tuple), and `OnlinePolicy.new_bundle`, which builds one;
-- ``choose_kernel``: a numba kernel ``choose(bundle, board, shape, preview, t, rules, spec, ws)``
-  returning the index of the chosen placement of the current piece in ``ws.found[CURRENT]`` (-1
-  when none survives); ``rules`` is `engine.KernelRules`, ``spec`` the evaluator's
-  `EvaluatorSpec`, ``ws`` the shared `Workspace`;
-- ``allocates = False`` when that kernel allocates no array: its games then run without numba's
-  reference counting (`OnlinePolicy.allocates`).
+declares it on a class derived from `OnlinePolicy` (whose docstring lists what it declares: its
+``Bundle`` and its ``choose_kernel`` among them) and registered with `solver.registry.register`.
 
 The game loops (`solver.online.games`, `solver.online.splitting`) play a piece by `play_step`, the
 one online step: the piece appears, `choose` places it, `engine.lock.lock_step` locks it. `choose`
 is a numba overload that compiles, into the calling kernel, the kernel of the registered policy
-whose ``Bundle`` is the bundle's class: no dispatch code lists the policies.
-"""
+whose ``Bundle`` is the bundle's class: no dispatch code lists the policies. How to add one:
+docs/extending.md, "A policy"."""
 
 from __future__ import annotations
 
@@ -41,9 +31,20 @@ from ._kernels import CURRENT, workspace
 
 
 class OnlinePolicy:
-    """One policy for unknown pieces under ``rules`` with ``evaluator`` (see the module docstring
-    for what a subclass declares). ``bundle`` is its bundle for this configuration, ``ws`` its
-    workspace."""
+    """One policy for unknown pieces under ``rules`` with ``evaluator``. ``bundle`` is its bundle
+    for this configuration, ``ws`` its workspace. A subclass declares:
+
+    - ``name``, and ``Settings``: its settings (a pydantic model, the configuration section named
+      after it), if it has any;
+    - ``Bundle``: a NamedTuple class of its own, its parameters and state as its kernel reads them
+      (numba compiles it as a tuple), and `OnlinePolicy.new_bundle`, which builds one;
+    - ``choose_kernel``: a numba kernel
+      ``choose(bundle, board, shape, preview, t, rules, spec, ws)`` returning the index of the
+      chosen placement of the current piece in ``ws.found[CURRENT]`` (-1 when none survives);
+      ``rules`` is `engine.KernelRules`, ``spec`` the evaluator's `EvaluatorSpec`, ``ws`` the
+      shared `Workspace`;
+    - ``allocates = False`` when that kernel allocates no array: its games then run without
+      numba's reference counting (`OnlinePolicy.allocates`)."""
 
     name: ClassVar[str] = ""
     #: its settings: a pydantic model, the configuration section named after it (None: it has none)

@@ -3,28 +3,16 @@
 The tree alternates *decision nodes* (a board and the piece to place on it) and *after-states*
 (the board after one placement, with the points that lock scored). An after-state is a chance node:
 the next piece is the preview when it is known (the root's children), else a uniformly drawn shape,
-and each drawn shape gets its own decision node. One *simulation*:
+and each drawn shape gets its own decision node. One *simulation*: selection by UCT (`descend`,
+`select`, `follow`), expansion of a decision node on its first visit (`expand`), a rollout of
+``rollout`` drawn pieces placed by the 1-ply evaluator (`rollout`, `reward`), and
+back-propagation of the reward to every after-state on the path (`back_propagate`).
 
-1. selection (`descend`, `select`): from the root, at each decision node pick the after-state with
-   the highest UCT score ``q + c * sqrt(ln N / n)`` (``q``: its mean reward scaled to [0, 1] by
-   the least and greatest rewards seen this move; ``N``, ``n``: visits of the node and of the
-   after-state; ``c``: ``exploration``); an after-state never visited is taken first, the
-   highest-valued one first; then draw the next piece and descend (`follow`);
-2. expansion (`expand`): a decision node is expanded (all its placements locked, valued) on its
-   first visit;
-3. rollout (`rollout`, `reward`): from a newly visited after-state, ``rollout`` pieces drawn
-   uniformly are placed by the 1-ply evaluator;
-4. back-propagation (`back_propagate`): the reward, the points scored along the tree path and the
-   rollout plus ``value_weight`` times the evaluator value of the last placement (or
-   ``-death_penalty`` when the game was lost on the way; a path reaching the rules' last piece,
-   ``piece_limit``, ends there and is worth its points alone), is added to every after-state on
-   the path.
-
-The budget is ``simulations`` per move, or ``ms`` milliseconds per move when set. The move is the
-root's most visited after-state (ties: the higher value). Random draws come from a splitmix64
-generator (`solver._splitmix`) whose state the game loop seeds from the game's seed, so a game is
-reproducible.
-"""
+The budget is ``simulations`` per move, or ``ms`` milliseconds per move when set
+(`within_budget`); the move is the root's most visited after-state (`most_visited`). Random draws
+come from a splitmix64 generator (`solver._splitmix`) whose state the game loop seeds from the
+game's seed, so a game is reproducible. The settings: `MCTSConfig`; the policy beside the others:
+docs/family.md, "Policies for unknown pieces"."""
 
 from __future__ import annotations
 
@@ -258,7 +246,9 @@ def plant_root(tree, board, shape, t, rules, spec, ws):
 @inner
 def select(d, tree, exploration):
     """Selection at decision node ``d``: its highest-valued after-state never visited, else the
-    one with the highest UCT score."""
+    one with the highest UCT score ``q + c * sqrt(ln N / n)`` (``q``: its mean reward scaled to
+    [0, 1] by the least and greatest rewards seen this move; ``N``, ``n``: visits of the node and of
+    the after-state; ``c``: ``exploration``)."""
     nodes, after = tree.decisions, tree.after
     least, greatest = tree.rewards[LEAST], tree.rewards[GREATEST]
     best = -1
@@ -349,8 +339,10 @@ def rollout(board, t, preview, pieces, rules, spec, ws, rng):
 
 @inner
 def reward(walk, search, preview, rules, spec, ws):
-    """The reward of a simulation whose walk stopped at ``walk`` (not `FULL`): see the module
-    docstring, step 4."""
+    """The reward of a simulation whose walk stopped at ``walk`` (not `FULL`): the points scored
+    along the tree path and the rollout plus ``value_weight`` times the evaluator value of the last
+    placement, or ``-death_penalty`` when the game was lost on the way; a path reaching the rules'
+    last piece (``piece_limit``) ends there and is worth its points alone."""
     if walk.outcome == DEAD_END:
         return -search.death_penalty
     if walk.outcome == ENDED_PATH:

@@ -1,37 +1,18 @@
 """The mean length of games too long to play, estimated by multilevel splitting.
 
-A good 1-ply player on the standard 10 x 20 board clears millions of rows a game (Dellacherie's
-about 8 million, BCTS's tens of millions), and rows per game are roughly exponential, so measuring
-one player to ±20% takes about a hundred games and hours of CPU: no tuner can afford that per
-candidate. Tuning on smaller boards is cheaper but measures another event (the stack reaching 10
-or 12 rows, not 20), and the players it finds need not last longer on 20 rows.
+A game is a sequence of *cycles*: from a stack at most ``low`` rows high, the stack may climb
+through ``levels[0] < levels[1] < ...`` (heights in rows, after the lock and its clears) before it
+falls back to ``low`` or the game ends. Stage 0 (one game of ``pieces`` pieces) gives the rate
+``r`` per piece at which the stack climbs to ``levels[0]``; stage i + 1 (``trials`` continuations
+from boards kept at ``levels[i]``, on fresh pieces) gives the chance ``p_i`` that it climbs on to
+``levels[i + 1]`` (at the last level: the game ends) before it falls back. A game then lasts
+``1 / (r × Π p_i)`` pieces on average, its rows that times stage 0's rows per piece: fixed-effort
+multilevel splitting, seconds where the games it stands for would take hours.
 
-Splitting measures the event that ends a 10 x 20 game itself. A game is a sequence of *cycles*:
-a cycle starts when the stack is at most ``low`` rows high, and the stack may then climb through
-``levels[0] < levels[1] < ...`` (heights in rows, after the lock and its clears) before it falls
-back to ``low`` or the game ends. With
-
-- ``r`` the rate, per piece, at which the stack climbs to ``levels[0]`` from ``low`` (stage 0: one
-  game from the empty board, ``pieces`` pieces, restarted if it ends; the boards where it climbs
-  to ``levels[0]`` are kept), and
-- ``p_i`` the chance that a stack just arrived at ``levels[i]`` climbs to ``levels[i + 1]`` (for the
-  last level: the game ends) before it falls back to ``low`` (stage i + 1: ``trials`` continuations,
-  each from one of the boards kept at ``levels[i]`` drawn at random, on fresh pieces; the boards
-  where they arrive are kept for the next stage),
-
-a game ends at a rate of ``r × p_0 × p_1 × ...`` per piece, and lasts ``1 / (r × Π p_i)`` pieces
-on average; rows per game are that times the rows per piece of stage 0. A continuation that ends
-the game before it reaches the next level counts as reaching every level after it. This is
-fixed-effort multilevel splitting (Kahn and Harris 1951; Glasserman, Heidelberger, Shahabuddin and
-Zajic 1999): each stage costs about ``trials`` short excursions, so the estimate costs seconds
-where the games it stands for would take hours. It treats cycles as independent (the board left
-below ``low`` when a cycle ends differs little between cycles); how close the estimate comes to
-played games is measured in docs/benchmark-standard.md.
-
-``online.estimate: splitting`` makes a policy's score this estimate (its mean over
-``online.games`` independent estimates, seeds ``seed``, ``seed`` + 1, ...); the settings are in the
-``splitting`` section.
-"""
+``online.estimate: splitting`` makes a policy's score this estimate (`estimate`; ``online.games``
+of them pooled by `combine`), its settings the ``splitting`` section (`SplittingConfig`). In full,
+and how close it comes to played games: docs/benchmark-standard.md, "Estimating a game too long to
+play: multilevel splitting"."""
 
 from __future__ import annotations
 
@@ -287,9 +268,10 @@ def excursion(policy, loop, board: np.ndarray, pieces: Pieces, low: int, high: i
 
 
 def estimate(policy, settings: SplittingConfig, seed: int) -> Estimate:
-    """The splitting estimate of ``policy``'s mean game length (module docstring) from ``seed``:
-    the pieces of every stage come from the rules' source seeded with ``seed``, and the kept boards
-    each continuation starts from are drawn by a generator seeded with (``seed``, 1)."""
+    """The splitting estimate of ``policy``'s mean game length (the module's docstring; in full
+    docs/benchmark-standard.md) from ``seed``: the pieces of every stage come from the rules' source
+    seeded with ``seed``, and the kept boards each continuation starts from are drawn by a generator
+    seeded with (``seed``, 1)."""
     rules = policy.rules
     settings.check(rules.height)
     loop = _loop(policy)
