@@ -1,20 +1,17 @@
 """The exact, fast simulator of the Geek contest game and its family.
 
 Layers, lowest first: `rules` (a game as data, and `KernelRules`, the bundle kernels read),
-`board` (bitboard place, count and clear), `lock` (the one lock rule: score and game over, and the
-spawn), `movegen` (placements and routes), `record` (the contest's record format), `replay` (the
-contest engine's replay), `state` (one game between pieces), and over them `envs` (Gymnasium
-environments, imported on their own: the engine loads without gymnasium). Beside them, what every
-layer shares: `outcome` (how a game ended and why a search stopped: codes and the labels
-files write), `files` (files written whole or not at all, reads bounded by kind), `statefile` (a run's or a
-search's saved state as data, read back within bounds, never by running code), `validation` (the base of
-every configuration section, `validation.Strict`, and the one-line configuration error), `config`
-(configuration files and their ``key=value`` overrides), `paths` (dotted paths into configuration
-data), `registry` (the one idiom for whatever is found by name: rules presets, function tables,
-features, policies, tuners), `_jit` (the numba plumbing: kernels called only from kernels, tables of
-numba functions chosen by name, the numba type of a bundle, the on-disk cache), `parallel` (the
-worker pool: in process, loky or dask), `memory` (what a size will allocate, checked against
-the memory there is) and `provenance` (where a result came from, and the command as typed).
+`board` (bitboard place, count and clear), `lock` (the one lock rule and the spawn), `movegen`
+(placements and routes), `record` (the contest's record format), `replay` (the contest engine's
+replay), `state` (one game between pieces), and over them `envs` (Gymnasium environments, imported
+on their own: the engine loads without gymnasium). Beside them, what every layer shares: `outcome`
+(how a game ended and why a search stopped), `files` (files written whole or not at all, reads
+bounded by kind), `statefile` (saved state as data, never read by running code), `validation`
+(the base of every configuration section, `validation.Strict`, and the one-line error), `config`
+(configuration files and ``key=value`` overrides), `paths` (dotted paths into configuration data),
+`registry` (whatever is found by name), `_jit` (the numba plumbing and its on-disk cache),
+`parallel` (the worker pool: in process, loky or dask), `memory` (what a size will allocate,
+checked against the memory there is) and `provenance` (where a result came from): docs/engine.md.
 """
 
 from . import _jit  # noqa: F401  (first: numba's cache is set, and bundles typed by structure, before any kernel)

@@ -1,37 +1,17 @@
 """A piece's life under the rules: where it appears, and what its lock does. Written once.
 
 `lock_piece` is the one lock rule every policy, the game state and the replayer call: place the
-piece, count the board, apply the game-over rules in the contest engine's order, score the lock and
-clear the full rows. It returns a `LockResult`, the quantities counted after the piece was placed
-and before any row was cleared (the ones the rules score and end the game by). `lock_copy` is the
-same rule on a copy of a board, keeping the board as it was just before the clear (what an
-evaluator's placement features read). They are `engine._jit.decorators.inlined`: LLVM puts their code into each
-caller, as a call per child in a search's inner loop would otherwise cost more than the lock.
-`lock_piece_call` is `lock_piece` as a kernel of its own, called and not inlined, for the kernels
-that replay a finished path (the replayer, a path's scores and routes): there a call costs nothing
-measurable, and their code holds the lock once. `spawn_state` and `spawn_blocked` say where and
-whether the next piece appears; `lost` says whether a lock's end is a lost game (what every search
-avoids).
+piece, count the board, apply the game-over rules in the contest engine's order (`judge`), score
+the lock and clear the full rows. It returns a `LockResult`, the quantities counted after the piece
+was placed and before any row was cleared. `lock_copy` is the same rule on a copy of a board,
+keeping the board as it was just before the clear, and `lock_piece_call` the same rule called, not
+inlined, for the kernels that replay a finished path. `spawn_state` and `spawn_blocked` say where
+and whether the next piece appears; `lost` says whether a lock's end is a lost game.
 
 A *step* of a game is one piece's life as a player sees it: the piece appears, a placement is
 chosen, the piece is locked. `lock_step` is the step once the choice is made, and `Step` what it
-tells, as Gymnasium's step does: whether the game is over and lost (*terminated*: a blocked spawn,
-no placement, a top-out, an overflow) or stopped at the rules' last piece (*truncated*). The game
-loops of the policies for unknown pieces (`solver.online`), their rollouts, the protocol bot and
-the Gymnasium environments (`engine.envs`) all step through it.
-
-Game over, in this order (GEEK_RULES.md "Replay", then the family's other rules):
-1. ``top_out_all_rows`` and every row holds an occupied cell after the lock: ``TOP_TOUCHED``, the
-   piece scores nothing;
-2. the piece has cells above the board's top row (it *overflows* by ``above`` rows) and the rules'
-   ``overflow`` is `OVERFLOW_END`: ``OVERFLOW``, nothing is cleared and the piece scores nothing;
-   or it is `OVERFLOW_CLEAR_FIRST` and the lock fills fewer than ``above`` rows (a cell would stay
-   above the top once they are cleared): ``OVERFLOW``, the piece scores nothing. Under
-   `OVERFLOW_DISCARD` (the contest) such cells are dropped and the lock goes on;
-3. the piece is number ``piece_limit`` (1-based): ``PIECE_LIMIT``, it scores nothing;
-4. else the lock scores ``scores[f] x cells`` (``x 1`` unless ``score_by_cells``) for ``f`` full
-   rows, which are then removed; under `OVERFLOW_CLEAR_FIRST` the piece's cells above the top row
-   then move down by ``f`` rows onto the board.
+tells, as Gymnasium's step does (*terminated*, *truncated*). The game loops of `solver.online`, the
+protocol bot and the Gymnasium environments (`engine.envs`) all step through it.
 """
 
 from __future__ import annotations
@@ -95,7 +75,20 @@ def judge(rules, number, cells, full, occupied, above):
     """The rule of a lock of piece ``number`` (1-based) that left ``cells`` occupied cells, ``full``
     full rows and ``occupied`` rows holding a cell (counted after the piece was placed, before the
     clear) with ``above`` rows of the piece above the board's top row (`overflow_rows`): game over,
-    then the score (`lock_points`). Returns the `LockResult`; the caller removes ``lines`` rows."""
+    then the score (`lock_points`). Returns the `LockResult`; the caller removes ``lines`` rows.
+
+    Game over, in this order (GEEK_RULES.md "Replay", then the family's other rules):
+    1. ``top_out_all_rows`` and every row holds an occupied cell after the lock: ``TOP_TOUCHED``,
+       the piece scores nothing;
+    2. the piece has cells above the board's top row (it *overflows* by ``above`` rows) and the
+       rules' ``overflow`` is `OVERFLOW_END`: ``OVERFLOW``, nothing is cleared and the piece scores
+       nothing; or it is `OVERFLOW_CLEAR_FIRST` and the lock fills fewer than ``above`` rows (a cell
+       would stay above the top once they are cleared): ``OVERFLOW``, the piece scores nothing.
+       Under `OVERFLOW_DISCARD` (the contest) such cells are dropped and the lock goes on;
+    3. the piece is number ``piece_limit`` (1-based): ``PIECE_LIMIT``, it scores nothing;
+    4. else the lock scores ``scores[f] x cells`` (``x 1`` unless ``score_by_cells``) for ``f``
+       full rows, which are then removed; under `OVERFLOW_CLEAR_FIRST` the piece's cells above the
+       top row then move down by ``f`` rows onto the board."""
     if rules.top_out_all_rows and occupied == rules.height:
         return LockResult(TOP_TOUCHED, full, 0, cells, occupied)
     if above > 0:
@@ -189,7 +182,9 @@ def lock_counted(board, rules, shape, state, x, y, number, cells, occupied):
 @inlined
 def lock_piece(board, rules, shape, state, x, y, number):
     """Lock piece ``number`` (1-based) of ``shape`` in ``state`` centred at (x, y) on ``board``, in
-    place (placed, then full rows cleared); returns its `LockResult`."""
+    place (placed, then full rows cleared); returns its `LockResult`. It is `inlined`: LLVM puts its
+    code into each caller, as a call per child in a search's inner loop would cost more than the
+    lock."""
     piece = rules.cells[shape, state]
     place(board, piece, x, y)
     return settle(board, rules, number, piece, x, y)
@@ -197,15 +192,17 @@ def lock_piece(board, rules, shape, state, x, y, number):
 
 @inner
 def lock_piece_call(board, rules, shape, state, x, y, number):
-    """`lock_piece`, called rather than inlined (module docstring): same `LockResult`, same board."""
+    """`lock_piece`, called rather than inlined: same `LockResult`, same board. For the kernels that
+    replay a finished path (the replayer, a path's scores and routes): there a call costs nothing
+    measurable, and their code holds the lock once."""
     return lock_piece(board, rules, shape, state, x, y, number)
 
 
 @inlined
 def lock_copy(parent, rules, shape, state, x, y, number, locked, cleared):
     """`lock_piece` on a copy of ``parent``: ``locked`` receives the board with the piece placed,
-    before the clear (without its cells above the top row), and ``cleared`` the board after it;
-    ``parent`` is unchanged."""
+    before the clear (without its cells above the top row: what an evaluator's placement features
+    read), and ``cleared`` the board after it; ``parent`` is unchanged."""
     piece = rules.cells[shape, state]
     copy_rows(locked, parent)
     place(locked, piece, x, y)

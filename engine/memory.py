@@ -1,24 +1,16 @@
 """Memory: how much this process may use, and the check every size in a configuration passes.
 
 A size a user gives (a beam's width, a segment's nodes, a tuner's population, games, ...) is
-turned into an estimate of the bytes its search allocates (each schema's ``memory`` method) and
-compared with `available`, before anything is allocated: a size that would need more is refused
-as one line naming the key, the estimate and the memory there is, e.g.
+turned into an estimate of the bytes its search allocates (each schema's ``memory`` method, a list
+of `Need`), which `check` compares with `available` before anything is allocated: a size that
+would need more is refused as one `TooBig` line naming the key, the estimate and the memory there
+is, e.g.
 ``beam.width: 1,000,000,000 nodes need about 4.2 TiB of memory; this machine has 23.5 GiB available``.
 
-`available` is the least of three rooms, each named in the refusal:
-
-- the machine's available memory (``MemAvailable`` of ``/proc/meminfo``: free memory and the page
-  cache that can be dropped; the physical memory where the system does not say);
-- what the tightest memory limit of this process's cgroups leaves (cgroup v2 ``memory.max`` less
-  ``memory.current``, v1 ``memory.limit_in_bytes`` less ``memory.usage_in_bytes``; the inactive
-  file cache, which the kernel reclaims first, counted as room), over its cgroup and their
-  ancestors;
-- what ``RLIMIT_AS`` (``ulimit -v``) leaves: the limit less the address space this process has
-  mapped already (its ``VmSize``: numba and numpy map a great deal of it before anything is
-  allocated).
-
-`room` is that arithmetic on given figures.
+`available` is the least of three rooms, each named in the refusal: the machine's available
+memory (`machine_available`), what the tightest memory limit of this process's cgroups leaves
+(`cgroup_room`) and what ``RLIMIT_AS`` (``ulimit -v``) leaves of the address space this process
+has mapped already (`mapped`). `room` is that arithmetic on given figures.
 """
 
 from __future__ import annotations
@@ -76,7 +68,8 @@ def _fields(path: Path) -> dict[str, int]:
 
 
 def machine_available() -> int | None:
-    """The memory new allocations may take on this machine (``MemAvailable``), else `physical`."""
+    """The memory new allocations may take on this machine (``MemAvailable`` of ``/proc/meminfo``:
+    free memory and the page cache that can be dropped), else `physical`."""
     kib = _fields(Path("/proc/meminfo")).get("MemAvailable")
     return kib * 1024 if kib is not None else physical()
 
@@ -120,8 +113,9 @@ def _cgroup_dirs() -> list[tuple[str, Path]]:
 
 def cgroup_room() -> tuple[int, int] | None:
     """(limit, bytes in use) of this process's tightest cgroup memory limit (`_cgroup_dirs`): the
-    one that leaves the least; in use counts the cgroup's memory less its inactive file cache.
-    None when no cgroup limits memory."""
+    one that leaves the least (cgroup v2 ``memory.max`` less ``memory.current``, v1
+    ``memory.limit_in_bytes`` less ``memory.usage_in_bytes``); in use counts the cgroup's memory less
+    its inactive file cache, which the kernel reclaims first. None when no cgroup limits memory."""
     best = None
     for version, folder in _cgroup_dirs():
         limit = _read_number(folder / ("memory.max" if version == "v2" else "memory.limit_in_bytes"))
@@ -140,7 +134,8 @@ def cgroup_room() -> tuple[int, int] | None:
 
 
 def mapped() -> int:
-    """The address space this process has mapped (bytes): its ``VmSize``."""
+    """The address space this process has mapped (bytes): its ``VmSize`` (numba and numpy map a
+    great deal of it before anything is allocated)."""
     kib = _fields(Path("/proc/self/status")).get("VmSize")
     return kib * 1024 if kib is not None else 0
 

@@ -1,27 +1,17 @@
 """Things found by name, one idiom for every kind: the rules presets (`engine.rules.PRESETS`), the
 entries of a function table (`engine._jit.dispatch.FunctionTable`), the board features and tie-breaks
 (`evaluators.registry`), the policies (`solver.registry`) and the tuners (`optimizers.tuners`).
-
 A kind is one `Registry`; a thing joins it where it is defined, with the registry's decorator:
 
     TUNERS = Registry("tuner", error=TunerError)
 
-    @TUNERS.register                  # named by its ``name`` (a class's attribute; a function's __name__)
-    class CEM(Tuner):
+    @TUNERS.register          # named by its ``name`` (or ``@TUNERS.register("cem")``)
+    class CEM(Tuner):         # a value registers by the same call: ``PRESETS.register(Rules(...))``
         name = "cem"
-        Settings = CEMConfig          # what else its kind needs, it declares itself
 
-    @TIE_ORDERS.register("hash")      # or named in the decorator
-    @njit(cache=True)
-    def hash_order(boards, idx, out): ...
-
-    GEEK = PRESETS.register(Rules(name="geek", ...))   # a value: the same call, not as a decorator
-
-A kind checks (and may wrap) what it is given when it is registered (``entry``); a name is an
-identifier, registered once. Reading is the same for every kind: `names` (in registration order,
-or the kind's own), `get` (the entry, or one line naming the kind, the name and the known ones), and a
-read-only mapping (``name in R``, ``R[name]``, iteration). `discover` imports every public module of
-a package, so that a kind's modules are found by being there, never listed.
+A kind checks (and may wrap) what it is given (``entry``); a name is an identifier, registered once.
+Reading is the same for every kind: `Registry.names`, `Registry.get` and a read-only mapping;
+`Registry.discover` imports a package's public modules, so a kind's modules are never listed.
 """
 
 from __future__ import annotations

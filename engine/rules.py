@@ -3,16 +3,15 @@
 A `Rules` value says everything the kernels need to play one member of the family: the board size,
 the shape and state tables, where and in which state a piece appears, where the pieces come from,
 how a lock is scored, when the game is over and how many pieces it has at most. The kernels in
-`engine/` take the arrays derived here; a new variant is a new preset, never a new kernel.
-
-Terms used across the engine:
+`engine/` take the arrays derived here; a new variant is a new preset, never a new kernel. Terms
+used across the engine:
 
 - *shape*: one of the seven pieces, indexed 0..6 in the order I, L, J, T, O, S, Z for every preset.
 - *state*: one of a shape's four orientations, 0..3; a rotation goes from state s to (s + 1) mod 4.
 - *centre*: the anchor (cx, cy) of a piece; its cells are (cx + dx, cy + dy) for the state's four
   offsets (dx, dy). x grows to the right, y downwards (y = 0 is the top row).
 - *position*: (x, y, state) of the centre; *valid* when every cell has 0 <= x < width, y < height,
-  and is above the board (y < 0) or on an empty cell.
+  and is above the board (y < 0) or on an empty cell. In full: docs/engine.md, 'Rules as data'.
 """
 
 from __future__ import annotations

@@ -9,14 +9,8 @@ and scalars of numeric or boolean dtype among them. `write_state` writes it as o
 in place atomically (`engine.files.write_bytes`): ``state.json`` holds the tree (the file's
 ``kind`` and format ``version`` around it), each array replaced by a reference to its member
 ``arrays/<n>.npy`` in numpy's own format; ``numpy.load`` opens the file too (``allow_pickle``
-off). `read_state` reads it back within bounds: only a regular file (a FIFO, a device or a socket
-is refused at once), no larger than its limit, its members inflated no further than the sizes
-they declare and those sizes within the limit (so a small file that would inflate to gigabytes
-is refused before it is inflated), each member's checksum checked, each array's header checked
-against its bytes, no object arrays. Every problem is one `StateError` line naming the file.
-
-`Fields` reads a restored tree the way restoring code needs it: ``f.int("generation")`` is the
-value when it is an integer and a `StateError` naming the key otherwise.
+off). `read_state` reads it back within bounds, every problem one `StateError` line naming the
+file; `Fields` reads a restored tree the way restoring code needs it (``f.int("generation")``).
 """
 
 from __future__ import annotations
@@ -174,8 +168,13 @@ def _decode(value: Any, arrays: dict[int, np.ndarray]) -> Any:
 
 def read_state(path: str | Path, kind: str, limit: int) -> Any:
     """The tree saved in the state file ``path`` by `write_state` with the same ``kind``, read
-    within ``limit`` bytes on disk and inflated (see the module docstring); `StateError` in one
-    line otherwise."""
+    within ``limit`` bytes on disk and inflated; `StateError` in one line otherwise.
+
+    Only a regular file is read (a FIFO, a device or a socket is refused at once), no larger than
+    ``limit``; its members are inflated no further than the sizes they declare and those sizes must
+    be within the limit (so a small file that would inflate to gigabytes is refused before it is
+    inflated); each member's checksum is checked, each array's header checked against its bytes,
+    and no object array is taken."""
     path = Path(path)
     try:
         data = read_bytes(path, limit, "a state file")  # (a regular file only, within the limit)

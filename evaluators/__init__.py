@@ -1,5 +1,4 @@
-"""Evaluators: features of a placement (numba kernels, declared once in a registry), weighted by
-YAML presets.
+"""Evaluators: features of a placement (numba kernels, declared in a registry), weighted by presets.
 
 - `registry`: how a feature or a tie-break is declared (`board_feature`, `board_features`,
   `row_feature`, `placement_feature`, `tie_break`) and what is read from the declarations (names
@@ -7,13 +6,12 @@ YAML presets.
 - `kernels`: the kernels generated from the registry (`evaluate`, `board_values`,
   `feature_vector`, `priority`);
 - `features`: the built-in features and tie-breaks, and the column forms of those that have one;
-- `incremental`: a child valued from its parent's columns, what a 1-ply search pays per placement:
-  the features' forms (`incremental.column_form`, `incremental.local_rows`) and the kernels
-  generated from them (`incremental.column_view`, `incremental.evaluate_child`);
-- `evaluator`: the `Evaluator` (YAML, validated by pydantic <-> weights <-> `EvaluatorSpec`) and
-  `load_evaluator`.
+- `incremental`: a child valued from its parent's columns (`incremental.column_form`,
+  `incremental.evaluate_child`), what a 1-ply search pays per placement;
+- `evaluator`: the `Evaluator` (validated YAML <-> weights <-> `EvaluatorSpec`), `load_evaluator`.
 
-Importing compiles nothing: kernels compile (or load from numba's cache) on first call.
+Importing compiles nothing: kernels compile (or load from numba's cache) on first call. In full:
+docs/evaluators.md.
 """
 
 from . import features as _builtin  # noqa: F401  (registers the built-in features first)

@@ -3,25 +3,15 @@
 The YAML format (a file, a preset of ``evaluators/presets/``, or the same structure as a dict)::
 
     name: pierre_dellacherie          # optional; default: the file's stem ("inline" for a dict)
-    description: Pierre Dellacherie's six features (one line)      # optional
     features:                         # required, at least one; names from the feature registry
       landing_height: -45                 # shorthand: just a weight
-      eroded_cells: {weight: 34}
       holes: {weight: -20, delta: true}   # the change from the parent board (board features only)
       lines_cleared: {weight: 0.5, table: [[1, 0], [2, 100], [3, 500], [4, 1000]]}
     tie_break: pd_priority            # optional: null (default) or a registered tie-break
 
-Keys of a feature: ``weight`` (a number, required), ``delta`` (true/false, default false),
-``table`` (null, default, or a list of ``[threshold, value]`` pairs, thresholds strictly
-increasing). A feature's term is ``weight * t(v)``, where v is the feature's value (minus the parent
-board's value when ``delta``) and t the step table: the value of the last pair whose threshold is
-``<= v``, 0 below the first threshold; without a table t(v) = v. ``tie_break`` names how a policy
-orders placements of equal value (`registry.tie_break`). Numbers may be written ``1e9`` (YAML 1.2
-style) as well as ``1.0e+9``.
-
-The schema is pydantic (`EvaluatorFile`, `TermFile`), as every configuration of the workbench; every
-problem raises `EvaluatorError` with one line ``"<file or origin>: <dotted key>: <problem>"``, e.g.
-``evaluators/presets/x.yaml: features.holse: unknown feature (known: aggregate_height, ...)``.
+`load_evaluator` reads it into an `Evaluator`; the schema is pydantic (`EvaluatorFile`, `TermFile`),
+and every problem raises `EvaluatorError` in one line ``"<file or origin>: <dotted key>: <problem>"``.
+A feature's term, its step table and the keys' defaults: docs/evaluators.md, 'The YAML format'.
 """
 
 from __future__ import annotations

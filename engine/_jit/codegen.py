@@ -5,24 +5,13 @@ the LLVM modules of the functions it calls, runs LLVM's module optimisation over
 emits machine code. A kernel calling another therefore optimises and emits that callee's code
 again inside its own, so a call tree of depth d has its leaves optimised and emitted about d
 times. Most of the project's kernels (the beam's stages, move generation, the features) are only
-ever called from other kernels (`engine._jit.decorators.inner`), and their own machine code is never run.
-
-`DeferredLibrary` finalises by linking alone; the module optimisation and the machine code come
-when code is first asked for: the address of a function defined in it (numba asks for a kernel's
-CPython wrapper as it compiles it, so a kernel Python calls is emitted then), its assembly, or its
-object code for the cache. A kernel without the wrapper is never emitted on its own: the kernels
-Python calls link its (function-optimised) module and optimise it once, with theirs. Measured on
-the Quickstart's compile from an empty cache (`docs/performance.md`): LLVM's module passes and
-code emission took 2.9 s instead of 13.7 s, the same records.
-
-Caching: a library never emitted is saved in numba's cache as its linkable module (kind
-``deferred``), which only a process that installed this class can load. So it is written only to
-the project's cache folders (`engine._jit.cache.ProjectLocator`, whose folder names carry
-`engine._jit.stamps.CODE_FORMAT`, so an older checkout sharing the machine's cache never meets
-one); anything else numba caches is emitted first and saved as numba saves it.
+ever called from other kernels (`engine._jit.decorators.inner`), and their own machine code is
+never run. `DeferredLibrary` finalises by linking alone and optimises and emits when code is first
+asked for, so such a kernel is optimised once, inside each kernel Python calls.
 
 `install` runs when the engine is imported (before any kernel compiles or loads); it leaves numba
-as it is when its code library is not the one this was written against.
+as it is when its code library is not the one this was written against. The figures:
+docs/performance.md, 'Machine code once, in the kernels Python calls'.
 """
 
 from __future__ import annotations
@@ -51,7 +40,19 @@ def _dynamic_globals(module) -> list[str]:
 
 class DeferredLibrary(_cg.JITCodeLibrary):
     """numba's JIT code library, with its module optimisation and code emission left until code is
-    asked for (module docstring)."""
+    asked for.
+
+    It finalises by linking alone; the module optimisation and the machine code come when code is
+    first asked for: the address of a function defined in it (numba asks for a kernel's CPython
+    wrapper as it compiles it, so a kernel Python calls is emitted then), its assembly, or its
+    object code for the cache. A kernel without the wrapper is never emitted on its own: the
+    kernels Python calls link its (function-optimised) module and optimise it once, with theirs.
+
+    Caching: a library never emitted is saved in numba's cache as its linkable module (kind
+    ``deferred``), which only a process that installed this class can load. So it is written only
+    to the project's cache folders (`engine._jit.cache.ProjectLocator`, whose folder names carry
+    `engine._jit.stamps.CODE_FORMAT`, so an older checkout sharing the machine's cache never meets
+    one); anything else numba caches is emitted first and saved as numba saves it."""
 
     #: linked but not yet optimised as a module nor emitted
     _deferred = False

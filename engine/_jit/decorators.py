@@ -1,39 +1,16 @@
 """Kernels that other kernels call: compiled without numba's CPython wrapper.
 
-numba compiles, beside every kernel, a wrapper that lets Python call it: it unboxes each argument
-from its Python object. For a kernel taking the project's bundles (a beam's state of 28 arrays,
-its settings, the rules) that wrapper costs about as much to compile as the kernel itself, and a
-kernel called only from other kernels never uses it. `inner` compiles a kernel without it:
+numba compiles, beside every kernel, a wrapper that lets Python call it: for a kernel taking the
+project's bundles (a beam's state of 28 arrays, its settings, the rules) it costs about as much to
+compile as the kernel, and a kernel called only from kernels never uses it. `inner` (written as
+``njit`` is: ``@inner``, ``@inner(parallel=True)``) compiles a kernel without it.
 
-    @inner
-    def lock_nodes(lo, hi, st, kids, shape, number, rules, cfg, ruled): ...
-
-A call from Python (a test, a benchmark) still works: it goes to a twin of the kernel compiled
-with the wrapper on first use and cached apart (its own entries, named ``<name>_from_python``),
-so only the code paths Python actually calls pay for a wrapper. Everything else is numba's
-``njit(cache=True)``: ``@inner(parallel=True)`` passes options on. Without the wrapper, an inner
-kernel's machine code is never emitted on its own either: only inside the kernels Python calls
-(`engine._jit.codegen`).
-
-An integer constant in a calling kernel reaches numba typed as its value (``Literal[int](0)``), and
-numba compiles the callee afresh for each such value: ``place_nodes(0, n, ...)`` and
-``place_nodes(c * n // chunks, ...)`` were two compiles of one kernel, and the evaluators' `term`,
-called with its slot's number, one per slot. An inner kernel is compiled for the integer's plain
-type instead (`InnerDispatcher.get_call_template`); a boolean constant stays a compile-time value, as
-kernels use it to choose code (``search(..., store=True)``).
-
-A small kernel on a search's inner path (the lock, the board's row operations, the move generator's
-steps, an evaluator's value) is `inlined`: an inner kernel compiled once per signature and cached
-like any other, whose machine function carries LLVM's ``alwaysinline`` (numba's ``forceinline``), so
-LLVM puts its code into every kernel calling it when that kernel's module is optimised. numba's own
-inlining (``inline="always"``) also puts the callee's code into the caller, but types and lowers the
-callee's whole tree again in every caller it compiles: with LLVM's, the 1-ply choice of one
-evaluator layout compiled in two thirds of the time and its game ran as fast or faster
-(`docs/performance.md`). A plain call is not inlined by LLVM across numba's calling convention (each
-array argument passes as its seven fields): it cost the 1-ply game half its speed. numba passes a
-kernel's ``forceinline`` down to the kernels first compiled while it compiles, so whether a kernel
-is inlined would depend on which caller compiled it first: here a kernel is inlined only when it
-says so (`_own_forceinline`).
+A call from Python still works, through a twin compiled with the wrapper (`InnerDispatcher`), and
+an integer constant argument compiles an inner kernel for its plain type, not once per value
+(`InnerDispatcher.get_call_template`). `inlined` is an inner kernel that LLVM inlines into every
+kernel calling it, for the small kernels on a search's inner path; `KernelCall` is a kernel at the
+argument types a search calls it with. The figures: docs/performance.md, 'The numba cache' and
+'Small kernels inlined by LLVM'.
 """
 
 from __future__ import annotations
@@ -63,7 +40,12 @@ class InnerDispatcher(CPUDispatcher):
         return twin(*args, **kwargs)
 
     def get_call_template(self, args, kws):
-        """numba's, with integer constants taken as their plain type (module docstring)."""
+        """numba's, with integer constants taken as their plain type. An integer constant in a
+        calling kernel reaches numba typed as its value (``Literal[int](0)``), and numba would
+        compile the callee afresh for each such value: ``place_nodes(0, n, ...)`` and
+        ``place_nodes(c * n // chunks, ...)`` two compiles of one kernel, and the evaluators'
+        `term`, called with its slot's number, one per slot. A boolean constant stays a
+        compile-time value, as kernels use it to choose code (``search(..., store=True)``)."""
         args = tuple(_plain(a) for a in args)
         kws = {k: _plain(v) for k, v in kws.items()}
         return super().get_call_template(args, kws)
@@ -139,8 +121,16 @@ class _InlinedTwin(_PlainReturns, CPUDispatcher):
 
 
 def inlined(fn=None, /, **options):
-    """`inner` with LLVM's ``alwaysinline`` (see the module docstring), for small kernels on a
-    search's inner path. Compiled once for every caller, so without numba's reference counting
+    """`inner` with LLVM's ``alwaysinline`` (numba's ``forceinline``), for small kernels on a
+    search's inner path (the lock, the board's row operations, the move generator's steps, an
+    evaluator's value): compiled once per signature and cached like any other, and LLVM puts its
+    code into every kernel calling it when that kernel's module is optimised. numba's own inlining
+    (``inline="always"``) also puts the callee's code into the caller, but types and lowers the
+    callee's whole tree again in every caller it compiles; a plain call is not inlined by LLVM
+    across numba's calling convention (each array argument passes as its seven fields). The
+    figures: docs/performance.md, 'Small kernels inlined by LLVM'.
+
+    Compiled once for every caller, so without numba's reference counting
     (``_nrt=False``), which its callers may or may not do: it allocates nothing (numba refuses to
     compile one that does) and returns plain values only, no array (`InlinedDispatcher`)."""
 
@@ -155,7 +145,9 @@ def inlined(fn=None, /, **options):
 def _own_forceinline(finalize):
     def wrapped(self, flags, options):
         """numba's, except that a kernel not asking for ``forceinline`` is compiled without it,
-        whichever kernel's compile it is compiled in (module docstring)."""
+        whichever kernel's compile it is compiled in: numba passes a kernel's ``forceinline`` down
+        to the kernels first compiled while it compiles, so whether a kernel is inlined would
+        depend on which caller compiled it first."""
         explicit = flags.is_set("forceinline")
         finalize(self, flags, options)
         if not explicit:
@@ -170,7 +162,12 @@ if not getattr(CPUTargetOptions.finalize, "_own", False):
 
 
 def inner(fn=None, /, **options):
-    """``njit(cache=True, **options)`` without the CPython wrapper (see the module docstring)."""
+    """``njit(cache=True, **options)`` without the CPython wrapper, for a kernel only other kernels
+    call (``@inner(parallel=True)`` passes options on). A call from Python (a test, a benchmark)
+    goes to a twin of the kernel compiled with the wrapper on first use and cached apart (its own
+    entries, named ``<name>_from_python``), so only the code paths Python actually calls pay for a
+    wrapper. Without the wrapper, an inner kernel's machine code is never emitted on its own
+    either: only inside the kernels Python calls (`engine._jit.codegen`)."""
 
     def compile_(f):
         kernel = njit(cache=True, no_cpython_wrapper=True, **options)(f)

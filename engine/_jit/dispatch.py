@@ -2,7 +2,6 @@
 is a table of functions of one signature, and the choice travels into kernels as a token.
 
     TIE_ORDERS = FunctionTable("beam.tie_order")
-
     @TIE_ORDERS.register("hash")
     @njit(cache=True)
     def hash_order(boards, idx, out): ...
@@ -11,15 +10,8 @@ is a table of functions of one signature, and the choice travels into kernels as
     order = TIE_ORDERS.token("hash")          # validated: an unknown name is a ValueError
     ...inside a kernel:  tie_keys(order, boards, idx, out)
 
-The token is a `Static`: its numba type holds the table and the entry, and `FunctionTable.call` is a numba overload
-that picks the entry when the calling kernel is compiled: no run-time branch, no code restating the
-names, and numba's cache keys the compiled kernel on the token's type, so each choice is compiled
-(and cached on disk) once. Adding a variant is one decorated function. A table is a
-`engine.registry.Registry` like every other kind found by name (``names()``, ``get(name)``).
-
-Several tables can follow one choice: tables made with the same ``chosen_by`` name accept each
-other's tokens, so one token in a kernel's settings picks an entry in each (a beam's stages, each
-run in this thread or over numba's threads, follow one ``beam.threads`` token).
+The entry is picked when the calling kernel is compiled, so each choice is compiled and cached
+once; tables made with the same ``chosen_by`` name follow one token (`FunctionTable`).
 """
 
 from __future__ import annotations
@@ -118,8 +110,17 @@ class Token(Static):
 
 
 class FunctionTable(Registry):
-    """Named numba functions of one signature (see the module docstring): a `Registry` whose entries
-    are numba functions, with `call` and `token`."""
+    """Named numba functions of one signature (the module docstring shows one in use): a `Registry`
+    whose entries are numba functions, with `call` and `token`.
+
+    The token is a `Static`: its numba type holds the table and the entry, and `call` is a numba
+    overload that picks the entry when the calling kernel is compiled: no run-time branch, no code
+    restating the names, and numba's cache keys the compiled kernel on the token's type, so each
+    choice is compiled (and cached on disk) once. Adding a variant is one decorated function.
+
+    Several tables can follow one choice: tables made with the same ``chosen_by`` name accept each
+    other's tokens, so one token in a kernel's settings picks an entry in each (a beam's stages, each
+    run in this thread or over numba's threads, follow one ``beam.threads`` token)."""
 
     def __init__(self, name: str, chosen_by: str | None = None):
         if name in _TABLES:

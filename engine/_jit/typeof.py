@@ -3,20 +3,12 @@
 A kernel called from Python types each argument. numba does it in C for arrays, numbers and tuples
 of them, and caches the type under a fingerprint of the value. A tuple holding a `Static` (the
 rules' tokens, an evaluator's `Kind`) has no fingerprint, and numba then types it in Python at
-every call, field by field, building each field's type anew: 140 us for the rules and 40 us for an
-evaluator's spec, more than many kernels take to run. Here a named tuple (a kernel's bundle) is
-typed by looking up its structure instead: its class and, for each field, the field's key (a
-`Static` itself, a nested tuple's key, an int's numba type, else numba's fingerprint with the
-value's class), which together determine numba's type. A plain tuple, and a named tuple with a
-field that has no key (a string, say), are typed by numba's own rule, as before. `engine/__init__.py`
-installs it; no kernel depends on this module, so editing it recompiles nothing.
-
-A bundle passed again (the same object: the rules' and the evaluator's, at every call of a loop
-driven from Python) is found by its identity, not by its key. The entry holds the bundle (so its
-identity is not reused) and its arrays with their fingerprints, checked at each hit: an array's
-type can change in place (its ``writeable`` flag, an in-place reshape), every other field
-(`Static`, int, float, bool, a nested tuple) cannot. A bundle with a field of any other kind is not
-kept so. Typing the rules' bundle so takes under 2 us instead of about 14.
+every call, field by field, building each field's type anew: more than many kernels take to run.
+`typeof_tuple` types a named tuple (a kernel's bundle) by its identity when the same object is
+passed again, else by looking up its structure; a plain tuple, and a named tuple with a field that
+has no key, are typed by numba's own rule. Importing `engine._jit` installs it; no kernel depends
+on this module, so editing it recompiles nothing. The figures: docs/performance.md, 'Calls from
+Python'.
 """
 
 from __future__ import annotations
@@ -60,8 +52,19 @@ def _arrays(v, out: list) -> bool:
 
 @typeof_impl.register(tuple)
 def typeof_tuple(val, c):
-    """numba's type of the tuple ``val``; a named tuple's by its identity or from the lookup
-    (module docstring)."""
+    """numba's type of the tuple ``val``; a named tuple's by its identity or from the lookup.
+
+    The lookup: a named tuple's class and, for each field, the field's key (a `Static` itself, a
+    nested tuple's key, an int's numba type, else numba's fingerprint with the value's class), which
+    together determine numba's type. A plain tuple, and a named tuple with a field that has no key
+    (a string, say), are typed by numba's own rule.
+
+    A bundle passed again (the same object: the rules' and the evaluator's, at every call of a loop
+    driven from Python) is found by its identity, not by its key. The entry holds the bundle (so its
+    identity is not reused) and its arrays with their fingerprints, checked at each hit: an array's
+    type can change in place (its ``writeable`` flag, an in-place reshape), every other field
+    (`Static`, int, float, bool, a nested tuple) cannot. A bundle with a field of any other kind is
+    not kept so."""
     if type(val) is tuple:
         return _numba_tuple_typeof(val, c)
     hit = _by_identity.get(id(val))

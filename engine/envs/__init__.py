@@ -5,11 +5,9 @@
     env = gym.make("tetris_workbench/Standard-v0")
 
 (or ``gym.make("engine.envs:tetris_workbench/Standard-v0")``, which imports it). The games
-(`GAMES`): ``Standard-v0``, the literature's 10 x 20 game (rules preset ``standard``, seeded uniform
-pieces, no preview, reward = rows cleared); ``Classic-v0``, the classic 12 x 26 game (``classic``,
-reward = its points); ``Geek-v0``, the contest's fixed 10,000-piece sequence (``geek``, reward = the
-contest engine's points, `engine.lock`'s scoring). Keyword arguments of ``gym.make`` go to
-`TetrisEnv` (``rules="standard_10x10"``, ``max_pieces=1000``, ``reward="points"``, ...).
+(`GAMES`): ``Standard-v0`` (rules preset ``standard``, reward = rows cleared), ``Classic-v0``
+(``classic``, reward = its points) and ``Geek-v0`` (``geek``, the contest's fixed sequence, reward =
+the contest engine's points). Keyword arguments of ``gym.make`` go to `TetrisEnv`.
 
 Modules: `tetris` (`TetrisEnv`: one game, its spaces, rewards, ends and seeding), `vector`
 (`TetrisVectorEnv`: a batch of games stepped by one kernel call, ``gym.make_vec``'s default for

@@ -1,28 +1,17 @@
-"""`TetrisEnv`: one game of the family as a Gymnasium environment, over the engine's own lock rule
-and move generator.
+"""`TetrisEnv`: one game of the family as a Gymnasium environment, over the engine's lock and moves.
 
-- *Action*: ``Discrete(4 x width)``, action ``a = state x width + column`` (``divmod(a, width)``):
-  the piece turned to ``state`` with its leftmost cell in ``column``, placed at the lowest resting
-  position it reaches there (`engine.envs._kernels`). ``action_mask`` (in the observation and in
-  ``info``, int8) marks the legal actions of the current piece, one per distinct placement. An
-  illegal action (in the space, masked out) is played as the first legal one (the lowest index;
-  ``info["illegal_action"]`` says so) or, with ``illegal_action="raise"``, raises ValueError. A
-  value outside the action space always raises ValueError.
-- *Observation*: a ``spaces.Dict`` of ``board`` (``Box`` of 0/1 cells, int8, (height, width), row 0
-  the top), ``piece`` (the current shape, 0..6 = I, L, J, T, O, S, Z), ``preview`` (the next shape;
-  only under rules that show it, `engine.rules.Rules.preview`) and ``action_mask``.
-- *Reward*: ``reward="rows"``, the rows the lock cleared; ``"points"``, the points the rules score
-  for it (`engine.lock`: under the Geek rules cells on the board x (1, 3, 6, 10), nothing for the
-  10,000th piece); a lock that ends the game gets 0 either way.
-- *Episode end*: ``terminated`` when the game is lost: a lock that touches the top or overflows
-  (the rules' end, `engine.lock.judge`), or a next piece whose spawn is blocked (``spawn_blocked``)
-  or that has no placement (``stuck``); ``truncated`` at a piece limit: the rules' own (``piece_limit``,
-  the Geek game's 10,000th piece) or ``max_pieces`` (``capped``). ``info["end"]`` names it.
-- *Seeding*: under rules of uniform pieces (`engine.rules.PieceSource` ``kind="uniform"``) the
-  pieces are drawn from the environment's ``np_random``, so ``reset(seed=k)`` plays the pieces of
-  the project's seeded game ``k`` (`engine.rules.Rules.sequence` with seed ``k``: the same PCG64
-  stream, `solver.online.games`). Under the contest's LCG the sequence is the rules' own, whatever
-  the seed.
+- *Action*: ``Discrete(4 x width)``, ``a = state x width + column``: the piece turned to ``state``
+  with its leftmost cell in ``column``, placed at the lowest resting position it reaches there
+  (`engine.envs._kernels`); ``action_mask`` marks the legal ones, an illegal one is played as the
+  first legal one or raises (``illegal_action="raise"``).
+- *Observation*: a ``spaces.Dict`` of ``board``, ``piece``, ``preview`` (only under rules that show
+  it, `engine.rules.Rules.preview`) and ``action_mask``.
+- *Reward*: the rows the lock cleared (``reward="rows"``) or the points the rules score for it
+  (``"points"``); 0 for a lock that ends the game.
+- *Episode end*: ``terminated`` when the game is lost, ``truncated`` at a piece limit (the rules' or
+  ``max_pieces``); ``info["end"]`` names it.
+- *Seeding*: under uniform pieces ``reset(seed=k)`` plays the project's seeded game ``k``; under
+  the contest's LCG the sequence is the rules' own. In full: docs/envs.md.
 """
 
 from __future__ import annotations
@@ -52,7 +41,7 @@ ILLEGAL = ("first", "raise")
 
 class TetrisEnv(gym.Env):
     """A game under ``rules`` (a preset's name or an `engine.rules.Rules`) as a Gymnasium
-    environment (module docstring: actions, observations, rewards, ends, seeding).
+    environment (actions, observations, rewards, ends and seeding: docs/envs.md).
 
     ``reward``: ``"rows"`` or ``"points"``; ``max_pieces``: truncate after that many pieces (None:
     the rules' piece limit, if any); ``illegal_action``: ``"first"`` or ``"raise"``;
