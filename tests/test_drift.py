@@ -379,3 +379,20 @@ def test_no_source_module_is_longer_than_the_limit():
     sizes = {p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in modules}
     long = [f"{name} ({n} lines)" for name, n in sizes.items() if n > MAX_MODULE_LINES]
     assert not long, f"modules over {MAX_MODULE_LINES} lines, to split along their seams: {long}"
+
+
+#: the most lines a module's docstring may have: what the module is for, its main names, where to
+#: read more (the details live with the functions and classes, the measurements in docs/)
+MAX_DOCSTRING_LINES = 15
+
+
+def test_no_module_docstring_is_longer_than_the_limit():
+    import ast
+
+    modules = [p for folder in SOURCE_FOLDERS for p in sorted((ROOT / folder).rglob("*.py"))]
+    long = []
+    for p in modules:
+        doc = ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")), clean=False)
+        if doc is not None and doc.count("\n") + 1 > MAX_DOCSTRING_LINES:
+            long.append(f"{p.relative_to(ROOT).as_posix()} ({doc.count(chr(10)) + 1} lines)")
+    assert not long, f"module docstrings over {MAX_DOCSTRING_LINES} lines, to say only what the module is for: {long}"
