@@ -408,7 +408,7 @@ def test_a_candidate_stopped_in_its_search_goes_on_from_it_when_the_run_resumes(
 
     def loading(self, kcfg):
         state = load(self, kcfg)
-        loaded.append(state[3])  # the piece index it goes on from
+        loaded.append(state.next_index)  # the piece index it goes on from
         return state
 
     monkeypatch.setattr(Segment, "layer_stop", stop_in_the_third)
