@@ -171,49 +171,44 @@ class SearchState:
         makes and every index within its range (a value out of range would be read out of bounds by
         the kernels); `StateError` naming the key otherwise. The version and fingerprint are the
         caller's to check."""
-        return cls(*_checked(f, kcfg, height, n))
-
-
-def _checked(f: Fields, kcfg: SegmentSettings, height: int, n: int) -> tuple:
-    """`SearchState.from_state`'s fields, checked, in its order."""
-    blank = new_table(kcfg, height)
-    t = f.sub("table")
-    table = Table(**{k: t.array(k, a.dtype, shape=a.shape) for k, a in blank._asdict().items()})
-    if table.count.min(initial=0) < 0 or table.count.max(initial=0) > kcfg.states:
-        t.fail("table.count", f"bucket counts outside [0, {kcfg.states}]")
-    h = f.sub("history")
-    first = [h.int("first", 0, value=v) for v in h.list("first")]
-    blocks, total = [], 0
-    for k, b in enumerate(h.subs("blocks")):
-        score = b.array("score", np.int64, ndim=1)
-        m = len(score)
-        block = {"index": b.int("index", 0, n), "score": score, "parent": b.array("parent", np.int64, shape=(m,)),
-                 "start": b.array("start", np.int64, shape=(m,)), "length": b.array("length", np.int64, shape=(m,)),
-                 "codes": b.array("codes", np.int16, ndim=1)}
-        ends = block["start"] + block["length"]
-        if m and (block["length"].min() < 0 or block["start"].min() < 0 or ends.max() > len(block["codes"])):
-            b.fail(b.where, "a segment's placements lie outside its codes")
-        if k >= len(first) or first[k] != total:
-            h.fail("history.first", "not the first id of each block")
-        if m and (block["parent"].min() < -1 or (block["parent"] >= total + np.arange(m)).any()):
-            b.fail(b.name("parent"), "a state's parent is not a state taken before it")
-        blocks.append(block)
-        total += m
-    if len(first) != len(blocks) or not blocks:
-        h.fail("history", "blocks and their first ids do not match")
-    history = History.from_dict({"first": first, "blocks": blocks, "dropped": h.int("dropped", 0)})
-    used = used_slots(table)
-    if (table.parent[used] < 0).any() or (table.parent[used] >= total).any():
-        t.fail("table.parent", f"a state's parent is not in the history ({total} states)")
-    if (table.length[used] < 0).any() or (table.length[used] > kcfg.max_depth).any():
-        t.fail("table.length", f"segments longer than {kcfg.max_depth} placements")
-    sittings = []
-    for s in f.subs("sittings"):
-        sittings.append({"started": s.str("started"), "first_index": s.int("first_index", 0),
-                         "next_index": s.int("next_index", 0), "seconds": s.float("seconds"),
-                         "cpu_seconds": s.float("cpu_seconds"), "peak_mib": s.float("peak_mib")})
-    return (table, history, f.array("best_by_step", np.int64, shape=(n,)), f.int("next_index", 0, n + 1),
-            f.int("valued", 0), f.int("best", 0), sittings)
+        blank = new_table(kcfg, height)
+        t = f.sub("table")
+        table = Table(**{k: t.array(k, a.dtype, shape=a.shape) for k, a in blank._asdict().items()})
+        if table.count.min(initial=0) < 0 or table.count.max(initial=0) > kcfg.states:
+            t.fail("table.count", f"bucket counts outside [0, {kcfg.states}]")
+        h = f.sub("history")
+        first = [h.int("first", 0, value=v) for v in h.list("first")]
+        blocks, total = [], 0
+        for k, b in enumerate(h.subs("blocks")):
+            score = b.array("score", np.int64, ndim=1)
+            m = len(score)
+            block = {"index": b.int("index", 0, n), "score": score, "parent": b.array("parent", np.int64, shape=(m,)),
+                     "start": b.array("start", np.int64, shape=(m,)), "length": b.array("length", np.int64, shape=(m,)),
+                     "codes": b.array("codes", np.int16, ndim=1)}
+            ends = block["start"] + block["length"]
+            if m and (block["length"].min() < 0 or block["start"].min() < 0 or ends.max() > len(block["codes"])):
+                b.fail(b.where, "a segment's placements lie outside its codes")
+            if k >= len(first) or first[k] != total:
+                h.fail("history.first", "not the first id of each block")
+            if m and (block["parent"].min() < -1 or (block["parent"] >= total + np.arange(m)).any()):
+                b.fail(b.name("parent"), "a state's parent is not a state taken before it")
+            blocks.append(block)
+            total += m
+        if len(first) != len(blocks) or not blocks:
+            h.fail("history", "blocks and their first ids do not match")
+        history = History.from_dict({"first": first, "blocks": blocks, "dropped": h.int("dropped", 0)})
+        used = used_slots(table)
+        if (table.parent[used] < 0).any() or (table.parent[used] >= total).any():
+            t.fail("table.parent", f"a state's parent is not in the history ({total} states)")
+        if (table.length[used] < 0).any() or (table.length[used] > kcfg.max_depth).any():
+            t.fail("table.length", f"segments longer than {kcfg.max_depth} placements")
+        sittings = []
+        for s in f.subs("sittings"):
+            sittings.append({"started": s.str("started"), "first_index": s.int("first_index", 0),
+                             "next_index": s.int("next_index", 0), "seconds": s.float("seconds"),
+                             "cpu_seconds": s.float("cpu_seconds"), "peak_mib": s.float("peak_mib")})
+        return cls(table, history, f.array("best_by_step", np.int64, shape=(n,)), f.int("next_index", 0, n + 1),
+                   f.int("valued", 0), f.int("best", 0), sittings)
 
 
 def saved_table(table: Table, new_id: np.ndarray) -> dict:
