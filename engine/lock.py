@@ -216,7 +216,7 @@ def spawn_state(index, rules):
     return index % 4 if rules.cycle_states else 0
 
 
-@njit(cache=True, _nrt=False)
+@inlined
 def spawn_blocked(board, rules, shape, state):
     """Whether a piece of ``shape`` appearing in ``state`` cannot appear: its spawn position is
     invalid, or (``spawn_must_drop``) it cannot move one row down from there. Never under drop-only

@@ -57,7 +57,7 @@ def value_placement(board, child, rules, shape, s, x, y, number, spec, vs, count
     return alive, v
 
 
-@njit(cache=True, _nrt=False)
+@inlined
 def best_placement(board, shape, t, rules, spec, sc, found, vs):
     """Index into ``found`` of the best placement of piece ``t`` on ``board`` (-1 when every
     placement tops out), and its value; ties go to the lower `evaluators.priority`, then the first
@@ -73,7 +73,7 @@ def best_by_rule(board, shape, t, rules, spec, sc, found, vs):
     raise TypeError("best_by_rule is a numba kernel")
 
 
-@overload(best_by_rule)
+@overload(best_by_rule, jit_options={"_nrt": False, "forceinline": True})
 def _best_by_rule(board, shape, t, rules, spec, sc, found, vs):
     kernel = best_dropped if generator_of(rules) == "drop" else best_generated
     return lambda board, shape, t, rules, spec, sc, found, vs: kernel(board, shape, t, rules, spec, sc, found, vs)
@@ -89,7 +89,7 @@ def prepare(board, rules, spec, vs):
     return count_rows(board, rules.full_row)
 
 
-@njit(cache=True, _nrt=False)
+@inlined
 def best_generated(board, shape, t, rules, spec, sc, found, vs):
     """`best_placement` over the placements `engine.movegen.generators.placements_into` writes into ``found``."""
     ss = spawn_state(t, rules)
@@ -109,7 +109,7 @@ def best_generated(board, shape, t, rules, spec, sc, found, vs):
     return best, best_value
 
 
-@njit(cache=True, _nrt=False)
+@inlined
 def best_dropped(board, shape, t, rules, spec, sc, found, vs):
     """`best_placement` under drop-only rules: the placements generated as they are valued, state by
     state and column by column (`engine.movegen.drop.drop_row`, the rule `placements_into` follows there),
