@@ -73,7 +73,7 @@ def best_by_rule(board, shape, t, rules, spec, sc, found, vs):
     raise TypeError("best_by_rule is a numba kernel")
 
 
-@overload(best_by_rule, jit_options={"_nrt": False, "forceinline": True})
+@overload(best_by_rule, inline="always")
 def _best_by_rule(board, shape, t, rules, spec, sc, found, vs):
     kernel = best_dropped if generator_of(rules) == "drop" else best_generated
     return lambda board, shape, t, rules, spec, sc, found, vs: kernel(board, shape, t, rules, spec, sc, found, vs)

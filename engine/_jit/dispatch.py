@@ -136,7 +136,7 @@ class FunctionTable(Registry):
             """Call the entry ``token`` names with ``args`` (numba kernels only)."""
             raise TypeError(f"{table.name}: call() is a numba kernel")
 
-        @overload(call)
+        @overload(call, jit_options={"forceinline": True})  # LLVM inlines the forwarding impl: no call of its own
         def _call(token, *args):
             if not (isinstance(token, StaticType) and isinstance(token.value, Token)
                     and token.value.table == table.chosen_by):

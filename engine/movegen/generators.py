@@ -39,7 +39,7 @@ def placements_into(board, rules, shape, spawn_state, sc, out):
 
 
 @PLACEMENTS.register("reachable")
-@inner(_nrt=False)
+@inlined
 def reachable_placements_into(board, rules, shape, spawn_state, sc, out):
     """`placements_into` under rules of single steps from the spawn: the resting positions `reach`
     finds, and with ``rules.floating`` the mid-air clears (`floating_mask`)."""
@@ -109,13 +109,13 @@ def floating_mask(board, cells_c, visited, fit, c, y, rules, spawn_class):
 
 @PLACEMENTS.register("drop")
 @LOWEST_PLACEMENTS.register("drop")  # one per (state, column) already
-@inner(_nrt=False)
+@inlined
 def dropped_placements_into(board, rules, shape, spawn_state, sc, out):
     """`placements_into` under drop-only rules (`drop_placements_into`; the spawn state plays no part)."""
     return drop_placements_into(board, rules, shape, sc, out)
 
 
-@njit(cache=True, _nrt=False)
+@inlined
 def lowest_placements_into(board, rules, shape, spawn_state, sc, out):
     """`placements_into` keeping only the lowest placement of each (state, centre column), in the
     same order (state, then y, then x)."""
@@ -123,7 +123,7 @@ def lowest_placements_into(board, rules, shape, spawn_state, sc, out):
 
 
 @LOWEST_PLACEMENTS.register("reachable")
-@inner(_nrt=False)
+@inlined
 def lowest_reachable_placements_into(board, rules, shape, spawn_state, sc, out):
     """`lowest_placements_into` under rules of single steps from the spawn; with ``rules.floating``
     the mid-air clears too (`floating_mask`), in the same order."""

@@ -29,7 +29,7 @@ def _within(sx, reach):
     return ((np.int64(1) << (hi - lo + 1)) - 1) << lo
 
 
-@inner(_nrt=False)
+@inlined
 def sky_row(fit, free, sx, sy, states):
     """The lowest row Y such that every centre row sy..Y is open sky: in each state the piece
     fits exactly where it fits on an empty board, and every state fits at the spawn. Returns -1
@@ -68,7 +68,7 @@ def copy_layer(dst, src):
             dst[s, y] = src[s, y]
 
 
-@inner(_nrt=False)
+@inlined
 def search(sc, sx, sy, ss, max_steps, store, states):
     """Breadth-first search from the spawn (sx, sy, ss) over at most ``max_steps`` steps, in a graph
     of ``states`` states whose rotation goes from s to (s + 1) mod ``states``: the piece's four
@@ -167,7 +167,7 @@ def resting_mask(visited, fit, s, y):
     return visited[s, y] & ~below
 
 
-@inner(_nrt=False)
+@inlined
 def sweep(sc, sx, sy, ss, max_steps, states):
     """Every position reachable from the spawn (sx, sy, ss) with no step limit, into ``visited``,
     row by row from the top: a piece never moves up, so a row's positions are those reached by one
@@ -225,7 +225,7 @@ def sweep(sc, sx, sy, ss, max_steps, states):
     return bound <= max_steps
 
 
-@inner(_nrt=False)
+@inlined
 def reach(board, rules, shape, spawn_state, sc):
     """Fill ``sc`` with where ``shape`` spawning in ``spawn_state`` can go within the step limit, on
     its distinct states (`Rules.periods`; class c's cells are state c's); returns the number of

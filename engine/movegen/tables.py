@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .._jit.decorators import inner
+from .._jit.decorators import inlined, inner
 
 STEP_L, STEP_R, STEP_D, STEP_C = 0, 1, 2, 3
 STEP_LETTERS = "LRDC"
@@ -69,7 +69,7 @@ def capacity(height, width):
     return 4 * (height + EXTRA_ROWS) * (width + 8)
 
 
-@inner(_nrt=False)
+@inlined
 def fit_masks(board, cells, width, fit, free, states, ext, lowest_dy, cell_shift):
     """Fill ``fit[s, cy]`` (s in 0..states-1, cy in 0..rows-1): bit ``cx + XOFF`` set when the piece
     with offsets ``cells[s]`` centred at (cx, cy) is valid on ``board``; and ``free[s]``, the same

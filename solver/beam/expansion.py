@@ -62,7 +62,7 @@ VALUE_KEPT = FunctionTable("beam.value_kept", chosen_by=THREADS)
 place_nodes_by, lock_nodes_by, value_kept_by = PLACE_NODES.call, LOCK_NODES.call, VALUE_KEPT.call
 
 
-@inner
+@inlined
 def node_placements(board, rules, shape, ss, placer, sc, found, codes):
     """The packed placements of the piece on ``board`` into ``codes`` (all of them, or the lowest
     of each state and column: the `NODE_PLACEMENTS` token ``placer``); returns how many."""

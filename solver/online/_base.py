@@ -131,7 +131,7 @@ def policy_of(bundle_class: type | None) -> type[OnlinePolicy]:
     raise registry.PolicyError(f"no registered policy for unknown pieces has the bundle class {bundle_class!r}")
 
 
-@overload(choose, jit_options={"_nrt": False, "forceinline": True})
+@overload(choose, inline="always")
 def _choose_overload(bundle, board, shape, preview, t, rules, spec, ws):
     if not isinstance(bundle, types.BaseNamedTuple):
         return None
