@@ -16,7 +16,6 @@ depends on which kernel the cache met first.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .._jit.decorators import inlined, inner
 from ..board import popcount

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit.decorators import inlined, inner
+from .._jit.decorators import inlined
 from ..board import popcount, run_fill
 from .tables import XOFF, fit_masks
 
