@@ -204,10 +204,10 @@ def grow_layer(r, d, start, skip, cur, n_cur, n_kids, root_cells, roots, sequenc
                 n_kids += 1
                 valued += 1
                 continue
-            lock = lock_copy(board, rules, shape, s, x, y, t + 1, vs.locked, vs.cleared)  # a leaf: both boards
-            cells_after = cells_before - width * lock.lines
+            cells_after = cells_before - width * lock.lines  # a leaf: below its floor, it is not locked again
             if not final and t + 1 <= cfg.pieces - cfg.endgame and cells_after < cfg.min_cells[lock.lines - 1]:
                 continue
+            lock = lock_copy(board, rules, shape, s, x, y, t + 1, vs.locked, vs.cleared)  # both boards
             p = Placement(board, vs.locked, vs.cleared, piece, x, y, lock.lines, lock.points, width)
             v = evaluate(p, vs.pvals, spec)
             valued += 1
