@@ -116,13 +116,21 @@ def descending(values):
 def radix_argsort(key):
     """The stable argsort of int64 ``key``: a least-significant-digit radix sort over the bytes that
     vary among the keys (linear in the number of keys)."""
+    return radix_sorted(key)[0]
+
+
+@inner
+def radix_sorted(key):
+    """`radix_argsort`'s order of ``key``, and the keys in that order as the sort leaves them (each
+    with its sign bit flipped, uint64: equal exactly when the keys are), so that a caller walking
+    the order compares neighbours in sequence instead of gathering ``key[order[k]]``."""
     n = key.shape[0]
     u = np.empty(n, np.uint64)
     for m in range(n):
         u[m] = np.uint64(key[m]) ^ SIGN_BIT
     order = np.arange(n)
     if n < 2:
-        return order
+        return order, u
     varying = np.uint64(0)
     for m in range(1, n):
         varying |= u[m] ^ u[0]
@@ -146,7 +154,7 @@ def radix_argsort(key):
             order2[at] = order[m]
         u, u2 = u2, u
         order, order2 = order2, order
-    return order
+    return order, u
 
 
 @inner

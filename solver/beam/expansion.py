@@ -275,13 +275,16 @@ def equal_board_winners(kids, total, slot, stamp, layer, winner, keys):
 @inner(_nrt=False)
 def kept_in_order(boards, kept, out, hashes, tie_seed):
     """The indices j with ``kept[j]`` in increasing order into ``out``, with their boards'
-    `tie_hash` under ``tie_seed`` into ``hashes``."""
+    `tie_hash` under ``tie_seed`` into ``hashes``: the indices first, then the hashes in a loop of
+    their own, whose iterations share no branch, so that the processor overlaps the hashes' chains
+    of multiplications."""
     m = 0
     for j in range(kept.shape[0]):
         if kept[j]:
             out[m] = j
-            hashes[m] = tie_hash(boards[j], tie_seed)
             m += 1
+    for m in range(out.shape[0]):
+        hashes[m] = tie_hash(boards[out[m]], tie_seed)
 
 
 @inner

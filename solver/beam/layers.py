@@ -10,7 +10,7 @@ from engine._jit.decorators import inner
 from engine.board import copy_rows
 from engine.lock import spawn_state
 
-from ..layered import descending, grown, radix_argsort, unpack
+from ..layered import descending, grown, radix_sorted, unpack
 from ..threshold import below
 from .bundles import (
     ABORTED, BeamState, GOING, GROWTH_DIVISOR, Parents, STUCK, S_BEST_CODE, S_BEST_PARENT, S_BEST_PIECE,
@@ -99,8 +99,8 @@ def cut(cand, hashes, kids, st, cfg):
     sc = kids.score[cand]
     clears = kids.clears[cand]
     qkey = descending(kids.quality[cand])
-    q_order = radix_argsort(qkey)
-    q_rank = ranks_in(q_order, qkey)  # both rankings read the quality's order only
+    q_order, q_keys = radix_sorted(qkey)
+    q_rank = ranks_in(q_order, q_keys)  # both rankings read the quality's order only
     heights = kids.height[cand]
     anc = ancestors(cand, kids, st)
     ties = tie_keys(cfg.tie_order, kids.boards, cand, hashes)
@@ -111,7 +111,7 @@ def cut(cand, hashes, kids, st, cfg):
     rule = Picks(cfg.n_score, cfg.score_quota, cfg.score_height_max)
     n_score = pick(order, head, rule, anc, heights, taken, st.counters, hcount, out, cfg.keep_ties)
     if cfg.quality_first:
-        order, head = quality_order(q_order, q_rank, sc, ties)
+        order, head = quality_order(q_rank, sc, ties)
     else:
         order, head = ranking_order(rank_rows(True, False, sc, clears, q_rank), ties)
     rule = Picks(cfg.n_quality, cfg.quality_quota, cfg.quality_height_max)

@@ -10,7 +10,7 @@ import numpy as np
 from engine._jit.decorators import inlined, inner
 from engine.board import copy_rows
 
-from ..layered import radix_argsort
+from ..layered import radix_sorted
 from .bundles import PACK_BITS, PACK_LIMIT, PER_CLEAR_SCALE
 
 
@@ -22,19 +22,20 @@ from .bundles import PACK_BITS, PACK_LIMIT, PER_CLEAR_SCALE
 @inner
 def dense_ranks(key):
     """Each key's rank among the distinct keys (0 = the smallest; equal keys, equal ranks)."""
-    return ranks_in(radix_argsort(key), key)
+    order, keys = radix_sorted(key)
+    return ranks_in(order, keys)
 
 
 @inner
-def ranks_in(order, key):
-    """The dense ranks of ``key`` given its ascending ``order``."""
-    out = np.empty(key.shape[0], np.int64)
+def ranks_in(order, sorted_keys):
+    """The dense ranks of the keys whose ascending ``order`` and keys in that order (``sorted_keys``,
+    `radix_sorted`'s) are given."""
+    out = np.empty(order.shape[0], np.int64)
     rank = -1
     for k in range(order.shape[0]):
-        m = order[k]
-        if k == 0 or key[m] != key[order[k - 1]]:
+        if k == 0 or sorted_keys[k] != sorted_keys[k - 1]:
             rank += 1
-        out[m] = rank
+        out[order[k]] = rank
     return out
 
 
@@ -79,10 +80,8 @@ def pack_rows(rows):
 
 
 @inlined
-def comes_before(key, ties, a, b):
-    """Whether candidate ``a`` comes before ``b`` by ``key``, then the tie rows, then the index."""
-    if key[a] != key[b]:
-        return key[a] < key[b]
+def ties_before(ties, a, b):
+    """Whether candidate ``a`` comes before ``b`` by the tie rows, then the index."""
     for r in range(ties.shape[0]):
         if ties[r, a] != ties[r, b]:
             return ties[r, a] < ties[r, b]
@@ -90,18 +89,20 @@ def comes_before(key, ties, a, b):
 
 
 @inner
-def order_runs(order, group, key, ties):
-    """Within each run of ``order`` whose candidates share ``group``, put them in the order of
-    `comes_before` (an insertion sort: runs are short)."""
+def order_runs(order, sorted_keys, ties):
+    """Within each run of ``order`` whose keys are equal (``sorted_keys``: the keys in that order,
+    `radix_sorted`'s), put the candidates in the order of `ties_before` (an insertion sort: runs
+    are short). The runs are found from the sorted keys in sequence: gathering each candidate's key
+    through ``order`` missed the cache for every candidate of a layer."""
     n = order.shape[0]
     start = 0
     for k in range(1, n + 1):
-        if k < n and group[order[k]] == group[order[start]]:
+        if k < n and sorted_keys[k] == sorted_keys[start]:
             continue
         for i in range(start + 1, k):
             v = order[i]
             j = i - 1
-            while j >= start and comes_before(key, ties, v, order[j]):
+            while j >= start and ties_before(ties, v, order[j]):
                 order[j + 1] = order[j]
                 j -= 1
             order[j + 1] = v
@@ -114,24 +115,20 @@ def ranking_order(rows, ties):
     the tie order's ``ties`` rows, then generation order. Returns (order, head), ``head`` equal for
     two candidates exactly when their rank rows are."""
     head = pack_rows(rows)
-    order = radix_argsort(head)
-    order_runs(order, head, head, ties)
+    order, keys = radix_sorted(head)
+    order_runs(order, keys, ties)
     return order, head
 
 
 @inner
-def quality_order(q_order, q_rank, sc, ties):
-    """The quality ranking (quality, then score, both descending, then the ties) from the
-    candidates already in order of quality (``q_order``, stable, and its dense ranks ``q_rank``):
-    only runs of equal quality are reordered. Returns (order, head) as `ranking_order`."""
+def quality_order(q_rank, sc, ties):
+    """The quality ranking (quality, then score, both descending, then the ties): `ranking_order`
+    of the rows (quality's dense rank ``q_rank``, 0 the best; -score). Returns (order, head)."""
     rows = np.empty((2, sc.shape[0]), np.int64)
     for m in range(sc.shape[0]):
         rows[0, m] = q_rank[m]
         rows[1, m] = -sc[m]
-    head = pack_rows(rows)
-    order = q_order.copy()
-    order_runs(order, q_rank, head, ties)
-    return order, head
+    return ranking_order(rows, ties)
 
 
 class Picks(NamedTuple):
