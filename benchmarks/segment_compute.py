@@ -41,6 +41,10 @@ ROWS = {
     "states-6": ["segment.states=6"],
     "states-6-floating": ["segment.states=6", "floating=true"],
     "states-12": ["segment.states=12"],
+    # the record's settings (configs/solve/segment_record.yaml: these floors, 22 states) at fewer states
+    "floors-201-states-6": ["segment.min_cells=[201,120,100,100]", "segment.states=6"],
+    "floors-201-states-12": ["segment.min_cells=[201,120,100,100]", "segment.states=12"],
+    "floors-201-states-22": ["segment.min_cells=[201,120,100,100]", "segment.states=22"],
 }
 __doc__ = __doc__.format(rows=", ".join(f"``{k}``" for k in ROWS))
 
