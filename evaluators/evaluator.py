@@ -61,6 +61,13 @@ class EvaluatorSpec(NamedTuple):
         return self.terms[kernels.WEIGHT]
 
     @property
+    def by_board(self) -> bool:
+        """Whether a child's value is a function of its board alone: every feature weighed is a
+        board feature, none taken minus the parent's (equal boards, equal values)."""
+        features = registry._SNAPSHOTS[self.kind.digest]
+        return all(not t.delta and features[t.slot].kind == registry.BOARD for t in self.kind.layout)
+
+    @property
     def active(self) -> np.ndarray:
         return self.terms[kernels.ACTIVE] != 0
 

@@ -430,3 +430,11 @@ def test_spec_arrays():
     assert (active[i], delta[i], tlen[i], list(tx[i]), list(ty[i])) == (True, False, 4, [1, 2, 3, 4], [0, 100, 500, 1000])
     assert active.sum() == 4 and not active[index("wells")]
     assert ev.spec is ev.spec                                   # cached
+
+
+def test_an_evaluator_values_a_board_alone_without_placement_features_or_deltas():
+    """`EvaluatorSpec.by_board`: what lets the segment search merge only its best-valued children."""
+    assert E.load_evaluator("transitions").spec.by_board  # row and column transitions
+    assert not E.load_evaluator("dellacherie").spec.by_board  # landing height, eroded cells
+    assert E.from_dict({"name": "t", "features": {"holes": -1}}).spec.by_board
+    assert not E.from_dict({"name": "t", "features": {"holes": {"weight": -1, "delta": True}}}).spec.by_board

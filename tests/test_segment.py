@@ -52,7 +52,7 @@ def board_with(cells: int, tag: int):
 
 def one_leaf_per_root(scores, cells, tags, index=5, d=0):
     """Leaves as `expand_chunk` leaves them: root r has one leaf, at its (d, cells // 2) bucket."""
-    cfg = settings(SegmentConfig(states=2, depth=4, first_depth=4), GEEK, 100)
+    cfg = settings(SegmentConfig(states=2, depth=4, first_depth=4), GEEK, 100, by_board=False)
     leaves = new_leaves(cfg, 20)
     n = len(scores)
     for r in range(n):
@@ -127,11 +127,12 @@ WELL = [
 
 
 def expand_one(board, index, pieces, min_cells, **segment):
-    cfg = settings(SegmentConfig(states=4, key_cells=1, min_cells=min_cells, **segment), GEEK, pieces)
+    spec = load_evaluator("transitions").spec
+    cfg = settings(SegmentConfig(states=4, key_cells=1, min_cells=min_cells, **segment), GEEK, pieces, spec.by_board)
     seq = np.ascontiguousarray(GEEK.sequence(pieces), dtype=np.int64)  # as solve passes it: one compile
     roots = Roots(board[None, :].copy(), np.array([index]), np.array([1000]), np.array([1]))
     leaves = new_leaves(cfg, GEEK.height)
-    expand_chunk(1, roots, seq, GEEK.kernel, load_evaluator("transitions").spec, cfg, leaves)
+    expand_chunk(1, roots, seq, GEEK.kernel, spec, cfg, leaves)
     return cfg, seq, leaves
 
 
@@ -147,6 +148,30 @@ def leaves_of(cfg, leaves, r=0, d=0):
 
 def first_index_of(shape: int) -> int:
     return int(np.flatnonzero(GEEK.sequence(200) == shape)[0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merging_only_the_best_valued_children_keeps_what_merging_all_keeps(seed):
+    """`keep_best` with ``by_board`` (equal boards, equal values) merges only the children valued
+    among the 2 ``nodes`` best: on children with many copies of few boards and many equal values,
+    its picks are those of merging every child, in the same order; with too few distinct boards at
+    that bound it merges them all."""
+    from solver.segment.kernels import keep_best
+    rng = np.random.default_rng(seed)
+    nodes = 8
+    for distinct_boards in (5, 12, 60):
+        boards_of = rng.integers(0, 1 << 10, size=(distinct_boards, 20)).astype(np.uint16)
+        value_of = rng.integers(-6, 0, size=distinct_boards).astype(np.float64)  # many equal values
+        pick = rng.integers(0, distinct_boards, size=200)
+        boards, values = boards_of[pick], value_of[pick]
+        slot = np.empty(16, np.int64)
+        for tie_seed in (0, 3):
+            every, _ = keep_best(values, boards, len(pick), nodes, slot, tie_seed, False)
+            bounded, _ = keep_best(values, boards, len(pick), nodes, slot, tie_seed, True)
+            assert bounded.tolist() == every.tolist()
+            assert len(every) == min(nodes, distinct_boards)
+            firsts = {int(np.flatnonzero(pick == b)[0]) for b in range(distinct_boards) if (pick == b).any()}
+            assert set(every.tolist()) <= firsts  # the first generated of equal boards
 
 
 def test_a_segment_ends_at_each_clear_and_drops_clears_below_the_cell_floor():

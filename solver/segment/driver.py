@@ -183,8 +183,8 @@ class Segment(Policy):
 
     def search(self, pruner, progress):
         cfg, rules, n = self.config.segment, self.rules, self.pieces
-        kcfg = settings(cfg, rules, n)
         spec = self.evaluator.spec
+        kcfg = settings(cfg, rules, n, spec.by_board)
         saving = self.checkpoint is not None and not self.warming
         if saving:  # the temporary files of a checkpoint whose writer was killed (kill -9)
             remove_stale_temporaries(self.checkpoint.parent, self.checkpoint.name)

@@ -59,15 +59,16 @@ def bucket_slot(count, boards, score, value, hashes, n_max, board, s, v, h):
 
 
 @inner(_nrt=False)
-def first_of_each(boards, n, table, unique):
-    """Writes into ``unique`` the indices of children 0..n-1 whose board no earlier child holds (the
-    first generated of equal boards) and returns their count; ``table``: an open-addressing scratch
-    of a power-of-two size above 2n. Without numba's reference counting: each board it reads is a
-    view."""
+def first_of_each(boards, which, table, unique):
+    """Writes into ``unique`` the children of ``which`` (indices, in generation order) whose board
+    no earlier one of them holds (the first generated of equal boards) and returns their count;
+    ``table``: an open-addressing scratch of a power-of-two size above twice their number. Without
+    numba's reference counting: each board it reads is a view."""
     size = table.shape[0]
     table[:] = -1
     u = 0
-    for j in range(n):
+    for i in range(which.shape[0]):
+        j = which[i]
         pos = np.int64(table_hash(boards[j]) & np.uint64(size - 1))
         while True:
             g = table[pos]
@@ -90,20 +91,43 @@ def hashes_of(boards, which, out, tie_seed):
 
 
 @inner
-def keep_best(values, boards, n, nodes, slot, tie_seed):
+def distinct(boards, which, slot):
+    """The children of ``which`` whose board no earlier one of them holds (`first_of_each`), and
+    the scratch table ``slot``, grown when it was too small."""
+    size = 1
+    while size < 2 * which.shape[0] + 2:
+        size *= 2
+    if slot.shape[0] < size:
+        slot = np.empty(size, np.int64)
+    unique = np.empty(which.shape[0], np.int64)
+    return unique[:first_of_each(boards, which, slot[:size], unique)], slot
+
+
+@inner
+def keep_best(values, boards, n, nodes, slot, tie_seed, by_board):
     """Indices (best first) of the best ``nodes`` of children 0..n-1 after merging equal boards (the
     first generated stays): the higher value, then the smaller hash (`tie_hash` under
     ``tie_seed``), then the first generated.
     ``slot``: a scratch table. Only the children whose value reaches the ``nodes``-th best value
-    are hashed and sorted: every one of the best ``nodes`` is among them."""
-    size = 1
-    while size < 2 * n + 2:
-        size *= 2
-    if slot.shape[0] < size:
-        slot = np.empty(size, np.int64)
-    unique = np.empty(n, np.int64)
-    unique = unique[:first_of_each(boards, n, slot[:size], unique)]
-    keys = descending(values[unique])  # ascending: best first
+    are hashed and sorted: every one of the best ``nodes`` is among them. With ``by_board`` (equal
+    boards have equal values) only the children whose value reaches the 2 ``nodes``-th best of all
+    are merged, the copies of a board being all in or all out; should they hold fewer than
+    ``nodes`` boards, all the children are."""
+    keys = descending(values[:n])  # ascending: best first
+    which = np.arange(n)
+    if by_board and n > 4 * nodes:
+        bound = np.partition(keys, 2 * nodes - 1)[2 * nodes - 1]
+        m = 0
+        for j in range(n):
+            if keys[j] <= bound:
+                which[m] = j
+                m += 1
+        unique, slot = distinct(boards, which[:m], slot)
+        if unique.shape[0] < nodes:
+            unique, slot = distinct(boards, np.arange(n), slot)
+    else:
+        unique, slot = distinct(boards, which, slot)
+    keys = keys[unique]
     if unique.shape[0] > nodes:
         cut = np.partition(keys, nodes - 1)[nodes - 1]
         m = 0
@@ -269,7 +293,7 @@ def expand(r, roots, sequence, rules, spec, cfg, leaves):
         if n_kids == 0 or d + 1 == depth:
             n_cur = 0
             continue
-        best, slot = keep_best(kids.value, kids.boards, n_kids, cfg.nodes, slot, cfg.tie_seed)
+        best, slot = keep_best(kids.value, kids.boards, n_kids, cfg.nodes, slot, cfg.tie_seed, cfg.by_board)
         n_cur = best.shape[0]
         if cur.shape[0] < n_cur:
             cur = np.empty((cfg.nodes, height), np.uint16)

@@ -66,7 +66,7 @@ class SegmentConfig(Strict):
         its placements and copied once more when the checkpoint is saved."""
         rules, pieces = config.game_rules(), config.played()
         height, width = rules.height, rules.width
-        kcfg = settings(self, rules, pieces)
+        kcfg = settings(self, rules, pieces, by_board=False)  # the sizes alone: the same either way
         par = self.parallel
         if par.n_jobs > 1 or par.backend == "dask":
             processes = 0 if par.scheduler else par.n_jobs  # a named cluster's workers are not here
@@ -101,6 +101,7 @@ class SegmentSettings(NamedTuple):
     max_depth: int
     pieces: int
     tie_seed: int  # the order of boards of equal value (`layered.tie_hash`; 0: the default)
+    by_board: bool  # the evaluator values a board alone (`EvaluatorSpec.by_board`): equal boards, equal values
 
 
 class Roots(NamedTuple):
@@ -170,10 +171,11 @@ def new_table(cfg: SegmentSettings, height: int) -> Table:
                  np.zeros(shape + (cfg.max_depth,), np.int16))
 
 
-def settings(cfg: SegmentConfig, rules, pieces: int) -> SegmentSettings:
-    """The kernels' bundle of ``cfg`` for ``rules`` over ``pieces`` pieces."""
+def settings(cfg: SegmentConfig, rules, pieces: int, by_board: bool) -> SegmentSettings:
+    """The kernels' bundle of ``cfg`` for ``rules`` over ``pieces`` pieces, its evaluator valuing a
+    board alone or not (``by_board``)."""
     max_depth = max(cfg.depth, cfg.first_depth)
     keys = rules.width * rules.height // cfg.key_cells + 1
     return SegmentSettings(cfg.nodes, cfg.placements == "lowest", cfg.states, cfg.key_cells, keys,
                            np.array(cfg.min_cells, np.int64), cfg.endgame_pieces, cfg.top_free_rows,
-                           max_depth + 1, max_depth, pieces, cfg.tie_seed)
+                           max_depth + 1, max_depth, pieces, cfg.tie_seed, by_board)
