@@ -34,7 +34,7 @@ def test_seed_zero_is_the_board_hash_and_another_seed_a_bijection_of_it():
 
 def kept(values, bs, nodes, seed):
     slot = np.empty(1, np.int64)
-    best, _ = keep_best(np.asarray(values, np.float64), bs, len(values), nodes, slot, seed)
+    best, _ = keep_best(np.asarray(values, np.float64), bs, len(values), nodes, slot, seed, False)
     return [int(i) for i in best]
 
 
