@@ -133,7 +133,8 @@ def checkpoint_for(config: SolverConfig, out: Path, resume: bool) -> Path | None
     if resume and not path.exists():
         raise ConfigError(f"--resume {out}: no saved search there ({path} does not exist)")
     if not resume and path.exists():
-        raise ConfigError(f"{path} holds a saved search: continue it with --resume {out}, or remove it")
+        raise ConfigError(f"{path} holds a saved search: continue it with --resume {out} (a finished one writes "
+                          "its result again), or remove it to start over")
     return path
 
 
