@@ -114,19 +114,12 @@ def keep_best(values, boards, n, nodes, slot, tie_seed, by_board):
     are merged, the copies of a board being all in or all out; should they hold fewer than
     ``nodes`` boards, all the children are."""
     keys = descending(values[:n])  # ascending: best first
-    which = np.arange(n)
+    unique = np.empty(0, np.int64)
     if by_board and n > 4 * nodes:
         bound = np.partition(keys, 2 * nodes - 1)[2 * nodes - 1]
-        m = 0
-        for j in range(n):
-            if keys[j] <= bound:
-                which[m] = j
-                m += 1
-        unique, slot = distinct(boards, which[:m], slot)
-        if unique.shape[0] < nodes:
-            unique, slot = distinct(boards, np.arange(n), slot)
-    else:
-        unique, slot = distinct(boards, which, slot)
+        unique, slot = distinct(boards, np.flatnonzero(keys <= bound), slot)  # in generation order
+    if unique.shape[0] < nodes:  # every child merged
+        unique, slot = distinct(boards, np.arange(n), slot)
     keys = keys[unique]
     if unique.shape[0] > nodes:
         cut = np.partition(keys, nodes - 1)[nodes - 1]
